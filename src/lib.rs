@@ -1,0 +1,5 @@
+//! mx2d
+#![warn(missing_docs)]
+pub mod field;
+pub mod math;
+pub mod shape;

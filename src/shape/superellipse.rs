@@ -1,0 +1,53 @@
+//! Superellipse |x/a|ⁿ + |y/b|ⁿ = 1 (n > 1).
+//!
+//! Mass properties by the Dirichlet integral
+//! ∫∫_{xⁿ+yⁿ≤1, x,y≥0} xᵖ yᵠ dx dy = Γ(α)Γ(β) / (n² Γ(α+β+1)), α = (p+1)/n, β = (q+1)/n:
+//! area = 4ab·Γ(1/n)²/(n² Γ(2/n+1)), ∫∫x² = 4a³b·Γ(3/n)Γ(1/n)/(n² Γ(4/n+1)).
+use glam::DVec2;
+
+use crate::math::gamma;
+
+fn dirichlet(n: f64, p: f64, q: f64) -> f64 {
+    let (al, be) = ((p + 1.0) / n, (q + 1.0) / n);
+    gamma(al) * gamma(be) / (n * n * gamma(al + be + 1.0))
+}
+
+pub(super) fn area(a: f64, b: f64, n: f64) -> f64 {
+    4.0 * a * b * dirichlet(n, 0.0, 0.0)
+}
+pub(super) fn unit_inertia(a: f64, b: f64, n: f64) -> f64 {
+    let ixx = 4.0 * a * a * a * b * dirichlet(n, 2.0, 0.0);
+    let iyy = 4.0 * a * b * b * b * dirichlet(n, 0.0, 2.0);
+    (ixx + iyy) / area(a, b, n)
+}
+/// Support point by Hölder's inequality: with u = a·dx, w = b·dy and
+/// m = n/(n−1), X = sgn(u)|u|^{1/(n−1)} / (|u|^m + |w|^m)^{1/n}, likewise Y.
+pub(super) fn support(a: f64, b: f64, n: f64, d: DVec2) -> DVec2 {
+    let d = d.normalize_or(DVec2::X);
+    let (u, w) = (a * d.x, b * d.y);
+    let e = 1.0 / (n - 1.0);
+    let m = n * e;
+    let norm = (u.abs().powf(m) + w.abs().powf(m)).powf(1.0 / n);
+    DVec2::new(
+        a * u.signum() * u.abs().powf(e) / norm,
+        b * w.signum() * w.abs().powf(e) / norm,
+    )
+}
+/// Parametrisation x = a·sgn(cos t)|cos t|^{2/n}, y = b·sgn(sin t)|sin t|^{2/n}.
+pub(super) fn point(a: f64, b: f64, n: f64, t: f64) -> DVec2 {
+    let (s, c) = t.sin_cos();
+    DVec2::new(
+        a * c.signum() * c.abs().powf(2.0 / n),
+        b * s.signum() * s.abs().powf(2.0 / n),
+    )
+}
+pub(super) fn signed_distance(a: f64, b: f64, n: f64, p: DVec2) -> f64 {
+    let (_, c) = super::closest_on_parametric(|t| point(a, b, n, t), p);
+    let d = (p - c).length();
+    if (p.x / a).abs().powf(n) + (p.y / b).abs().powf(n) < 1.0 { -d } else { d }
+}
+pub(super) fn outline(a: f64, b: f64, n: f64, segments: usize) -> Vec<DVec2> {
+    (0..segments)
+        .map(|i| point(a, b, n, std::f64::consts::TAU * i as f64 / segments as f64))
+        .collect()
+}
