@@ -1,5 +1,13 @@
 //! mx2d
 #![warn(missing_docs)]
+pub mod body;
 pub mod field;
+pub mod integrator;
+pub mod load;
 pub mod math;
+pub mod output;
+pub mod run;
+pub mod scene;
 pub mod shape;
+pub mod surface;
+pub mod world;

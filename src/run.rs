@@ -1,0 +1,186 @@
+//! Running a scene headless: the loop behind `mx2d run`, with its outputs.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::integrator::Method;
+use crate::output::{CsvWriter, ENERGY_HEADER, Stopped, Summary, TRACE_HEADER};
+use crate::scene::Scene;
+use crate::world::{SimulationError, World};
+
+/// Options of one run (the command line's, or a test's).
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Number of steps; default from the scene.
+    pub steps: Option<u64>,
+    /// Duration (s), used when `steps` is absent.
+    pub duration: Option<f64>,
+    /// Step size override.
+    pub dt: Option<f64>,
+    /// Integrator override.
+    pub integrator: Option<Method>,
+    /// Trace CSV path.
+    pub trace: Option<PathBuf>,
+    /// Energy CSV path.
+    pub energy: Option<PathBuf>,
+    /// Record every K-th step (and the last); default 1.
+    pub every: Option<u64>,
+    /// Summary JSON path.
+    pub summary: Option<PathBuf>,
+    /// Show a progress bar (only drawn on a terminal).
+    pub progress: bool,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The summary (also written to `--summary` if asked).
+    pub summary: Summary,
+    /// The world at the end.
+    pub world: World,
+    /// Set when the simulation stopped early.
+    pub error: Option<SimulationError>,
+}
+
+/// Runs `scene` with `options`, writing the requested files. Files are written
+/// as the run goes and kept if it stops early.
+pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutcome> {
+    let mut world = scene.build_world()?;
+    if let Some(dt) = options.dt {
+        anyhow::ensure!(
+            dt.is_finite() && dt > 0.0,
+            "--dt must be positive, got {dt}"
+        );
+        world.dt = dt;
+    }
+    if let Some(m) = options.integrator {
+        world.set_integrator(m);
+    }
+    let steps = match (options.steps, options.duration) {
+        (Some(n), _) => n,
+        (None, Some(t)) => {
+            anyhow::ensure!(
+                t.is_finite() && t >= 0.0,
+                "--duration must be >= 0, got {t}"
+            );
+            (t / world.dt).round() as u64
+        }
+        (None, None) if options.dt.is_some() => (scene
+            .file
+            .duration
+            .unwrap_or(scene.default_steps() as f64 * scene.file.dt)
+            / world.dt)
+            .round() as u64,
+        (None, None) => scene.default_steps(),
+    };
+    let every = options.every.unwrap_or(1).max(1);
+    let open = |p: &Option<PathBuf>, header: &str| -> anyhow::Result<Option<CsvWriter>> {
+        p.as_ref()
+            .map(|p| {
+                CsvWriter::create(p, header)
+                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))
+            })
+            .transpose()
+    };
+    let mut trace = open(&options.trace, TRACE_HEADER)?;
+    let mut energy = open(&options.energy, ENERGY_HEADER)?;
+    let record = |world: &World,
+                  trace: &mut Option<CsvWriter>,
+                  energy: &mut Option<CsvWriter>|
+     -> std::io::Result<()> {
+        if let Some(t) = trace {
+            t.trace_rows(world)?;
+        }
+        if let Some(e) = energy {
+            e.energy_row(world, 0.0)?;
+        }
+        Ok(())
+    };
+    let energy_initial = world.energy();
+    record(&world, &mut trace, &mut energy)?;
+    let bar = if options.progress && steps >= 1000 {
+        let bar = indicatif::ProgressBar::new(steps);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(bar)
+    } else {
+        None
+    };
+    let started = Instant::now();
+    let mut error = None;
+    for k in 1..=steps {
+        if let Err(e) = world.step() {
+            error = Some(e);
+            // Keep the state that diverged in the trace: it shows what went wrong.
+            record(&world, &mut trace, &mut energy)?;
+            break;
+        }
+        if k % every == 0 || k == steps {
+            record(&world, &mut trace, &mut energy)?;
+        }
+        if let Some(bar) = &bar
+            && k % 256 == 0
+        {
+            bar.set_position(k);
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    let wall_ms = started.elapsed().as_secs_f64() * 1e3;
+    for w in [&mut trace, &mut energy].into_iter().flatten() {
+        w.flush()?;
+    }
+    let energy_final = world.energy();
+    let taken = world.step_count();
+    let summary = Summary {
+        scene: scene.file.name.clone(),
+        integrator: world.integrator().name().to_string(),
+        bodies: world.bodies.len(),
+        steps: taken,
+        dt: world.dt,
+        t_final: world.time(),
+        wall_ms,
+        ms_per_step: if taken > 0 {
+            wall_ms / taken as f64
+        } else {
+            0.0
+        },
+        energy_initial: energy_initial.total,
+        energy_final: energy_final.total,
+        work_nonconservative: energy_final.work,
+        energy_balance_error: (energy_final.balance() - energy_initial.balance()).abs(),
+        max_constraint_error: 0.0,
+        max_penetration: 0.0,
+        backend: "cpu".into(),
+        adapter: "none (mechanism tier runs on the CPU)".into(),
+        stage_ms: world
+            .stage_times()
+            .as_list()
+            .iter()
+            .map(|(n, d)| (n.to_string(), d.as_secs_f64() * 1e3))
+            .collect(),
+        stopped: error.as_ref().map(|e| Stopped {
+            step: world.step_count(),
+            body: match e {
+                SimulationError::Diverged { body, .. } => Some(body.clone()),
+                _ => None,
+            },
+            message: e.to_string(),
+        }),
+    };
+    if let Some(p) = &options.summary {
+        summary
+            .write(p)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+    }
+    Ok(RunOutcome {
+        summary,
+        world,
+        error,
+    })
+}

@@ -1,0 +1,406 @@
+//! Scene files: parsing (RON), validation with positions, `--set` overrides,
+//! and building a [`World`].
+//!
+//! Every error names the file, the line and column, and the field:
+//! `scenes/x.ron:12:19: bodies[1].mass: mass must be positive and finite, got -1`.
+
+mod locate;
+mod schema;
+
+pub use locate::SourceMap;
+pub use schema::{AnchorDef, BodyDef, LoadDef, SceneFile};
+
+use std::path::Path;
+
+use crate::body::{Body, BodyHandle};
+use crate::load::{Anchor, Load};
+use crate::world::World;
+
+/// A scene error with its place in the file.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{file}:{line}:{column}: {}{message}", if field.is_empty() { String::new() } else { format!("{field}: ") })]
+pub struct SceneError {
+    /// File name as given.
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// Path of the offending field (`bodies[1].mass`), empty for syntax errors.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A parsed and validated scene, with the text it came from.
+#[derive(Clone, Debug)]
+pub struct Scene {
+    /// The scene's content.
+    pub file: SceneFile,
+    /// Where it came from (for messages).
+    pub path: String,
+    /// The (possibly overridden) text.
+    pub text: String,
+}
+
+fn ron_options() -> ron::Options {
+    ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
+}
+
+impl Scene {
+    /// Reads, applies `overrides` (`PATH=VALUE`), parses and validates a file.
+    pub fn load(path: &Path, overrides: &[String]) -> Result<Scene, SceneError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| SceneError {
+            file: name.clone(),
+            line: 0,
+            column: 0,
+            field: String::new(),
+            message: format!("cannot read the scene file: {e}"),
+        })?;
+        Scene::parse_with_overrides(&text, &name, overrides)
+    }
+
+    /// Parses and validates scene text (`name` is used in messages).
+    pub fn parse(text: &str, name: &str) -> Result<Scene, SceneError> {
+        Scene::parse_with_overrides(text, name, &[])
+    }
+
+    /// Applies overrides to `text`, then parses and validates it.
+    pub fn parse_with_overrides(
+        text: &str,
+        name: &str,
+        overrides: &[String],
+    ) -> Result<Scene, SceneError> {
+        let mut text = text.to_string();
+        for o in overrides {
+            text = apply_override(&text, o).map_err(|message| SceneError {
+                file: name.to_string(),
+                line: 0,
+                column: 0,
+                field: o.split('=').next().unwrap_or("").to_string(),
+                message,
+            })?;
+        }
+        let file: SceneFile = ron_options()
+            .from_str(&text)
+            .map_err(|e| syntax_error(name, &text, e))?;
+        let scene = Scene {
+            file,
+            path: name.to_string(),
+            text,
+        };
+        scene.validate()?;
+        Ok(scene)
+    }
+
+    /// An error at `field` (a canonical path), positioned from the text.
+    pub fn error_at(&self, field: &str, message: impl Into<String>) -> SceneError {
+        let map = SourceMap::new(&self.text);
+        let message = message.into();
+        // "radius must be …" under `shape`: point at `shape.radius` if present.
+        let word = message.split_whitespace().next().unwrap_or("");
+        let refined = format!("{field}.{word}");
+        let field = if map.contains(&refined) {
+            refined
+        } else {
+            field.to_string()
+        };
+        let (line, column) = map.position_of(&field).unwrap_or((1, 1));
+        SceneError {
+            file: self.path.clone(),
+            line,
+            column,
+            field,
+            message,
+        }
+    }
+
+    fn validate(&self) -> Result<(), SceneError> {
+        self.build_world().map(|_| ())
+    }
+
+    /// Builds the world the scene describes.
+    pub fn build_world(&self) -> Result<World, SceneError> {
+        let f = &self.file;
+        let finite_vec = |path: &str, v: glam::DVec2| {
+            if v.is_finite() {
+                Ok(())
+            } else {
+                Err(self.error_at(path, format!("must be finite, got ({}, {})", v.x, v.y)))
+            }
+        };
+        finite_vec("gravity", f.gravity)?;
+        if !(f.dt.is_finite() && f.dt > 0.0) {
+            return Err(self.error_at(
+                "dt",
+                format!("the step must be positive and finite, got {}", f.dt),
+            ));
+        }
+        if let Some(d) = f.duration
+            && !(d.is_finite() && d >= 0.0)
+        {
+            return Err(self.error_at("duration", format!("must be finite and >= 0, got {d}")));
+        }
+        if let Some(e) = f.max_body_energy
+            && !(e.is_finite() && e > 0.0)
+        {
+            return Err(self.error_at("max_body_energy", format!("must be positive, got {e}")));
+        }
+        let mut world = World::new(f.gravity);
+        world.dt = f.dt;
+        world.set_integrator(f.integrator);
+        world.limits.max_body_energy = f.max_body_energy;
+        for (i, b) in f.bodies.iter().enumerate() {
+            let at = |field: &str| format!("bodies[{i}].{field}");
+            if let Some(m) = b.mass
+                && !(m.is_finite() && m > 0.0)
+            {
+                return Err(self.error_at(
+                    &at("mass"),
+                    format!("mass must be positive and finite, got {m}"),
+                ));
+            }
+            if let Some(d) = b.density
+                && !(d.is_finite() && d > 0.0)
+            {
+                return Err(self.error_at(
+                    &at("density"),
+                    format!("density must be positive and finite, got {d}"),
+                ));
+            }
+            if let Some(j) = b.inertia
+                && !(j.is_finite() && j > 0.0)
+            {
+                return Err(self.error_at(
+                    &at("inertia"),
+                    format!("inertia must be positive and finite, got {j}"),
+                ));
+            }
+            b.shape
+                .validate()
+                .map_err(|m| self.error_at(&at("shape"), m))?;
+            finite_vec(&at("position"), b.position)?;
+            finite_vec(&at("velocity"), b.velocity)?;
+            for (name, v) in [("angle", b.angle), ("angular_velocity", b.angular_velocity)] {
+                if !v.is_finite() {
+                    return Err(self.error_at(&at(name), format!("must be finite, got {v}")));
+                }
+            }
+            let mut builder = Body::builder(b.name.clone(), b.shape.clone())
+                .position(b.position)
+                .angle(b.angle)
+                .velocity(b.velocity)
+                .angular_velocity(b.angular_velocity)
+                .fixed(b.fixed);
+            if let Some(m) = b.mass {
+                builder = builder.mass(m);
+            }
+            if let Some(d) = b.density {
+                builder = builder.density(d);
+            }
+            if let Some(j) = b.inertia {
+                builder = builder.inertia(j);
+            }
+            let body = builder.build().map_err(|m| self.error_at(&at("mass"), m))?;
+            world
+                .add_body(body)
+                .map_err(|m| self.error_at(&at("name"), m))?;
+        }
+        for (i, s) in f.surfaces.iter().enumerate() {
+            s.validate()
+                .map_err(|m| self.error_at(&format!("surfaces[{i}].geometry"), m))?;
+        }
+        world.surfaces = f.surfaces.clone();
+        for (i, fd) in f.fields.iter().enumerate() {
+            fd.validate()
+                .map_err(|m| self.error_at(&format!("fields[{i}].kind"), m))?;
+        }
+        world.fields = f.fields.clone();
+        for (i, l) in f.loads.iter().enumerate() {
+            let load = self.build_load(&world, i, l)?;
+            world.loads.push(load);
+        }
+        Ok(world)
+    }
+
+    fn body_handle(&self, world: &World, path: &str, name: &str) -> Result<BodyHandle, SceneError> {
+        world.bodies.find(name).ok_or_else(|| {
+            let known: Vec<_> = world.bodies.iter().map(|b| b.name.as_str()).collect();
+            self.error_at(
+                path,
+                format!("unknown body '{name}' (bodies: {})", known.join(", ")),
+            )
+        })
+    }
+
+    fn build_load(&self, world: &World, i: usize, l: &LoadDef) -> Result<Load, SceneError> {
+        let at = |field: &str| format!("loads[{i}].{field}");
+        let finite = |field: &str, v: f64| {
+            if v.is_finite() {
+                Ok(())
+            } else {
+                Err(self.error_at(&at(field), format!("must be finite, got {v}")))
+            }
+        };
+        Ok(match l {
+            LoadDef::Force {
+                body,
+                force,
+                point,
+                body_frame,
+                profile,
+            } => {
+                let body = self.body_handle(world, &at("body"), body)?;
+                finite("force", force.x + force.y)?;
+                finite("point", point.x + point.y)?;
+                profile
+                    .validate()
+                    .map_err(|m| self.error_at(&at("profile"), m))?;
+                Load::Force {
+                    body,
+                    force: *force,
+                    point: *point,
+                    body_frame: *body_frame,
+                    profile: profile.clone(),
+                }
+            }
+            LoadDef::Torque {
+                body,
+                torque,
+                profile,
+            } => {
+                let body = self.body_handle(world, &at("body"), body)?;
+                finite("torque", *torque)?;
+                profile
+                    .validate()
+                    .map_err(|m| self.error_at(&at("profile"), m))?;
+                Load::Torque {
+                    body,
+                    torque: *torque,
+                    profile: profile.clone(),
+                }
+            }
+            LoadDef::Spring {
+                body,
+                point,
+                anchor,
+                stiffness,
+                rest_length,
+                damping,
+            } => {
+                let handle = self.body_handle(world, &at("body"), body)?;
+                let anchor = match anchor {
+                    AnchorDef::World { point } => Anchor::World(*point),
+                    AnchorDef::Body { body: other, point } => {
+                        let h = self.body_handle(world, &at("anchor.body"), other)?;
+                        if h == handle {
+                            return Err(self.error_at(
+                                &at("anchor.body"),
+                                "a spring cannot join a body to itself",
+                            ));
+                        }
+                        Anchor::Body(h, *point)
+                    }
+                };
+                for (name, v) in [
+                    ("stiffness", *stiffness),
+                    ("rest_length", *rest_length),
+                    ("damping", *damping),
+                ] {
+                    if !(v.is_finite() && v >= 0.0) {
+                        return Err(self.error_at(
+                            &at(name),
+                            format!("{name} must be finite and >= 0, got {v}"),
+                        ));
+                    }
+                }
+                Load::Spring {
+                    body: handle,
+                    point: *point,
+                    anchor,
+                    stiffness: *stiffness,
+                    rest_length: *rest_length,
+                    damping: *damping,
+                }
+            }
+            LoadDef::Drag { body, coefficient } => {
+                let body = self.body_handle(world, &at("body"), body)?;
+                if !(coefficient.is_finite() && *coefficient >= 0.0) {
+                    return Err(self.error_at(
+                        &at("coefficient"),
+                        format!("must be finite and >= 0, got {coefficient}"),
+                    ));
+                }
+                Load::Drag {
+                    body,
+                    coefficient: *coefficient,
+                }
+            }
+        })
+    }
+
+    /// The default number of steps: `steps`, else `duration / dt` (default 1 s).
+    pub fn default_steps(&self) -> u64 {
+        self.file
+            .steps
+            .unwrap_or_else(|| (self.file.duration.unwrap_or(1.0) / self.file.dt).round() as u64)
+    }
+}
+
+fn syntax_error(file: &str, text: &str, e: ron::error::SpannedError) -> SceneError {
+    // Name the field when the parser tells us which one.
+    let field = match &e.code {
+        ron::Error::NoSuchStructField { found, .. } => found.clone(),
+        ron::Error::MissingStructField { field, .. } => field.to_string(),
+        ron::Error::DuplicateStructField { field, .. } => field.to_string(),
+        _ => String::new(),
+    };
+    let _ = text;
+    SceneError {
+        file: file.to_string(),
+        line: e.span.start.line,
+        column: e.span.start.col,
+        field,
+        message: e.code.to_string(),
+    }
+}
+
+/// Rewrites `text` so that the value at PATH becomes VALUE (`PATH=VALUE`).
+/// An absent field of an existing struct is inserted; anything else that does
+/// not exist is an error naming the path.
+pub fn apply_override(text: &str, assignment: &str) -> Result<String, String> {
+    let (path, value) = assignment
+        .split_once('=')
+        .ok_or_else(|| format!("--set expects PATH=VALUE, got '{assignment}'"))?;
+    let (path, value) = (path.trim(), value.trim());
+    let map = SourceMap::new(text);
+    let canon = map
+        .resolve(path)
+        .ok_or_else(|| format!("unknown path '{path}'"))?;
+    if let Some(l) = map.span(&canon) {
+        return Ok(format!("{}{}{}", &text[..l.start], value, &text[l.end..]));
+    }
+    // Insert a missing field into its parent struct.
+    let (parent, field) = match canon.rfind('.') {
+        Some(cut) => (&canon[..cut], &canon[cut + 1..]),
+        None => ("", canon.as_str()),
+    };
+    let parent_span = map
+        .span(parent)
+        .ok_or_else(|| format!("unknown path '{path}'"))?;
+    let open = parent_span
+        .open
+        .ok_or_else(|| format!("unknown path '{path}': '{parent}' is not a structure"))?;
+    if field.is_empty() || !field.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!("unknown path '{path}'"));
+    }
+    let inserted = format!("{}{field}: {value}, {}", &text[..open], &text[open..]);
+    // The parser decides whether the field exists in the schema; say so clearly.
+    match ron_options().from_str::<SceneFile>(&inserted) {
+        Err(e) if matches!(e.code, ron::Error::NoSuchStructField { .. }) => {
+            Err(format!("unknown path '{path}'"))
+        }
+        _ => Ok(inserted),
+    }
+}
