@@ -199,6 +199,7 @@ impl BodyBuilder {
 #[derive(Clone, Debug, Default)]
 pub struct BodySet {
     bodies: Vec<Body>,
+    by_name: std::collections::HashMap<String, usize>,
 }
 
 impl BodySet {
@@ -208,9 +209,10 @@ impl BodySet {
     }
     /// Adds a body; names must be unique.
     pub fn insert(&mut self, body: Body) -> Result<BodyHandle, String> {
-        if self.find(&body.name).is_some() {
+        if self.by_name.contains_key(&body.name) {
             return Err(format!("a body named '{}' already exists", body.name));
         }
+        self.by_name.insert(body.name.clone(), self.bodies.len());
         self.bodies.push(body);
         Ok(BodyHandle(self.bodies.len() - 1))
     }
@@ -224,10 +226,7 @@ impl BodySet {
     }
     /// The handle of the body with this name.
     pub fn find(&self, name: &str) -> Option<BodyHandle> {
-        self.bodies
-            .iter()
-            .position(|b| b.name == name)
-            .map(BodyHandle)
+        self.by_name.get(name).copied().map(BodyHandle)
     }
     /// Number of bodies.
     pub fn len(&self) -> usize {
