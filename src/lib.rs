@@ -3,3 +3,4 @@
 pub mod field;
 pub mod math;
 pub mod shape;
+pub mod solver;
