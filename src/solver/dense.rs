@@ -60,6 +60,7 @@ pub struct DenseLdl {
     /// Strict lower triangle of L, row-major n×n.
     l: Vec<f64>,
     inv_d: Vec<f64>,
+    scale: Vec<f64>,
     regularized: bool,
     dependent_rows: Vec<usize>,
 }
@@ -87,6 +88,7 @@ impl DenseLdl {
             a: a.to_vec(),
             l: vec![0.0; n * n],
             inv_d: vec![0.0; n],
+            scale: scale.clone(),
             regularized: false,
             dependent_rows: Vec::new(),
         };
@@ -190,29 +192,66 @@ impl DenseLdl {
         r.iter().map(|v| v * v).sum::<f64>().sqrt()
     }
 
-    /// Solves A x = b, with the same refinement policy as the sparse solver.
+    /// Solves A x = b, with the same refinement policy as the sparse solver
+    /// (projected refinement towards the diag(A)-weighted minimal-norm solution when
+    /// regularised; see [`super::BlockLdl::solve`]).
     pub fn solve(&self, b: &[f64], settings: &SolverSettings) -> Result<Vec<f64>, SolverError> {
         check_len("b", self.n, b.len())?;
-        let mut x = b.to_vec();
-        self.solve_once(&mut x);
-        let steps = if self.regularized {
-            settings.max_refine_steps
-        } else {
-            settings.refine_steps
-        };
+        let n = self.n;
         let bn = b.iter().map(|v| v * v).sum::<f64>().sqrt();
-        let mut r = vec![0.0; self.n];
-        let mut res = self.residual(b, &x, &mut r);
-        for _ in 0..steps {
+        let mut r = vec![0.0; n];
+        if !self.regularized {
+            let mut x = b.to_vec();
+            self.solve_once(&mut x);
+            let mut res = self.residual(b, &x, &mut r);
+            for _ in 0..settings.refine_steps {
+                if res <= settings.refine_tolerance * bn {
+                    break;
+                }
+                self.solve_once(&mut r);
+                let xn: Vec<f64> = x.iter().zip(&r).map(|(p, q)| p + q).collect();
+                let rn = self.residual(b, &xn, &mut r);
+                if rn < res {
+                    x = xn;
+                    res = rn;
+                } else {
+                    break;
+                }
+            }
+            return Ok(x);
+        }
+        let eps = settings.regularization;
+        let mut x = vec![0.0; n];
+        r.copy_from_slice(b);
+        let mut res = bn;
+        for _ in 0..settings.max_refine_steps {
             if res <= settings.refine_tolerance * bn {
                 break;
             }
-            self.solve_once(&mut r);
-            let xn: Vec<f64> = x.iter().zip(&r).map(|(p, q)| p + q).collect();
-            let rn = self.residual(b, &xn, &mut r);
-            if rn < 0.5 * res || (rn < res && !self.regularized) {
+            let mut dx = r.clone();
+            self.solve_once(&mut dx);
+            for _ in 0..2 {
+                let mut t: Vec<f64> = dx
+                    .iter()
+                    .zip(&self.scale)
+                    .map(|(d, s)| eps * s * d)
+                    .collect();
+                self.solve_once(&mut t);
+                for (d, tt) in dx.iter_mut().zip(&t) {
+                    *d -= tt;
+                }
+            }
+            let xn: Vec<f64> = x.iter().zip(&dx).map(|(p, q)| p + q).collect();
+            let mut rn_v = vec![0.0; n];
+            let rn = self.residual(b, &xn, &mut rn_v);
+            if rn < res {
                 x = xn;
+                r = rn_v;
+                let stalled = rn > 0.5 * res;
                 res = rn;
+                if stalled {
+                    break;
+                }
             } else {
                 break;
             }

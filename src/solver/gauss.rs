@@ -77,6 +77,9 @@ pub struct BlockLdl {
     d: Vec<[f64; 3]>,
     b: Vec<[f64; 3]>,
     w3: Vec<[f64; 3]>,
+    w4: Vec<[f64; 3]>,
+    /// Row scales by constraint (padded rows 0), for the regularised refinement.
+    scale_c: Vec<[f64; 3]>,
 }
 
 /// Outcome of a numeric factorisation.
@@ -428,6 +431,15 @@ impl BlockLdl {
             }
             self.scale[p] = s;
         }
+        self.scale_c.resize(self.n, [0.0; 3]);
+        for p in 0..self.n {
+            let c = self.perm[p] as usize;
+            let mut s = self.scale[p];
+            for v in s.iter_mut().skip(a.rows[c] as usize) {
+                *v = 0.0;
+            }
+            self.scale_c[c] = s;
+        }
         // pass 1: exact elimination, dependent rows dropped and recorded
         let tol = settings.pivot_tolerance;
         let found = self.numeric(a, 0.0, tol, SmallPivot::Drop, true);
@@ -528,6 +540,13 @@ impl BlockLdl {
         any_small
     }
 
+    fn scale_by_constraint<'s>(
+        &'s self,
+        _a: &BlockSparseSymmetric,
+    ) -> std::slice::Iter<'s, [f64; 3]> {
+        self.scale_c.iter()
+    }
+
     /// Solves (L D Lᵀ) x = b in place on a padded vector indexed by constraint.
     fn solve_padded(&mut self, b: &mut [[f64; 3]]) {
         let n = self.n;
@@ -593,47 +612,82 @@ impl BlockLdl {
             let k = a.rows[c] as usize;
             b[c][..k].copy_from_slice(&rhs[o..o + k]);
         }
-        x.clear();
-        x.extend_from_slice(&b);
-        self.solve_padded(&mut x);
         let bnorm = norm(&b);
-        let max_steps = if self.regularized {
-            settings.max_refine_steps
-        } else {
-            settings.refine_steps
-        };
+        let mut xn = std::mem::take(&mut self.w3);
+        let mut t = std::mem::take(&mut self.w4);
+        x.clear();
+        x.resize(n, [0.0; 3]);
+        dx.clear();
+        dx.extend_from_slice(&b);
         let mut steps = 0;
-        dx.resize(n, [0.0; 3]);
-        let mut res = if max_steps > 0 || self.regularized {
-            residual(a, &b, &x, &mut dx)
-        } else {
-            f64::NAN
-        };
-        while steps < max_steps && res > settings.refine_tolerance * bnorm {
-            // dx holds r = b − A x; solve (A + εD) dx = r and try the step
-            self.solve_padded(&mut dx);
-            let mut xn = std::mem::take(&mut self.w3);
-            xn.clear();
-            xn.extend(
-                x.iter()
-                    .zip(dx.iter())
-                    .map(|(u, v)| [u[0] + v[0], u[1] + v[1], u[2] + v[2]]),
-            );
-            let rn = residual(a, &b, &xn, &mut dx);
-            steps += 1;
-            if rn < 0.5 * res || (rn < res && !self.regularized) {
-                std::mem::swap(&mut x, &mut xn);
-                self.w3 = xn;
-                res = rn;
-            } else {
-                // stagnation: b is (numerically) inconsistent; keep the best iterate
-                self.w3 = xn;
+        let mut res;
+        if !self.regularized {
+            // regular factor: one solve, optional classical refinement
+            x.copy_from_slice(&b);
+            self.solve_padded(&mut x);
+            res = f64::NAN;
+            if settings.refine_steps > 0 {
+                res = residual(a, &b, &x, &mut dx);
+            }
+            while steps < settings.refine_steps && res > settings.refine_tolerance * bnorm {
+                self.solve_padded(&mut dx);
+                xn.clear();
+                xn.extend(x.iter().zip(dx.iter()).map(|(u, v)| add3(u, v)));
+                let rn = residual(a, &b, &xn, &mut dx);
+                steps += 1;
                 if rn < res {
+                    std::mem::swap(&mut x, &mut xn);
                     res = rn;
+                } else {
+                    break;
                 }
-                break;
+            }
+        } else {
+            // Regularised factor F = A + E, E = ε·diag(A). Refinement
+            // λ ← λ + P F⁻¹(b − Aλ) with P = I − T², T = F⁻¹E. T is exactly the identity
+            // on null(A) (A n = 0 ⇒ F n = E n) and ≈ ε/μ on the other generalised
+            // eigenvectors (A v = μ E v), so P removes the null-space component of every
+            // correction — roundoff amplified by 1/ε, and the part of b outside the
+            // range of A when b is inconsistent — while leaving the rest within
+            // (ε/μ)². The iterates converge to the E-weighted minimal-norm
+            // (least-squares if b is inconsistent) solution: DESIGN.md's
+            // mass-weighted minimal-norm λ.
+            let eps = settings.regularization;
+            res = bnorm;
+            while steps < settings.max_refine_steps && res > settings.refine_tolerance * bnorm {
+                // dx holds the residual b − Aλ
+                self.solve_padded(&mut dx);
+                for _ in 0..2 {
+                    t.clear();
+                    t.extend(
+                        dx.iter().zip(self.scale_by_constraint(a)).map(|(d, s)| {
+                            [eps * s[0] * d[0], eps * s[1] * d[1], eps * s[2] * d[2]]
+                        }),
+                    );
+                    self.solve_padded(&mut t);
+                    for (d, tt) in dx.iter_mut().zip(t.iter()) {
+                        *d = sub3(d, tt);
+                    }
+                }
+                xn.clear();
+                xn.extend(x.iter().zip(dx.iter()).map(|(u, v)| add3(u, v)));
+                let rn = residual(a, &b, &xn, &mut dx);
+                steps += 1;
+                if rn < res {
+                    std::mem::swap(&mut x, &mut xn);
+                    let stalled = rn > 0.5 * res;
+                    res = rn;
+                    if stalled {
+                        // least-squares residual reached (inconsistent b)
+                        break;
+                    }
+                } else {
+                    break;
+                }
             }
         }
+        self.w3 = xn;
+        self.w4 = t;
         for c in 0..n {
             let o = a.row_offset[c] as usize;
             let k = a.rows[c] as usize;
@@ -650,6 +704,16 @@ impl BlockLdl {
             analyzed: false,
         })
     }
+}
+
+#[inline]
+fn add3(u: &[f64; 3], v: &[f64; 3]) -> [f64; 3] {
+    [u[0] + v[0], u[1] + v[1], u[2] + v[2]]
+}
+
+#[inline]
+fn sub3(u: &[f64; 3], v: &[f64; 3]) -> [f64; 3] {
+    [u[0] - v[0], u[1] - v[1], u[2] - v[2]]
 }
 
 fn norm(v: &[[f64; 3]]) -> f64 {
