@@ -57,6 +57,8 @@ pub struct BlockLdl {
     a_map: Vec<u32>,
     a_tr: Vec<bool>,
     fill: usize,
+    /// Largest row count of a constraint (selects the 2×2 or 3×3 kernels).
+    max_rows: u32,
     // ---- numeric
     /// Inverse diagonal pivot blocks, by position.
     dinv: Vec<Block>,
@@ -192,7 +194,7 @@ impl BlockLdl {
                 queued[c] = true;
             }
         }
-        while let Some(c) = queue.pop_front() {
+        while let Some(c) = queue.pop_back() {
             let c = c as usize;
             // simpliciality is preserved by eliminating other simplicial nodes
             // (neighbourhoods only shrink), so no re-check is needed here
@@ -342,6 +344,7 @@ impl BlockLdl {
             self.row_idx[start..].sort_unstable();
         }
         self.fill = self.row_idx.len() - a.off_i.len();
+        self.max_rows = a.rows.iter().copied().max().unwrap_or(0);
         // update schedule: block (q1, q2), q1 > q2 both in column p, lives in column q2
         self.tgt_ptr.clear();
         self.tgt_ptr.push(0);
@@ -474,6 +477,22 @@ impl BlockLdl {
         mode: SmallPivot,
         record: bool,
     ) -> bool {
+        // constraints of at most 2 rows (revolute joints, contacts): 2×2 kernels
+        if self.max_rows <= 2 {
+            self.numeric_r::<2>(a, eps, thresh_rel, mode, record)
+        } else {
+            self.numeric_r::<3>(a, eps, thresh_rel, mode, record)
+        }
+    }
+
+    fn numeric_r<const R: usize>(
+        &mut self,
+        a: &BlockSparseSymmetric,
+        eps: f64,
+        thresh_rel: f64,
+        mode: SmallPivot,
+        record: bool,
+    ) -> bool {
         let n = self.n;
         for p in 0..n {
             let c = self.perm[p] as usize;
@@ -520,10 +539,10 @@ impl BlockLdl {
             for k in s..e {
                 let wk = self.lval[k];
                 self.w[k - s] = wk;
-                let l = block::mul_ab(&wk, &dinv);
+                let l = block::mul_ab_r::<R>(&wk, &dinv);
                 self.lval[k] = l;
                 let q = self.row_idx[k] as usize;
-                block::sub_abt(&mut self.diag[q], &l, &wk);
+                block::sub_abt_sym_r::<R>(&mut self.diag[q], &l, &wk);
             }
             // off-diagonal updates A_{q1 q2} -= L_{q1 p} W_{q2 p}ᵀ at precomputed slots
             let mut t = self.tgt_ptr[p] as usize;
@@ -532,7 +551,7 @@ impl BlockLdl {
                 for k1 in k2 + 1..e {
                     let l1 = self.lval[k1];
                     let tg = self.targets[t] as usize;
-                    block::sub_abt(&mut self.lval[tg], &l1, &w2);
+                    block::sub_abt_r::<R>(&mut self.lval[tg], &l1, &w2);
                     t += 1;
                 }
             }
@@ -547,6 +566,34 @@ impl BlockLdl {
         self.scale_c.iter()
     }
 
+    /// Forward substitution, diagonal, backward substitution on a permuted vector.
+    fn sweep<const R: usize>(
+        col_ptr: &[u32],
+        row_idx: &[u32],
+        lval: &[Block],
+        dinv: &[Block],
+        y: &mut [[f64; 3]],
+    ) {
+        let n = dinv.len().min(y.len());
+        // forward: z = L⁻¹ y, column-oriented
+        for p in 0..n {
+            let yp = y[p];
+            for k in col_ptr[p] as usize..col_ptr[p + 1] as usize {
+                let q = row_idx[k] as usize;
+                block::sub_mul_vec_r::<R>(&mut y[q], &lval[k], &yp);
+            }
+        }
+        // diagonal and backward: x_p = D_p⁻¹ z_p − Σ_q L_qpᵀ x_q
+        for p in (0..n).rev() {
+            let mut zp = block::mul_vec(&dinv[p], &y[p]);
+            for k in col_ptr[p] as usize..col_ptr[p + 1] as usize {
+                let q = row_idx[k] as usize;
+                block::sub_mul_t_vec_r::<R>(&mut zp, &lval[k], &y[q]);
+            }
+            y[p] = zp;
+        }
+    }
+
     /// Solves (L D Lᵀ) x = b in place on a padded vector indexed by constraint.
     fn solve_padded(&mut self, b: &mut [[f64; 3]]) {
         let n = self.n;
@@ -555,28 +602,10 @@ impl BlockLdl {
         for p in 0..n {
             y[p] = b[self.perm[p] as usize];
         }
-        // forward: z = L⁻¹ y, column-oriented
-        for p in 0..n {
-            let yp = y[p];
-            for k in self.col_ptr[p] as usize..self.col_ptr[p + 1] as usize {
-                let q = self.row_idx[k] as usize;
-                let v = block::mul_vec(&self.lval[k], &yp);
-                y[q][0] -= v[0];
-                y[q][1] -= v[1];
-                y[q][2] -= v[2];
-            }
-        }
-        // diagonal and backward: x_p = D_p⁻¹ z_p − Σ_q L_qpᵀ x_q
-        for p in (0..n).rev() {
-            let mut zp = block::mul_vec(&self.dinv[p], &y[p]);
-            for k in self.col_ptr[p] as usize..self.col_ptr[p + 1] as usize {
-                let q = self.row_idx[k] as usize;
-                let v = block::mul_t_vec(&self.lval[k], &y[q]);
-                zp[0] -= v[0];
-                zp[1] -= v[1];
-                zp[2] -= v[2];
-            }
-            y[p] = zp;
+        if self.max_rows <= 2 {
+            Self::sweep::<2>(&self.col_ptr, &self.row_idx, &self.lval, &self.dinv, y);
+        } else {
+            Self::sweep::<3>(&self.col_ptr, &self.row_idx, &self.lval, &self.dinv, y);
         }
         for p in 0..n {
             b[self.perm[p] as usize] = y[p];
