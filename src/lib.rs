@@ -9,5 +9,6 @@ pub mod output;
 pub mod run;
 pub mod scene;
 pub mod shape;
+pub mod solver;
 pub mod surface;
 pub mod world;

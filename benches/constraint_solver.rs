@@ -1,0 +1,235 @@
+//! Constraint solver benchmarks: block-sparse Gauss (this crate) against faer's
+//! sparse Cholesky (AMD ordering, symbolic analysis reused) and a dense LDLᵀ.
+//!
+//! Systems: chains (body 0 pinned, revolute joints [I₂ | −r⊥] with random anchors),
+//! random trees, and a 100 × 100 grid of bodies (revolute joints along x, 1-row
+//! pin-in-slot joints along y: full rank, many loops), plus the all-revolute grid
+//! (heavily redundant: exercises the regularised path).
+//!
+//! Run: `cargo bench --bench constraint_solver -- --warm-up-time 1 --measurement-time 3`
+
+#[path = "../tests/common/solver_gen.rs"]
+mod solver_gen;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use faer::dyn_stack::{MemBuffer, MemStack};
+use faer::linalg::cholesky::llt::factor::LltRegularization;
+use faer::sparse::linalg::cholesky::{
+    CholeskySymbolicParams, SymbolicCholesky, SymmetricOrdering, factorize_symbolic_cholesky,
+};
+use faer::sparse::{SparseColMat, Triplet};
+use faer::{Conj, Mat, Par, Side};
+use mx2d::solver::{
+    BlockLdl, BlockSparseSymmetric, ConstraintSolver, DenseLdl, SolverSettings, SparseJacobian,
+    dense_matrix,
+};
+use solver_gen::*;
+use std::hint::black_box;
+
+struct Case {
+    name: String,
+    jac: SparseJacobian,
+    inv_mass: Vec<[f64; 3]>,
+    rhs: Vec<f64>,
+}
+
+fn case(name: &str, n_bodies: usize, build: impl FnOnce(&mut Rng, &mut SparseJacobian)) -> Case {
+    let mut rng = Rng(42);
+    let mut jac = SparseJacobian::new();
+    build(&mut rng, &mut jac);
+    let inv_mass = inv_masses(&mut rng, n_bodies);
+    let rhs = (0..jac.n_rows()).map(|_| rng.range(-1.0, 1.0)).collect();
+    Case {
+        name: name.to_string(),
+        jac,
+        inv_mass,
+        rhs,
+    }
+}
+
+/// Lower triangle of A as a faer matrix (scalar entries, compact rows).
+fn to_faer(a: &BlockSparseSymmetric) -> SparseColMat<usize, f64> {
+    let mut t = Vec::new();
+    for c in 0..a.n_blocks() {
+        let id = mx2d::solver::ConstraintId(c as u32);
+        let (o, k) = (a.row_offset(id), a.rows(id));
+        let d = a.diagonal_block(id);
+        for r in 0..k {
+            for s in 0..=r {
+                t.push(Triplet::new(o + r, o + s, d[3 * r + s]));
+            }
+        }
+    }
+    for (i, j, b) in a.off_diagonal_blocks() {
+        let (oi, ki, oj, kj) = (a.row_offset(i), a.rows(i), a.row_offset(j), a.rows(j));
+        for r in 0..ki {
+            for s in 0..kj {
+                t.push(Triplet::new(oi + r, oj + s, b[3 * r + s]));
+            }
+        }
+    }
+    SparseColMat::try_new_from_triplets(a.n_rows(), a.n_rows(), &t).expect("valid triplets")
+}
+
+struct FaerChol {
+    a: SparseColMat<usize, f64>,
+    sym: SymbolicCholesky<usize>,
+    l: Vec<f64>,
+    fmem: MemBuffer,
+    smem: MemBuffer,
+    x: Mat<f64>,
+}
+
+impl FaerChol {
+    fn new(a: SparseColMat<usize, f64>) -> Self {
+        let sym = factorize_symbolic_cholesky(
+            a.symbolic(),
+            Side::Lower,
+            SymmetricOrdering::Amd,
+            CholeskySymbolicParams::default(),
+        )
+        .expect("symbolic");
+        let l = vec![0.0; sym.len_val()];
+        let fmem =
+            MemBuffer::new(sym.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()));
+        let smem = MemBuffer::new(sym.solve_in_place_scratch::<f64>(1, Par::Seq));
+        let x = Mat::zeros(a.nrows(), 1);
+        Self {
+            a,
+            sym,
+            l,
+            fmem,
+            smem,
+            x,
+        }
+    }
+
+    /// Numeric factorisation + one solve (symbolic reused).
+    fn factor_solve(&mut self, rhs: &[f64]) {
+        let llt = self
+            .sym
+            .factorize_numeric_llt::<f64>(
+                &mut self.l,
+                self.a.as_ref(),
+                Side::Lower,
+                LltRegularization::default(),
+                Par::Seq,
+                MemStack::new(&mut self.fmem),
+                Default::default(),
+            )
+            .expect("SPD");
+        for (i, v) in rhs.iter().enumerate() {
+            self.x[(i, 0)] = *v;
+        }
+        llt.solve_in_place_with_conj(
+            Conj::No,
+            self.x.as_mut(),
+            Par::Seq,
+            MemStack::new(&mut self.smem),
+        );
+    }
+}
+
+fn bench_case(c: &mut Criterion, k: &Case, dense: bool, faer: bool) {
+    let mut g = c.benchmark_group(&k.name);
+    g.sample_size(20);
+    let st = SolverSettings::default();
+    let m = k.jac.n_rows();
+    // block-sparse: full step with the analysis reused
+    let mut solver = ConstraintSolver::new();
+    let mut lam = vec![0.0; m];
+    solver
+        .solve(&k.jac, &k.inv_mass, None, &k.rhs, &mut lam)
+        .expect("solve");
+    g.bench_function(BenchmarkId::new("mx2d_full", m), |b| {
+        b.iter(|| {
+            solver
+                .solve(&k.jac, &k.inv_mass, None, black_box(&k.rhs), &mut lam)
+                .expect("solve")
+        })
+    });
+    // components
+    let mut a = BlockSparseSymmetric::new();
+    a.assemble(&k.jac, &k.inv_mass, None).expect("assemble");
+    g.bench_function(BenchmarkId::new("mx2d_assemble", m), |b| {
+        b.iter(|| {
+            a.assemble(&k.jac, black_box(&k.inv_mass), None)
+                .expect("assemble")
+        })
+    });
+    let mut ldl = BlockLdl::new();
+    g.bench_function(BenchmarkId::new("mx2d_analyze", m), |b| {
+        b.iter(|| ldl.analyze(black_box(&a)))
+    });
+    ldl.factor(&a, &st).expect("factor");
+    g.bench_function(BenchmarkId::new("mx2d_factor", m), |b| {
+        b.iter(|| ldl.factor(black_box(&a), &st).expect("factor"))
+    });
+    g.bench_function(BenchmarkId::new("mx2d_solve", m), |b| {
+        b.iter(|| {
+            ldl.solve(&a, &st, black_box(&k.rhs), &mut lam)
+                .expect("solve")
+        })
+    });
+    if faer {
+        let fa = to_faer(&a);
+        g.bench_function(BenchmarkId::new("faer_symbolic_amd", m), |b| {
+            b.iter(|| {
+                factorize_symbolic_cholesky(
+                    black_box(fa.symbolic()),
+                    Side::Lower,
+                    SymmetricOrdering::Amd,
+                    CholeskySymbolicParams::default(),
+                )
+                .expect("symbolic")
+            })
+        });
+        let mut f = FaerChol::new(fa);
+        g.bench_function(BenchmarkId::new("faer_factor_solve", m), |b| {
+            b.iter(|| f.factor_solve(black_box(&k.rhs)))
+        });
+        g.bench_function(BenchmarkId::new("mx2d_factor_solve", m), |b| {
+            b.iter(|| {
+                ldl.factor(&a, &st).expect("factor");
+                ldl.solve(&a, &st, black_box(&k.rhs), &mut lam)
+                    .expect("solve")
+            })
+        });
+    }
+    if dense {
+        g.sample_size(10);
+        g.bench_function(BenchmarkId::new("dense_assemble_factor_solve", m), |b| {
+            b.iter(|| {
+                let ad = dense_matrix(&k.jac, &k.inv_mass, None).expect("dense");
+                let d = DenseLdl::factor(&ad, m, &st).expect("factor");
+                d.solve(black_box(&k.rhs), &st).expect("solve")
+            })
+        });
+    }
+    g.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    for &n in &[1_000usize, 10_000, 100_000] {
+        let k = case(&format!("chain_{n}"), n, |r, j| chain(r, n, j));
+        bench_case(c, &k, false, true);
+    }
+    let k = case("chain_500", 500, |r, j| chain(r, 500, j));
+    bench_case(c, &k, true, false);
+    let k = case("chain_1000_dense", 1000, |r, j| chain(r, 1000, j));
+    bench_case(c, &k, true, false);
+    for &n in &[10_000usize, 100_000] {
+        let k = case(&format!("tree_{n}"), n, |r, j| tree(r, n, j));
+        bench_case(c, &k, false, true);
+    }
+    let k = case("grid_100x100", 10_000, |r, j| grid(r, 100, 100, j, false));
+    bench_case(c, &k, false, true);
+    // heavily redundant: faer's LLᵀ would fail (singular), so no comparison
+    let k = case("grid_100x100_all_revolute", 10_000, |r, j| {
+        grid(r, 100, 100, j, true)
+    });
+    bench_case(c, &k, false, false);
+}
+
+criterion_group!(solver_benches, benches);
+criterion_main!(solver_benches);

@@ -1,0 +1,764 @@
+//! Block-sparse Gaussian elimination (LDLᵀ with 3×3 pivot blocks) of
+//! A = J M⁻¹ Jᵀ, after seed 003 §V-D/§V-E ("pivot de Gauss creux").
+//!
+//! * **Symbolic analysis** ([`BlockLdl::analyze`]): the elimination order is chosen
+//!   on the constraint graph, leaves first ("il faut donc substituer les inconnues
+//!   en partant des extrémités des branches", §V-D). Phase 1 peels constraints that
+//!   are *simplicial* (their neighbours already form a clique), detected from body
+//!   incidence in O(1) amortised: a constraint whose other body carries only
+//!   constraints that also touch the first body. Eliminating a simplicial node adds
+//!   no fill, so every tree of bodies (any graph whose constraint graph is chordal)
+//!   factors with zero fill, in linear time. Phase 2 orders what is left (the loops
+//!   and the paths between them) by minimum degree on an explicit elimination
+//!   graph: bounded fill on loops ("les équations ont seulement un terme en plus").
+//!   The result (structure of L and a precomputed list of update targets) is reused
+//!   as long as the pattern version of A does not change.
+//! * **Numeric factorisation** ([`BlockLdl::factor`]): right-looking elimination
+//!   over flat arrays of 3×3 blocks; every update goes to a precomputed slot, so
+//!   there is no search and no allocation. Cost: Σ over pivots of (column length)²
+//!   block products, i.e. linear on chains and trees.
+//! * **Redundant / singular constraints**: a first pass drops any pivot below
+//!   `pivot_tolerance × A_rr` and records the constraint (rank-revealing). If any
+//!   were found, A is refactored as A + ε·diag(A) (Tikhonov, scaled by the diagonal
+//!   so that it does not depend on units) and the solve is refined with
+//!   λ ← λ + (A + εD)⁻¹(b − Aλ). For a consistent b this converges to the solution of
+//!   A λ = b with the least Σ A_rr λ_r² — the mass-weighted minimal norm of
+//!   DESIGN.md "Physics conventions" — so Jᵀλ (the forces) is the unique one.
+//! * **Several right-hand sides**: [`BlockLdl::solve`] reuses the factors.
+
+use super::block::{self, Block, Pivot, SmallPivot, ZERO};
+use super::sparse::{BlockSparseSymmetric, ConstraintId, NO_BODY};
+use super::{SolveReport, SolverError, SolverSettings};
+
+/// Body incidence at or below which the simpliciality test scans a body's
+/// constraint list (keeps phase 1 linear even around hub bodies).
+const SMALL_INCIDENCE: u32 = 8;
+
+/// Symbolic and numeric block LDLᵀ factors of a [`BlockSparseSymmetric`].
+#[derive(Clone, Debug, Default)]
+pub struct BlockLdl {
+    // ---- symbolic
+    analyzed_version: Option<u64>,
+    analysis_count: u64,
+    n: usize,
+    /// Elimination order: position → constraint.
+    perm: Vec<u32>,
+    /// Constraint → position.
+    iperm: Vec<u32>,
+    /// Block columns of L (strictly below the diagonal), by position; row indices
+    /// are positions, ascending.
+    col_ptr: Vec<u32>,
+    row_idx: Vec<u32>,
+    /// For each column p, for each pair k2 < k1 of its entries, the index in
+    /// `row_idx` of block (row_idx[k1], row_idx[k2]).
+    tgt_ptr: Vec<u32>,
+    targets: Vec<u32>,
+    /// Off-diagonal block k of A goes to L slot `a_map[k]`, transposed if `a_tr[k]`.
+    a_map: Vec<u32>,
+    a_tr: Vec<bool>,
+    fill: usize,
+    /// Largest row count of a constraint (selects the 2×2 or 3×3 kernels).
+    max_rows: u32,
+    // ---- numeric
+    /// Inverse diagonal pivot blocks, by position.
+    dinv: Vec<Block>,
+    /// L blocks (L_qp = A_qp D_p⁻¹ after elimination).
+    lval: Vec<Block>,
+    /// Working diagonal blocks.
+    diag: Vec<Block>,
+    /// Per padded row (by position): the scale of the row (original A_rr, or a
+    /// fallback for empty rows).
+    scale: Vec<[f64; 3]>,
+    regularized: bool,
+    rank_deficient: Vec<ConstraintId>,
+    factored: bool,
+    // ---- scratch
+    w: Vec<Block>,
+    x: Vec<[f64; 3]>,
+    r: Vec<[f64; 3]>,
+    d: Vec<[f64; 3]>,
+    b: Vec<[f64; 3]>,
+    w3: Vec<[f64; 3]>,
+    w4: Vec<[f64; 3]>,
+    /// Row scales by constraint (padded rows 0), for the regularised refinement.
+    scale_c: Vec<[f64; 3]>,
+}
+
+/// Outcome of a numeric factorisation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FactorReport {
+    /// The symbolic analysis was (re)done for this factorisation.
+    pub analyzed: bool,
+    /// Constraints with at least one row found (numerically) dependent on the
+    /// others: redundant constraints, or singular configurations. Sorted.
+    pub rank_deficient: Vec<ConstraintId>,
+    /// Whether the factor is of A + ε·diag(A) (true when `rank_deficient` is not
+    /// empty).
+    pub regularized: bool,
+}
+
+impl BlockLdl {
+    /// Empty factors.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many symbolic analyses were run (a counter to check reuse).
+    pub fn analysis_count(&self) -> u64 {
+        self.analysis_count
+    }
+
+    /// Number of fill blocks: blocks of L (below the diagonal) that are zero in A.
+    /// Zero for trees.
+    pub fn fill_blocks(&self) -> usize {
+        self.fill
+    }
+
+    /// Number of blocks of L below the diagonal.
+    pub fn factor_blocks(&self) -> usize {
+        self.row_idx.len()
+    }
+
+    /// Elimination order: `order()[p]` is the constraint eliminated at step p.
+    pub fn order(&self) -> impl Iterator<Item = ConstraintId> + '_ {
+        self.perm.iter().map(|&c| ConstraintId(c))
+    }
+
+    /// True when `a`'s pattern is not the one analysed last.
+    pub fn needs_analysis(&self, a: &BlockSparseSymmetric) -> bool {
+        self.analyzed_version != Some(a.pattern_version()) || self.n != a.n_blocks()
+    }
+
+    /// Symbolic analysis: elimination order, structure of L, update schedule.
+    pub fn analyze(&mut self, a: &BlockSparseSymmetric) {
+        let n = a.n_blocks();
+        self.n = n;
+        self.analysis_count += 1;
+        self.analyzed_version = Some(a.pattern_version());
+        self.factored = false;
+        // adjacency of the constraint graph (CSR, both directions)
+        let mut adj_ptr = vec![0u32; n + 1];
+        for (&i, &j) in a.off_i.iter().zip(a.off_j.iter()) {
+            adj_ptr[i as usize + 1] += 1;
+            adj_ptr[j as usize + 1] += 1;
+        }
+        for c in 0..n {
+            adj_ptr[c + 1] += adj_ptr[c];
+        }
+        let mut adj = vec![0u32; adj_ptr[n] as usize];
+        let mut cur: Vec<u32> = adj_ptr[..n].to_vec();
+        for (&i, &j) in a.off_i.iter().zip(a.off_j.iter()) {
+            adj[cur[i as usize] as usize] = j;
+            cur[i as usize] += 1;
+            adj[cur[j as usize] as usize] = i;
+            cur[j as usize] += 1;
+        }
+
+        let mut order: Vec<u32> = Vec::with_capacity(n);
+        // column structures as constraint ids, in elimination order
+        let mut col_c_ptr: Vec<u32> = Vec::with_capacity(n + 1);
+        col_c_ptr.push(0);
+        let mut col_c: Vec<u32> = Vec::with_capacity(a.off_i.len());
+        let mut eliminated = vec![false; n];
+        let mut mark = vec![u32::MAX; n];
+
+        // ---- phase 1: peel simplicial constraints using body incidence
+        let nb = a.body_ptr.len().saturating_sub(1);
+        let mut count: Vec<u32> = (0..nb).map(|b| a.body_ptr[b + 1] - a.body_ptr[b]).collect();
+        let body_list = |b: u32| {
+            let b = b as usize;
+            &a.body_cons[a.body_ptr[b] as usize..a.body_ptr[b + 1] as usize]
+        };
+        let is_simplicial = |c: usize, count: &[u32], eliminated: &[bool]| -> bool {
+            let [b0, b1] = a.dyn_bodies[c];
+            if b0 == NO_BODY || b1 == NO_BODY {
+                // touches at most one dynamic body: all neighbours share it
+                return true;
+            }
+            // all remaining constraints at `side` also touch `other`
+            let covered = |side: u32, other: u32| {
+                let k = count[side as usize];
+                k == 1
+                    || (k <= SMALL_INCIDENCE
+                        && body_list(side).iter().all(|&d| {
+                            eliminated[d as usize] || a.dyn_bodies[d as usize].contains(&other)
+                        }))
+            };
+            covered(b1, b0) || covered(b0, b1)
+        };
+        let mut queue: std::collections::VecDeque<u32> = std::collections::VecDeque::new();
+        let mut queued = vec![false; n];
+        for c in 0..n {
+            if is_simplicial(c, &count, &eliminated) {
+                queue.push_back(c as u32);
+                queued[c] = true;
+            }
+        }
+        while let Some(c) = queue.pop_back() {
+            let c = c as usize;
+            // simpliciality is preserved by eliminating other simplicial nodes
+            // (neighbourhoods only shrink), so no re-check is needed here
+            mark[c] = c as u32;
+            for &b in &a.dyn_bodies[c] {
+                if b == NO_BODY {
+                    continue;
+                }
+                for &d in body_list(b) {
+                    let du = d as usize;
+                    if !eliminated[du] && mark[du] != c as u32 {
+                        mark[du] = c as u32;
+                        col_c.push(d);
+                    }
+                }
+            }
+            col_c_ptr.push(col_c.len() as u32);
+            order.push(c as u32);
+            eliminated[c] = true;
+            for &b in &a.dyn_bodies[c] {
+                if b == NO_BODY {
+                    continue;
+                }
+                count[b as usize] -= 1;
+                if count[b as usize] <= SMALL_INCIDENCE {
+                    for &d in body_list(b) {
+                        let du = d as usize;
+                        if !eliminated[du] && !queued[du] && is_simplicial(du, &count, &eliminated)
+                        {
+                            queued[du] = true;
+                            queue.push_back(d);
+                        }
+                    }
+                }
+            }
+        }
+
+        // ---- phase 2: minimum degree on the explicit elimination graph of the rest
+        if order.len() < n {
+            let mut g: Vec<Vec<u32>> = vec![Vec::new(); n];
+            for c in 0..n {
+                if eliminated[c] {
+                    continue;
+                }
+                for &d in &adj[adj_ptr[c] as usize..adj_ptr[c + 1] as usize] {
+                    if !eliminated[d as usize] {
+                        g[c].push(d);
+                    }
+                }
+            }
+            // degree buckets as doubly linked lists
+            const NIL: u32 = u32::MAX;
+            let mut head = vec![NIL; n + 1];
+            let mut next = vec![NIL; n];
+            let mut prev = vec![NIL; n];
+            let mut deg = vec![0u32; n];
+            let insert = |c: u32, dg: u32, head: &mut [u32], next: &mut [u32], prev: &mut [u32]| {
+                let h = head[dg as usize];
+                next[c as usize] = h;
+                prev[c as usize] = NIL;
+                if h != NIL {
+                    prev[h as usize] = c;
+                }
+                head[dg as usize] = c;
+            };
+            let remove = |c: u32, dg: u32, head: &mut [u32], next: &mut [u32], prev: &mut [u32]| {
+                let (p, nx) = (prev[c as usize], next[c as usize]);
+                if p != NIL {
+                    next[p as usize] = nx;
+                } else {
+                    head[dg as usize] = nx;
+                }
+                if nx != NIL {
+                    prev[nx as usize] = p;
+                }
+            };
+            for c in (0..n).rev() {
+                if !eliminated[c] {
+                    deg[c] = g[c].len() as u32;
+                    insert(c as u32, deg[c], &mut head, &mut next, &mut prev);
+                }
+            }
+            let mut stamp = vec![0u32; n];
+            let mut st = 0u32;
+            let mut mindeg = 0usize;
+            let mut remaining = n - order.len();
+            let mut nbrs: Vec<u32> = Vec::new();
+            while remaining > 0 {
+                while head[mindeg] == NIL {
+                    mindeg += 1;
+                }
+                let v = head[mindeg];
+                remove(v, deg[v as usize], &mut head, &mut next, &mut prev);
+                let vu = v as usize;
+                eliminated[vu] = true;
+                remaining -= 1;
+                nbrs.clear();
+                nbrs.append(&mut g[vu]);
+                col_c.extend_from_slice(&nbrs);
+                col_c_ptr.push(col_c.len() as u32);
+                order.push(v);
+                for &u in &nbrs {
+                    let uu = u as usize;
+                    let gu = &mut g[uu];
+                    if let Some(pos) = gu.iter().position(|&x| x == v) {
+                        gu.swap_remove(pos);
+                    }
+                    st = st.wrapping_add(1);
+                    if st == 0 {
+                        stamp.fill(0);
+                        st = 1;
+                    }
+                    for &x in gu.iter() {
+                        stamp[x as usize] = st;
+                    }
+                    for &w in &nbrs {
+                        if w != u && stamp[w as usize] != st {
+                            gu.push(w);
+                        }
+                    }
+                    let nd = gu.len() as u32;
+                    if nd != deg[uu] {
+                        remove(u, deg[uu], &mut head, &mut next, &mut prev);
+                        deg[uu] = nd;
+                        insert(u, nd, &mut head, &mut next, &mut prev);
+                    }
+                    mindeg = mindeg.min(nd as usize);
+                }
+            }
+        }
+
+        // ---- structure of L by positions
+        self.perm = order;
+        self.iperm.clear();
+        self.iperm.resize(n, 0);
+        for (p, &c) in self.perm.iter().enumerate() {
+            self.iperm[c as usize] = p as u32;
+        }
+        self.col_ptr = col_c_ptr;
+        self.row_idx.clear();
+        self.row_idx.reserve(col_c.len());
+        for p in 0..n {
+            let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
+            let start = self.row_idx.len();
+            self.row_idx
+                .extend(col_c[s..e].iter().map(|&c| self.iperm[c as usize]));
+            self.row_idx[start..].sort_unstable();
+        }
+        self.fill = self.row_idx.len() - a.off_i.len();
+        self.max_rows = a.rows.iter().copied().max().unwrap_or(0);
+        // update schedule: block (q1, q2), q1 > q2 both in column p, lives in column q2
+        self.tgt_ptr.clear();
+        self.tgt_ptr.push(0);
+        self.targets.clear();
+        for p in 0..n {
+            let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
+            for k2 in s..e {
+                let q2 = self.row_idx[k2] as usize;
+                let (s2, e2) = (self.col_ptr[q2] as usize, self.col_ptr[q2 + 1] as usize);
+                let col2 = &self.row_idx[s2..e2];
+                for k1 in k2 + 1..e {
+                    let q1 = self.row_idx[k1];
+                    // present by construction of the elimination graph (fill closure)
+                    let idx = match col2.binary_search(&q1) {
+                        Ok(i) => s2 + i,
+                        Err(_) => unreachable!("fill closure violated"),
+                    };
+                    self.targets.push(idx as u32);
+                }
+            }
+            self.tgt_ptr.push(self.targets.len() as u32);
+        }
+        // where each block of A goes in L
+        self.a_map.clear();
+        self.a_tr.clear();
+        for (&i, &j) in a.off_i.iter().zip(a.off_j.iter()) {
+            let (pi, pj) = (self.iperm[i as usize], self.iperm[j as usize]);
+            let (row, col, tr) = if pi > pj {
+                (pi, pj, false)
+            } else {
+                (pj, pi, true)
+            };
+            let (s, e) = (
+                self.col_ptr[col as usize] as usize,
+                self.col_ptr[col as usize + 1] as usize,
+            );
+            let idx = match self.row_idx[s..e].binary_search(&row) {
+                Ok(k) => s + k,
+                Err(_) => unreachable!("A block missing from L"),
+            };
+            self.a_map.push(idx as u32);
+            self.a_tr.push(tr);
+        }
+        let max_col = (0..n)
+            .map(|p| (self.col_ptr[p + 1] - self.col_ptr[p]) as usize)
+            .max()
+            .unwrap_or(0);
+        self.w.resize(max_col, ZERO);
+        self.lval.resize(self.row_idx.len(), ZERO);
+        self.dinv.resize(n, ZERO);
+        self.diag.resize(n, ZERO);
+        self.scale.resize(n, [0.0; 3]);
+    }
+
+    /// Numeric factorisation of `a` (analysing first if its pattern changed).
+    pub fn factor(
+        &mut self,
+        a: &BlockSparseSymmetric,
+        settings: &SolverSettings,
+    ) -> Result<FactorReport, SolverError> {
+        let analyzed = self.needs_analysis(a);
+        if analyzed {
+            self.analyze(a);
+        }
+        self.rank_deficient.clear();
+        self.regularized = false;
+        // row scales: original diagonal; empty rows get the mean positive diagonal
+        let mut sum = 0.0;
+        let mut cnt = 0usize;
+        for p in 0..self.n {
+            let c = self.perm[p] as usize;
+            for r in 0..a.rows[c] as usize {
+                let v = a.diag[c][4 * r];
+                if v > 0.0 {
+                    sum += v;
+                    cnt += 1;
+                }
+            }
+        }
+        let fallback = if cnt > 0 { sum / cnt as f64 } else { 1.0 };
+        for p in 0..self.n {
+            let c = self.perm[p] as usize;
+            let mut s = [1.0; 3];
+            for (r, sr) in s.iter_mut().enumerate().take(a.rows[c] as usize) {
+                let v = a.diag[c][4 * r];
+                *sr = if v > 0.0 { v } else { fallback };
+            }
+            self.scale[p] = s;
+        }
+        self.scale_c.resize(self.n, [0.0; 3]);
+        for p in 0..self.n {
+            let c = self.perm[p] as usize;
+            let mut s = self.scale[p];
+            for v in s.iter_mut().skip(a.rows[c] as usize) {
+                *v = 0.0;
+            }
+            self.scale_c[c] = s;
+        }
+        // pass 1: exact elimination, dependent rows dropped and recorded
+        let tol = settings.pivot_tolerance;
+        let found = self.numeric(a, 0.0, tol, SmallPivot::Drop, true);
+        if found {
+            // pass 2: A + ε diag(A), static pivot floor ε·scale
+            self.regularized = true;
+            self.numeric(
+                a,
+                settings.regularization,
+                0.1 * settings.regularization,
+                SmallPivot::Floor,
+                false,
+            );
+        }
+        self.rank_deficient.sort_unstable();
+        self.rank_deficient.dedup();
+        self.factored = true;
+        Ok(FactorReport {
+            analyzed,
+            rank_deficient: self.rank_deficient.clone(),
+            regularized: self.regularized,
+        })
+    }
+
+    /// One numeric pass. `eps`: diagonal regularisation relative to the row scale;
+    /// pivots `<= thresh_rel × scale` are small. Returns whether any was small.
+    fn numeric(
+        &mut self,
+        a: &BlockSparseSymmetric,
+        eps: f64,
+        thresh_rel: f64,
+        mode: SmallPivot,
+        record: bool,
+    ) -> bool {
+        // constraints of at most 2 rows (revolute joints, contacts): 2×2 kernels
+        if self.max_rows <= 2 {
+            self.numeric_r::<2>(a, eps, thresh_rel, mode, record)
+        } else {
+            self.numeric_r::<3>(a, eps, thresh_rel, mode, record)
+        }
+    }
+
+    fn numeric_r<const R: usize>(
+        &mut self,
+        a: &BlockSparseSymmetric,
+        eps: f64,
+        thresh_rel: f64,
+        mode: SmallPivot,
+        record: bool,
+    ) -> bool {
+        let n = self.n;
+        for p in 0..n {
+            let c = self.perm[p] as usize;
+            let mut d = a.diag[c];
+            let rows = a.rows[c] as usize;
+            for r in 0..3 {
+                if r < rows {
+                    d[4 * r] += eps * self.scale[p][r];
+                } else {
+                    // padded row: decoupled unit pivot
+                    d[4 * r] = 1.0;
+                }
+            }
+            self.diag[p] = d;
+        }
+        for v in self.lval.iter_mut() {
+            *v = ZERO;
+        }
+        for (k, blk) in a.off.iter().enumerate() {
+            self.lval[self.a_map[k] as usize] = if self.a_tr[k] {
+                block::transpose(blk)
+            } else {
+                *blk
+            };
+        }
+        let mut any_small = false;
+        for p in 0..n {
+            let sc = self.scale[p];
+            let thresh = [thresh_rel * sc[0], thresh_rel * sc[1], thresh_rel * sc[2]];
+            let floor = [eps * sc[0], eps * sc[1], eps * sc[2]];
+            let (dinv, piv) = block::ldl_inverse(&self.diag[p], &thresh, &floor, mode);
+            self.dinv[p] = dinv;
+            if piv != [Pivot::Ok; 3] {
+                any_small = true;
+                if record {
+                    self.rank_deficient.push(ConstraintId(self.perm[p]));
+                }
+            }
+            let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
+            if s == e {
+                continue;
+            }
+            // W = current A_qp; L_qp = W D_p⁻¹; diagonal update A_qq -= L_qp W_qpᵀ
+            for k in s..e {
+                let wk = self.lval[k];
+                self.w[k - s] = wk;
+                let l = block::mul_ab_r::<R>(&wk, &dinv);
+                self.lval[k] = l;
+                let q = self.row_idx[k] as usize;
+                block::sub_abt_sym_r::<R>(&mut self.diag[q], &l, &wk);
+            }
+            // off-diagonal updates A_{q1 q2} -= L_{q1 p} W_{q2 p}ᵀ at precomputed slots
+            let mut t = self.tgt_ptr[p] as usize;
+            for k2 in s..e {
+                let w2 = self.w[k2 - s];
+                for k1 in k2 + 1..e {
+                    let l1 = self.lval[k1];
+                    let tg = self.targets[t] as usize;
+                    block::sub_abt_r::<R>(&mut self.lval[tg], &l1, &w2);
+                    t += 1;
+                }
+            }
+        }
+        any_small
+    }
+
+    fn scale_by_constraint<'s>(
+        &'s self,
+        _a: &BlockSparseSymmetric,
+    ) -> std::slice::Iter<'s, [f64; 3]> {
+        self.scale_c.iter()
+    }
+
+    /// Forward substitution, diagonal, backward substitution on a permuted vector.
+    fn sweep<const R: usize>(
+        col_ptr: &[u32],
+        row_idx: &[u32],
+        lval: &[Block],
+        dinv: &[Block],
+        y: &mut [[f64; 3]],
+    ) {
+        let n = dinv.len().min(y.len());
+        // forward: z = L⁻¹ y, column-oriented
+        for p in 0..n {
+            let yp = y[p];
+            for k in col_ptr[p] as usize..col_ptr[p + 1] as usize {
+                let q = row_idx[k] as usize;
+                block::sub_mul_vec_r::<R>(&mut y[q], &lval[k], &yp);
+            }
+        }
+        // diagonal and backward: x_p = D_p⁻¹ z_p − Σ_q L_qpᵀ x_q
+        for p in (0..n).rev() {
+            let mut zp = block::mul_vec(&dinv[p], &y[p]);
+            for k in col_ptr[p] as usize..col_ptr[p + 1] as usize {
+                let q = row_idx[k] as usize;
+                block::sub_mul_t_vec_r::<R>(&mut zp, &lval[k], &y[q]);
+            }
+            y[p] = zp;
+        }
+    }
+
+    /// Solves (L D Lᵀ) x = b in place on a padded vector indexed by constraint.
+    fn solve_padded(&mut self, b: &mut [[f64; 3]]) {
+        let n = self.n;
+        let y = &mut self.x;
+        y.resize(n, [0.0; 3]);
+        for p in 0..n {
+            y[p] = b[self.perm[p] as usize];
+        }
+        if self.max_rows <= 2 {
+            Self::sweep::<2>(&self.col_ptr, &self.row_idx, &self.lval, &self.dinv, y);
+        } else {
+            Self::sweep::<3>(&self.col_ptr, &self.row_idx, &self.lval, &self.dinv, y);
+        }
+        for p in 0..n {
+            b[self.perm[p] as usize] = y[p];
+        }
+    }
+
+    /// Solves A λ = `rhs` with the current factors (compact vectors of length
+    /// `a.n_rows()`), refining iteratively when the factor is regularised (or when
+    /// `settings.refine_steps > 0`). `a` must be the matrix that was factored.
+    pub fn solve(
+        &mut self,
+        a: &BlockSparseSymmetric,
+        settings: &SolverSettings,
+        rhs: &[f64],
+        lambda: &mut [f64],
+    ) -> Result<SolveReport, SolverError> {
+        super::sparse::check_len("rhs", a.n_rows(), rhs.len())?;
+        super::sparse::check_len("lambda", a.n_rows(), lambda.len())?;
+        if !self.factored || self.needs_analysis(a) {
+            return Err(SolverError::NotFactored);
+        }
+        if rhs.iter().any(|v| !v.is_finite()) {
+            return Err(SolverError::NonFinite("right-hand side"));
+        }
+        let n = self.n;
+        let mut b = std::mem::take(&mut self.b);
+        let mut x = std::mem::take(&mut self.r);
+        let mut dx = std::mem::take(&mut self.d);
+        b.clear();
+        b.resize(n, [0.0; 3]);
+        for c in 0..n {
+            let o = a.row_offset[c] as usize;
+            let k = a.rows[c] as usize;
+            b[c][..k].copy_from_slice(&rhs[o..o + k]);
+        }
+        let bnorm = norm(&b);
+        let mut xn = std::mem::take(&mut self.w3);
+        let mut t = std::mem::take(&mut self.w4);
+        x.clear();
+        x.resize(n, [0.0; 3]);
+        dx.clear();
+        dx.extend_from_slice(&b);
+        let mut steps = 0;
+        let mut res;
+        if !self.regularized {
+            // regular factor: one solve, optional classical refinement
+            x.copy_from_slice(&b);
+            self.solve_padded(&mut x);
+            res = f64::NAN;
+            if settings.refine_steps > 0 {
+                res = residual(a, &b, &x, &mut dx);
+            }
+            while steps < settings.refine_steps && res > settings.refine_tolerance * bnorm {
+                self.solve_padded(&mut dx);
+                xn.clear();
+                xn.extend(x.iter().zip(dx.iter()).map(|(u, v)| add3(u, v)));
+                let rn = residual(a, &b, &xn, &mut dx);
+                steps += 1;
+                if rn < res {
+                    std::mem::swap(&mut x, &mut xn);
+                    res = rn;
+                } else {
+                    break;
+                }
+            }
+        } else {
+            // Regularised factor F = A + E, E = ε·diag(A). Refinement
+            // λ ← λ + P F⁻¹(b − Aλ) with P = I − T², T = F⁻¹E. T is exactly the identity
+            // on null(A) (A n = 0 ⇒ F n = E n) and ≈ ε/μ on the other generalised
+            // eigenvectors (A v = μ E v), so P removes the null-space component of every
+            // correction — roundoff amplified by 1/ε, and the part of b outside the
+            // range of A when b is inconsistent — while leaving the rest within
+            // (ε/μ)². The iterates converge to the E-weighted minimal-norm
+            // (least-squares if b is inconsistent) solution: DESIGN.md's
+            // mass-weighted minimal-norm λ.
+            let eps = settings.regularization;
+            res = bnorm;
+            while steps < settings.max_refine_steps && res > settings.refine_tolerance * bnorm {
+                // dx holds the residual b − Aλ
+                self.solve_padded(&mut dx);
+                for _ in 0..2 {
+                    t.clear();
+                    t.extend(
+                        dx.iter().zip(self.scale_by_constraint(a)).map(|(d, s)| {
+                            [eps * s[0] * d[0], eps * s[1] * d[1], eps * s[2] * d[2]]
+                        }),
+                    );
+                    self.solve_padded(&mut t);
+                    for (d, tt) in dx.iter_mut().zip(t.iter()) {
+                        *d = sub3(d, tt);
+                    }
+                }
+                xn.clear();
+                xn.extend(x.iter().zip(dx.iter()).map(|(u, v)| add3(u, v)));
+                let rn = residual(a, &b, &xn, &mut dx);
+                steps += 1;
+                if rn < res {
+                    std::mem::swap(&mut x, &mut xn);
+                    let stalled = rn > 0.5 * res;
+                    res = rn;
+                    if stalled {
+                        // least-squares residual reached (inconsistent b)
+                        break;
+                    }
+                } else {
+                    break;
+                }
+            }
+        }
+        self.w3 = xn;
+        self.w4 = t;
+        for c in 0..n {
+            let o = a.row_offset[c] as usize;
+            let k = a.rows[c] as usize;
+            lambda[o..o + k].copy_from_slice(&x[c][..k]);
+        }
+        self.b = b;
+        self.r = x;
+        self.d = dx;
+        Ok(SolveReport {
+            rank_deficient: self.rank_deficient.clone(),
+            regularized: self.regularized,
+            refine_steps: steps,
+            relative_residual: if bnorm > 0.0 { res / bnorm } else { res },
+            analyzed: false,
+        })
+    }
+}
+
+#[inline]
+fn add3(u: &[f64; 3], v: &[f64; 3]) -> [f64; 3] {
+    [u[0] + v[0], u[1] + v[1], u[2] + v[2]]
+}
+
+#[inline]
+fn sub3(u: &[f64; 3], v: &[f64; 3]) -> [f64; 3] {
+    [u[0] - v[0], u[1] - v[1], u[2] - v[2]]
+}
+
+fn norm(v: &[[f64; 3]]) -> f64 {
+    v.iter()
+        .map(|x| x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// `r = b − A x`; returns |r|.
+fn residual(a: &BlockSparseSymmetric, b: &[[f64; 3]], x: &[[f64; 3]], r: &mut [[f64; 3]]) -> f64 {
+    a.mul_padded(x, r);
+    for (ri, bi) in r.iter_mut().zip(b.iter()) {
+        ri[0] = bi[0] - ri[0];
+        ri[1] = bi[1] - ri[1];
+        ri[2] = bi[2] - ri[2];
+    }
+    norm(r)
+}

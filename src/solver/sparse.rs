@@ -1,0 +1,556 @@
+//! Block-sparse storage of the constraint Jacobian J and of A = J M⁻¹ Jᵀ
+//! (seed 003 §V-A: "cela ne fait pas beaucoup de termes par équation, c'est pour
+//! cela que nous pouvons parler de matrice creuse").
+//!
+//! A constraint has 1 to 3 rows and touches one or two bodies; its Jacobian is one
+//! 3×3 block (rows padded with zeros) per touched body. Block (c, d) of A is
+//! non-zero only when c and d share a *dynamic* body (a body whose inverse mass is
+//! not all zero): a static body transmits no coupling, so constraints attached to
+//! the ground do not couple through it.
+
+use super::SolverError;
+use super::block::{self, Block, ZERO};
+
+/// Index of a constraint in the order it was pushed into a [`SparseJacobian`]
+/// (also its block row in [`BlockSparseSymmetric`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConstraintId(pub u32);
+
+impl ConstraintId {
+    /// The index as `usize`.
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Marks an absent second body.
+pub(crate) const NO_BODY: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ConstraintInfo {
+    pub rows: u32,
+    pub bodies: [u32; 2],
+    pub row_offset: u32,
+}
+
+/// The constraint Jacobian J, block-sparse: per constraint, one 3×3 block per
+/// touched body. Rebuilt every step with [`clear`](Self::clear) and
+/// [`push`](Self::push); the vectors are reused, so after the first step building
+/// it does not allocate.
+#[derive(Clone, Debug, Default)]
+pub struct SparseJacobian {
+    n_bodies: usize,
+    n_rows: usize,
+    pub(crate) cons: Vec<ConstraintInfo>,
+    /// Two blocks per constraint (the second is zero for a one-body constraint).
+    pub(crate) blocks: Vec<Block>,
+}
+
+impl SparseJacobian {
+    /// An empty Jacobian over zero bodies.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Removes every constraint and sets the number of bodies (columns / 3).
+    /// Keeps the allocations.
+    pub fn clear(&mut self, n_bodies: usize) {
+        self.n_bodies = n_bodies;
+        self.n_rows = 0;
+        self.cons.clear();
+        self.blocks.clear();
+    }
+
+    /// Appends a constraint of `rows` rows (1 to 3) touching one or two distinct
+    /// bodies. `blocks[k] = (body, jac)` where `jac[r]` is row `r` of the constraint's
+    /// Jacobian with respect to `(vx, vy, ω)` of `body`; only the first `rows` rows
+    /// are read. Rows are numbered consecutively in push order: the constraint's
+    /// rows in λ and in the right-hand side start at
+    /// [`row_offset`](Self::row_offset).
+    pub fn push(
+        &mut self,
+        rows: usize,
+        blocks: &[(usize, [[f64; 3]; 3])],
+    ) -> Result<ConstraintId, SolverError> {
+        if !(1..=3).contains(&rows) {
+            return Err(SolverError::InvalidRows(rows));
+        }
+        if blocks.is_empty() || blocks.len() > 2 {
+            return Err(SolverError::InvalidBodyCount(blocks.len()));
+        }
+        for &(b, ref m) in blocks {
+            if b >= self.n_bodies {
+                return Err(SolverError::BodyOutOfRange {
+                    body: b,
+                    n_bodies: self.n_bodies,
+                });
+            }
+            if m[..rows].iter().flatten().any(|v| !v.is_finite()) {
+                return Err(SolverError::NonFinite("Jacobian block"));
+            }
+        }
+        if blocks.len() == 2 && blocks[0].0 == blocks[1].0 {
+            return Err(SolverError::SameBody(blocks[0].0));
+        }
+        if self.cons.len() >= u32::MAX as usize - 1 {
+            return Err(SolverError::TooLarge);
+        }
+        let id = ConstraintId(self.cons.len() as u32);
+        let mut bodies = [NO_BODY; 2];
+        for (k, &(b, ref m)) in blocks.iter().enumerate() {
+            bodies[k] = b as u32;
+            let mut blk = ZERO;
+            for r in 0..rows {
+                blk[3 * r..3 * r + 3].copy_from_slice(&m[r]);
+            }
+            self.blocks.push(blk);
+        }
+        if blocks.len() == 1 {
+            self.blocks.push(ZERO);
+        }
+        self.cons.push(ConstraintInfo {
+            rows: rows as u32,
+            bodies,
+            row_offset: self.n_rows as u32,
+        });
+        self.n_rows += rows;
+        Ok(id)
+    }
+
+    /// Number of bodies (J has `3 * n_bodies` columns).
+    pub fn n_bodies(&self) -> usize {
+        self.n_bodies
+    }
+
+    /// Number of constraints pushed.
+    pub fn n_constraints(&self) -> usize {
+        self.cons.len()
+    }
+
+    /// Total number of scalar rows (length of λ and of the right-hand side).
+    pub fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    /// First row of constraint `c` in λ.
+    pub fn row_offset(&self, c: ConstraintId) -> usize {
+        self.cons[c.index()].row_offset as usize
+    }
+
+    /// Number of rows of constraint `c`.
+    pub fn rows(&self, c: ConstraintId) -> usize {
+        self.cons[c.index()].rows as usize
+    }
+
+    /// The bodies touched by constraint `c` (one or two).
+    pub fn bodies(&self, c: ConstraintId) -> impl Iterator<Item = usize> + '_ {
+        self.cons[c.index()]
+            .bodies
+            .iter()
+            .filter(|&&b| b != NO_BODY)
+            .map(|&b| b as usize)
+    }
+
+    /// `out = J v`; `v` has length `3 * n_bodies`, `out` length [`n_rows`](Self::n_rows).
+    pub fn mul(&self, v: &[f64], out: &mut [f64]) -> Result<(), SolverError> {
+        check_len("v", 3 * self.n_bodies, v.len())?;
+        check_len("out", self.n_rows, out.len())?;
+        for (c, info) in self.cons.iter().enumerate() {
+            let mut acc = [0.0; 3];
+            for k in 0..2 {
+                let b = info.bodies[k];
+                if b == NO_BODY {
+                    continue;
+                }
+                let b = b as usize;
+                let x = [v[3 * b], v[3 * b + 1], v[3 * b + 2]];
+                let y = block::mul_vec(&self.blocks[2 * c + k], &x);
+                acc[0] += y[0];
+                acc[1] += y[1];
+                acc[2] += y[2];
+            }
+            let o = info.row_offset as usize;
+            out[o..o + info.rows as usize].copy_from_slice(&acc[..info.rows as usize]);
+        }
+        Ok(())
+    }
+
+    /// `out = Jᵀ λ` (the constraint forces, seed 003 / DESIGN "Physics
+    /// conventions"); `lambda` has length [`n_rows`](Self::n_rows), `out` length
+    /// `3 * n_bodies`. `out` is overwritten.
+    pub fn mul_transpose(&self, lambda: &[f64], out: &mut [f64]) -> Result<(), SolverError> {
+        check_len("lambda", self.n_rows, lambda.len())?;
+        check_len("out", 3 * self.n_bodies, out.len())?;
+        out.fill(0.0);
+        for (c, info) in self.cons.iter().enumerate() {
+            let o = info.row_offset as usize;
+            let mut l = [0.0; 3];
+            l[..info.rows as usize].copy_from_slice(&lambda[o..o + info.rows as usize]);
+            for k in 0..2 {
+                let b = info.bodies[k];
+                if b == NO_BODY {
+                    continue;
+                }
+                let b = b as usize;
+                let y = block::mul_t_vec(&self.blocks[2 * c + k], &l);
+                out[3 * b] += y[0];
+                out[3 * b + 1] += y[1];
+                out[3 * b + 2] += y[2];
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn check_len(
+    what: &'static str,
+    expected: usize,
+    got: usize,
+) -> Result<(), SolverError> {
+    if expected == got {
+        Ok(())
+    } else {
+        Err(SolverError::LengthMismatch {
+            what,
+            expected,
+            got,
+        })
+    }
+}
+
+/// One product J_ci M_b⁻¹ J_djᵀ contributing to an off-diagonal block of A.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Contribution {
+    /// Off-diagonal block it adds to.
+    pub target: u32,
+    /// Block index in `SparseJacobian::blocks` of the row constraint (the larger id).
+    pub jac_i: u32,
+    /// Block index of the column constraint (the smaller id).
+    pub jac_j: u32,
+    /// The shared body.
+    pub body: u32,
+}
+
+/// The symmetric block-sparse matrix A = J M⁻¹ Jᵀ + C (C: optional per-row
+/// compliance on the diagonal), one block row per constraint.
+///
+/// Only the diagonal blocks and the off-diagonal blocks (i, j), i > j, of
+/// constraints sharing a dynamic body are stored (seed 003 §V-E: "les termes nuls
+/// ne font pas partie de la liste"). The sparsity pattern is rebuilt only when the
+/// constraint graph changes (bodies, rows, which bodies are static); see
+/// [`pattern_version`](Self::pattern_version).
+#[derive(Clone, Debug, Default)]
+pub struct BlockSparseSymmetric {
+    n: usize,
+    n_rows: usize,
+    n_bodies: usize,
+    pub(crate) rows: Vec<u32>,
+    pub(crate) row_offset: Vec<u32>,
+    /// Dynamic bodies of each constraint (`NO_BODY` for none / static).
+    pub(crate) dyn_bodies: Vec<[u32; 2]>,
+    /// Body → constraints touching it as a dynamic body (CSR).
+    pub(crate) body_ptr: Vec<u32>,
+    pub(crate) body_cons: Vec<u32>,
+    /// Off-diagonal blocks: `off_i[k] > off_j[k]`, grouped by `off_i` ascending.
+    pub(crate) off_i: Vec<u32>,
+    pub(crate) off_j: Vec<u32>,
+    pub(crate) contrib: Vec<Contribution>,
+    /// Values.
+    pub(crate) diag: Vec<Block>,
+    pub(crate) off: Vec<Block>,
+    /// Pattern key: `(rows, dyn body 0, dyn body 1)` per constraint, plus the body count.
+    key: Vec<u32>,
+    pattern_version: u64,
+    // scratch for pattern building
+    mark: Vec<u32>,
+    slot: Vec<u32>,
+}
+
+impl BlockSparseSymmetric {
+    /// An empty matrix.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of block rows (constraints).
+    pub fn n_blocks(&self) -> usize {
+        self.n
+    }
+
+    /// Number of scalar rows.
+    pub fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    /// Number of stored off-diagonal blocks (lower triangle only).
+    pub fn n_off_diagonal_blocks(&self) -> usize {
+        self.off_i.len()
+    }
+
+    /// Incremented each time [`assemble`](Self::assemble) finds a new sparsity
+    /// pattern; a factorisation analysed for one version can be reused for the next
+    /// matrices with the same version.
+    pub fn pattern_version(&self) -> u64 {
+        self.pattern_version
+    }
+
+    /// Fills A = J M⁻¹ Jᵀ (+ diag(`compliance`), one value per row, if given) from
+    /// the Jacobian and the per-body diagonal inverse mass `(1/m, 1/m, 1/J)` (all
+    /// zeros for a static body). Only the non-zero blocks are computed (seed 003
+    /// §V). Returns `true` when the sparsity pattern changed (and was rebuilt).
+    pub fn assemble(
+        &mut self,
+        jac: &SparseJacobian,
+        inv_mass: &[[f64; 3]],
+        compliance: Option<&[f64]>,
+    ) -> Result<bool, SolverError> {
+        check_len("inv_mass", jac.n_bodies, inv_mass.len())?;
+        if let Some(c) = compliance {
+            check_len("compliance", jac.n_rows, c.len())?;
+            if c.iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
+                return Err(SolverError::NonFinite(
+                    "compliance (must be finite and >= 0)",
+                ));
+            }
+        }
+        if inv_mass
+            .iter()
+            .flatten()
+            .any(|v| !(v.is_finite() && *v >= 0.0))
+        {
+            return Err(SolverError::NonFinite(
+                "inverse mass (must be finite and >= 0)",
+            ));
+        }
+        let changed = self.update_pattern(jac, inv_mass);
+        // diagonal blocks: Σ over touched dynamic bodies of J_cb M_b⁻¹ J_cbᵀ
+        for c in 0..self.n {
+            let mut d = ZERO;
+            let info = &jac.cons[c];
+            for k in 0..2 {
+                let b = info.bodies[k];
+                if b != NO_BODY {
+                    let jb = &jac.blocks[2 * c + k];
+                    block::add_adbt(&mut d, jb, &inv_mass[b as usize], jb);
+                }
+            }
+            if let Some(comp) = compliance {
+                let o = info.row_offset as usize;
+                for r in 0..info.rows as usize {
+                    d[4 * r] += comp[o + r];
+                }
+            }
+            self.diag[c] = d;
+        }
+        // off-diagonal blocks: contributions of each shared body
+        for v in self.off.iter_mut() {
+            *v = ZERO;
+        }
+        for ct in &self.contrib {
+            block::add_adbt(
+                &mut self.off[ct.target as usize],
+                &jac.blocks[ct.jac_i as usize],
+                &inv_mass[ct.body as usize],
+                &jac.blocks[ct.jac_j as usize],
+            );
+        }
+        Ok(changed)
+    }
+
+    /// Rebuilds the pattern if the constraint graph changed; returns whether it did.
+    fn update_pattern(&mut self, jac: &SparseJacobian, inv_mass: &[[f64; 3]]) -> bool {
+        let n = jac.cons.len();
+        let is_dyn = |b: u32| b != NO_BODY && inv_mass[b as usize] != [0.0; 3];
+        // compare the key in place (no allocation, no hashing: exact)
+        let same = self.key.len() == 3 * n + 1
+            && self.key[3 * n] == jac.n_bodies as u32
+            && jac.cons.iter().enumerate().all(|(c, info)| {
+                let k = &self.key[3 * c..3 * c + 3];
+                let b0 = if is_dyn(info.bodies[0]) {
+                    info.bodies[0]
+                } else {
+                    NO_BODY
+                };
+                let b1 = if is_dyn(info.bodies[1]) {
+                    info.bodies[1]
+                } else {
+                    NO_BODY
+                };
+                k[0] == info.rows && k[1] == b0 && k[2] == b1
+            });
+        if same {
+            return false;
+        }
+        self.n = n;
+        self.n_rows = jac.n_rows;
+        self.n_bodies = jac.n_bodies;
+        self.key.clear();
+        self.rows.clear();
+        self.row_offset.clear();
+        self.dyn_bodies.clear();
+        for info in &jac.cons {
+            let b0 = if is_dyn(info.bodies[0]) {
+                info.bodies[0]
+            } else {
+                NO_BODY
+            };
+            let b1 = if is_dyn(info.bodies[1]) {
+                info.bodies[1]
+            } else {
+                NO_BODY
+            };
+            self.key.extend_from_slice(&[info.rows, b0, b1]);
+            self.rows.push(info.rows);
+            self.row_offset.push(info.row_offset);
+            self.dyn_bodies.push([b0, b1]);
+        }
+        self.key.push(jac.n_bodies as u32);
+        // body → constraint incidence (counting sort), in constraint order
+        let nb = jac.n_bodies;
+        self.body_ptr.clear();
+        self.body_ptr.resize(nb + 1, 0);
+        for bs in &self.dyn_bodies {
+            for &b in bs {
+                if b != NO_BODY {
+                    self.body_ptr[b as usize + 1] += 1;
+                }
+            }
+        }
+        for b in 0..nb {
+            self.body_ptr[b + 1] += self.body_ptr[b];
+        }
+        self.body_cons.clear();
+        self.body_cons.resize(self.body_ptr[nb] as usize, 0);
+        // fill with a moving cursor kept in `slot`
+        self.slot.clear();
+        self.slot.extend_from_slice(&self.body_ptr[..nb]);
+        for (c, bs) in self.dyn_bodies.iter().enumerate() {
+            for &b in bs {
+                if b != NO_BODY {
+                    let s = &mut self.slot[b as usize];
+                    self.body_cons[*s as usize] = c as u32;
+                    *s += 1;
+                }
+            }
+        }
+        // off-diagonal blocks: for each constraint i, the constraints j < i sharing a
+        // dynamic body; `mark[j] == i` dedups pairs sharing two bodies.
+        self.off_i.clear();
+        self.off_j.clear();
+        self.contrib.clear();
+        self.mark.clear();
+        self.mark.resize(n, NO_BODY);
+        self.slot.clear();
+        self.slot.resize(n, 0);
+        for i in 0..n {
+            for ki in 0..2 {
+                let b = self.dyn_bodies[i][ki];
+                if b == NO_BODY {
+                    continue;
+                }
+                let (s, e) = (
+                    self.body_ptr[b as usize] as usize,
+                    self.body_ptr[b as usize + 1] as usize,
+                );
+                for t in s..e {
+                    let j = self.body_cons[t] as usize;
+                    if j >= i {
+                        // lists are sorted by constraint id
+                        break;
+                    }
+                    if self.mark[j] != i as u32 {
+                        self.mark[j] = i as u32;
+                        self.slot[j] = self.off_i.len() as u32;
+                        self.off_i.push(i as u32);
+                        self.off_j.push(j as u32);
+                    }
+                    let kj = if self.dyn_bodies[j][0] == b { 0 } else { 1 };
+                    self.contrib.push(Contribution {
+                        target: self.slot[j],
+                        jac_i: (2 * i + ki) as u32,
+                        jac_j: (2 * j + kj) as u32,
+                        body: b,
+                    });
+                }
+            }
+        }
+        self.diag.clear();
+        self.diag.resize(n, ZERO);
+        self.off.clear();
+        self.off.resize(self.off_i.len(), ZERO);
+        self.pattern_version += 1;
+        true
+    }
+
+    /// Diagonal block of constraint `c` (padded rows are zero).
+    pub fn diagonal_block(&self, c: ConstraintId) -> &[f64; 9] {
+        &self.diag[c.index()]
+    }
+
+    /// The stored off-diagonal blocks as `(i, j, block)` with `i > j`, block `A_ij`
+    /// (rows of constraint i, columns of constraint j).
+    pub fn off_diagonal_blocks(
+        &self,
+    ) -> impl Iterator<Item = (ConstraintId, ConstraintId, &[f64; 9])> {
+        self.off_i
+            .iter()
+            .zip(self.off_j.iter())
+            .zip(self.off.iter())
+            .map(|((&i, &j), b)| (ConstraintId(i), ConstraintId(j), b))
+    }
+
+    /// Scalar row of constraint `c`'s first row.
+    pub fn row_offset(&self, c: ConstraintId) -> usize {
+        self.row_offset[c.index()] as usize
+    }
+
+    /// Rows of constraint `c`.
+    pub fn rows(&self, c: ConstraintId) -> usize {
+        self.rows[c.index()] as usize
+    }
+
+    /// `y = A x` on compact vectors (length [`n_rows`](Self::n_rows)).
+    pub fn mul(&self, x: &[f64], y: &mut [f64]) -> Result<(), SolverError> {
+        check_len("x", self.n_rows, x.len())?;
+        check_len("y", self.n_rows, y.len())?;
+        let get = |c: usize| {
+            let o = self.row_offset[c] as usize;
+            let mut v = [0.0; 3];
+            v[..self.rows[c] as usize].copy_from_slice(&x[o..o + self.rows[c] as usize]);
+            v
+        };
+        y.fill(0.0);
+        let add = |c: usize, v: [f64; 3], y: &mut [f64]| {
+            let o = self.row_offset[c] as usize;
+            for r in 0..self.rows[c] as usize {
+                y[o + r] += v[r];
+            }
+        };
+        for c in 0..self.n {
+            add(c, block::mul_vec(&self.diag[c], &get(c)), y);
+        }
+        for k in 0..self.off_i.len() {
+            let (i, j) = (self.off_i[k] as usize, self.off_j[k] as usize);
+            add(i, block::mul_vec(&self.off[k], &get(j)), y);
+            add(j, block::mul_t_vec(&self.off[k], &get(i)), y);
+        }
+        Ok(())
+    }
+
+    /// `y = A x` on padded vectors (3 entries per constraint).
+    pub(crate) fn mul_padded(&self, x: &[[f64; 3]], y: &mut [[f64; 3]]) {
+        for c in 0..self.n {
+            y[c] = block::mul_vec(&self.diag[c], &x[c]);
+        }
+        for k in 0..self.off_i.len() {
+            let (i, j) = (self.off_i[k] as usize, self.off_j[k] as usize);
+            let a = block::mul_vec(&self.off[k], &x[j]);
+            let b = block::mul_t_vec(&self.off[k], &x[i]);
+            for r in 0..3 {
+                y[i][r] += a[r];
+                y[j][r] += b[r];
+            }
+        }
+    }
+}

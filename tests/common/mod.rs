@@ -1,0 +1,1 @@
+pub mod solver_gen;
