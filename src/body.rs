@@ -165,6 +165,9 @@ impl BodyBuilder {
                 "mass must be positive and finite, got {mass} (a bar of zero width needs an explicit mass)"
             ));
         }
+        if self.fixed && (self.velocity != DVec2::ZERO || self.angular_velocity != 0.0) {
+            return Err("velocity: a fixed body cannot move: give it no velocity".into());
+        }
         let inertia = self.inertia.unwrap_or(mass * shape.unit_inertia());
         if !self.fixed && !(inertia.is_finite() && inertia > 0.0) {
             return Err(format!(

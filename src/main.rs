@@ -113,6 +113,14 @@ fn run(args: RunArgs) -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    for (flag, value) in [("--dt", args.dt), ("--duration", args.duration)] {
+        if let Some(v) = value
+            && !(v.is_finite() && v >= 0.0 && (flag != "--dt" || v > 0.0))
+        {
+            eprintln!("error: {flag} must be a positive finite number of seconds, got {v}");
+            return ExitCode::from(2);
+        }
+    }
     let scene = match Scene::load(&args.scene, &args.set) {
         Ok(s) => s,
         Err(e) => {

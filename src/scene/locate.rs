@@ -101,6 +101,21 @@ impl SourceMap {
         self.spans.get(canon)
     }
 
+    /// The shortest existing path under `base` whose last part is `name`
+    /// (`surfaces[0]` + `friction` → `surfaces[0].friction`, `bodies[1].shape`
+    /// + `radius` → `bodies[1].shape.radius`).
+    pub fn descendant_named(&self, base: &str, name: &str) -> Option<String> {
+        if name.is_empty() {
+            return None;
+        }
+        let suffix = format!(".{name}");
+        self.spans
+            .keys()
+            .filter(|k| k.starts_with(base) && k.ends_with(&suffix) && k.len() > base.len())
+            .min_by_key(|k| k.len())
+            .cloned()
+    }
+
     /// 1-based (line, column) of a byte offset; the column counts characters.
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let line = self.line_starts.partition_point(|&s| s <= offset).max(1);

@@ -17,12 +17,12 @@ use crate::load::{Anchor, Load};
 use crate::world::World;
 
 /// A scene error with its place in the file.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{file}:{line}:{column}: {}{message}", if field.is_empty() { String::new() } else { format!("{field}: ") })]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SceneError {
     /// File name as given.
     pub file: String,
-    /// 1-based line.
+    /// 1-based line; 0 when the error is not in the text (unreadable file,
+    /// a bad `--set`).
     pub line: usize,
     /// 1-based column.
     pub column: usize,
@@ -31,6 +31,21 @@ pub struct SceneError {
     /// What is wrong.
     pub message: String,
 }
+
+impl std::fmt::Display for SceneError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            0 => write!(f, "{}: ", self.file)?,
+            line => write!(f, "{}:{line}:{}: ", self.file, self.column)?,
+        }
+        if !self.field.is_empty() {
+            write!(f, "{}: ", self.field)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SceneError {}
 
 /// A parsed and validated scene, with the text it came from.
 #[derive(Clone, Debug)]
@@ -202,7 +217,14 @@ impl Scene {
             if let Some(j) = b.inertia {
                 builder = builder.inertia(j);
             }
-            let body = builder.build().map_err(|m| self.error_at(&at("mass"), m))?;
+            let body = builder.build().map_err(|m| {
+                let field = if m.starts_with("velocity") {
+                    "velocity"
+                } else {
+                    "mass"
+                };
+                self.error_at(&at(field), m)
+            })?;
             world
                 .add_body(body)
                 .map_err(|m| self.error_at(&at("name"), m))?;
