@@ -1,6 +1,7 @@
 //! mx2d
 #![warn(missing_docs)]
 pub mod body;
+pub mod constraint;
 pub mod field;
 pub mod integrator;
 pub mod load;

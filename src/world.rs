@@ -8,8 +8,12 @@
 //!    `apply_fields` (gravity and force fields, per body, in parallel for large
 //!    worlds) and `apply_loads` (forces, torques, springs, drag), then divides
 //!    by the mass;
-//! 3. `scatter_state` — back into the bodies;
-//! 4. `check_divergence` — NaN/∞ or runaway energy stops the run, naming the
+//!    by the mass — and `solve_constraints`: assemble J, A = J M⁻¹ Jᵀ, solve
+//!    for λ (sparse Gauss) and add the constraint forces Jᵀλ;
+//! 3. `correct_drift` — Newton projection of positions and velocities onto
+//!    the constraints (seed 003 §IV);
+//! 4. `scatter_state` — back into the bodies;
+//! 5. `check_divergence` — NaN/∞ or runaway energy stops the run, naming the
 //!    step and the body.
 
 use std::time::{Duration, Instant};
@@ -18,9 +22,12 @@ use glam::DVec2;
 use rayon::prelude::*;
 
 use crate::body::{Body, BodyHandle, BodySet};
+use crate::constraint::system::{ConstraintSystem, Reaction, Scene, Stabilization};
+use crate::constraint::{Constraint, ConstraintHandle, ConstraintSet};
 use crate::field::{Field, total_force};
 use crate::integrator::{Dynamics, Integrator, IntegratorError, Method, State};
 use crate::load::{Kinematics, Load};
+use crate::solver::SolverError;
 use crate::surface::Surface;
 
 /// Below this many bodies the per-body loop runs on one thread (rayon's
@@ -57,6 +64,10 @@ pub struct StageTimes {
     pub apply_fields: Duration,
     /// Applied loads.
     pub apply_loads: Duration,
+    /// Constraint assembly and solve for λ.
+    pub solve_constraints: Duration,
+    /// Projection of positions and velocities onto the constraints.
+    pub correct_drift: Duration,
     /// The integrator's own arithmetic (total integrate time minus the force
     /// evaluations above).
     pub integrate: Duration,
@@ -68,12 +79,14 @@ pub struct StageTimes {
 
 impl StageTimes {
     /// (stage name, time) in step order.
-    pub fn as_list(&self) -> [(&'static str, Duration); 6] {
+    pub fn as_list(&self) -> [(&'static str, Duration); 8] {
         [
             ("gather_state", self.gather_state),
             ("apply_fields", self.apply_fields),
             ("apply_loads", self.apply_loads),
+            ("solve_constraints", self.solve_constraints),
             ("integrate", self.integrate),
+            ("correct_drift", self.correct_drift),
             ("scatter_state", self.scatter_state),
             ("check_divergence", self.check_divergence),
         ]
@@ -94,6 +107,16 @@ pub enum SimulationError {
         body: String,
         /// What was wrong.
         reason: String,
+    },
+    /// The constraint solver refused its input.
+    #[error("step {step} (t = {time}): constraint solver: {source}")]
+    Constraints {
+        /// Step that failed.
+        step: u64,
+        /// Time at the start of that step.
+        time: f64,
+        /// The solver's error.
+        source: SolverError,
     },
     /// The integrator failed.
     #[error("step {step} (t = {time}): {source}")]
@@ -141,6 +164,12 @@ pub struct World {
     pub dt: f64,
     /// Divergence detection.
     pub limits: DivergenceLimits,
+    /// Joints, rolling and curve contacts, motors.
+    pub constraints: ConstraintSet,
+    /// Drift correction of the constraints.
+    pub stabilization: Stabilization,
+    system: ConstraintSystem,
+    max_constraint_error: f64,
     time: f64,
     steps: u64,
     integrator: Integrator,
@@ -159,6 +188,10 @@ impl World {
             gravity,
             dt: 1e-3,
             limits: DivergenceLimits::default(),
+            constraints: ConstraintSet::new(),
+            stabilization: Stabilization::default(),
+            system: ConstraintSystem::default(),
+            max_constraint_error: 0.0,
             time: 0.0,
             steps: 0,
             integrator: Integrator::new(Method::Symplectic),
@@ -171,6 +204,13 @@ impl World {
     pub fn add_body(&mut self, body: Body) -> Result<BodyHandle, String> {
         self.integrator.reset();
         self.bodies.insert(body)
+    }
+
+    /// Adds a constraint after checking it against the bodies and surfaces.
+    pub fn add_constraint(&mut self, c: Constraint) -> Result<ConstraintHandle, String> {
+        c.validate(self.bodies.as_slice(), &self.surfaces)?;
+        self.integrator.reset();
+        Ok(self.constraints.insert(c))
     }
 
     /// The body behind a handle.
@@ -232,37 +272,174 @@ impl World {
             gather_state(self.bodies.as_slice(), &mut self.state)
         });
         self.integrate()?;
+        self.time += self.dt;
+        self.steps += 1;
+        let drift = self.correct_drift();
         timed(&mut self.times.scatter_state, || {
             scatter_state(&self.state, self.bodies.as_mut_slice())
         });
-        self.time += self.dt;
-        self.steps += 1;
+        drift?;
         let started = Instant::now();
         let result = self.check_divergence();
         self.times.check_divergence += started.elapsed();
         result
     }
 
+    fn force_model(&mut self) -> (ForceModel<'_>, &mut Integrator, &mut State) {
+        (
+            ForceModel {
+                bodies: self.bodies.as_slice(),
+                loads: &self.loads,
+                fields: &self.fields,
+                gravity: self.gravity,
+                constraints: &self.constraints,
+                surfaces: &self.surfaces,
+                system: &mut self.system,
+                baumgarte: self.stabilization.baumgarte,
+                solver_error: None,
+                times: &mut self.times,
+            },
+            &mut self.integrator,
+            &mut self.state,
+        )
+    }
+
     fn integrate(&mut self) -> Result<(), SimulationError> {
         let started = Instant::now();
-        let before = self.times.apply_fields + self.times.apply_loads;
-        let mut model = ForceModel {
-            bodies: self.bodies.as_slice(),
-            loads: &self.loads,
-            fields: &self.fields,
-            gravity: self.gravity,
-            times: &mut self.times,
-        };
-        let result = self
-            .integrator
-            .step(&mut model, self.time, self.dt, &mut self.state);
-        let forces = self.times.apply_fields + self.times.apply_loads - before;
+        let before =
+            self.times.apply_fields + self.times.apply_loads + self.times.solve_constraints;
+        let (t, dt, step) = (self.time, self.dt, self.steps + 1);
+        let (mut model, integrator, state) = self.force_model();
+        let result = integrator.step(&mut model, t, dt, state);
+        let solver_error = model.solver_error.take();
+        let forces =
+            self.times.apply_fields + self.times.apply_loads + self.times.solve_constraints
+                - before;
         self.times.integrate += started.elapsed().saturating_sub(forces);
+        if let Some(source) = solver_error {
+            return Err(SimulationError::Constraints {
+                step,
+                time: t,
+                source,
+            });
+        }
         result.map_err(|source| SimulationError::Integrator {
-            step: self.steps + 1,
-            time: self.time,
+            step,
+            time: t,
             source,
         })
+    }
+
+    /// Projects the state onto the constraints (positions, then velocities)
+    /// when projection is on, and records the constraint error.
+    fn correct_drift(&mut self) -> Result<(), SimulationError> {
+        if self.constraints.is_empty() {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let scene = Scene {
+            bodies: self.bodies.as_slice(),
+            constraints: &self.constraints,
+            surfaces: &self.surfaces,
+        };
+        let (t, settings) = (self.time, self.stabilization);
+        let result = if settings.projection {
+            self.system
+                .project_positions(scene, t, &mut self.state.q, &self.state.v, &settings)
+                .and_then(|err| {
+                    self.system
+                        .project_velocities(scene, t, &self.state.q, &mut self.state.v)?;
+                    Ok(err)
+                })
+        } else {
+            self.system
+                .assemble(scene, t, &self.state.q, &self.state.v)
+                .map(|_| self.system.max_error())
+        };
+        self.times.correct_drift += started.elapsed();
+        let err = result.map_err(|source| SimulationError::Constraints {
+            step: self.steps,
+            time: t,
+            source,
+        })?;
+        self.max_constraint_error = self.max_constraint_error.max(err);
+        Ok(())
+    }
+
+    /// Largest |C| over the position rows at the current state.
+    pub fn constraint_error(&mut self) -> f64 {
+        if self.constraints.is_empty() {
+            return 0.0;
+        }
+        gather_state(self.bodies.as_slice(), &mut self.state);
+        let scene = Scene {
+            bodies: self.bodies.as_slice(),
+            constraints: &self.constraints,
+            surfaces: &self.surfaces,
+        };
+        match self
+            .system
+            .assemble(scene, self.time, &self.state.q, &self.state.v)
+        {
+            Ok(()) => self.system.max_error(),
+            Err(_) => f64::NAN,
+        }
+    }
+
+    /// Largest constraint error seen after any step so far.
+    pub fn max_constraint_error(&self) -> f64 {
+        self.max_constraint_error
+    }
+
+    /// Warnings of the constraint solver (redundant or singular constraints),
+    /// each once.
+    pub fn warnings(&self) -> impl Iterator<Item = &String> {
+        self.system.warnings.iter()
+    }
+
+    /// Accelerations (3 per body) at the current state, constraint forces
+    /// included; the multipliers are kept for [`World::reactions`].
+    pub fn accelerations(&mut self) -> Result<Vec<f64>, SolverError> {
+        gather_state(self.bodies.as_slice(), &mut self.state);
+        let t = self.time;
+        let (mut model, _, state) = self.force_model();
+        let mut a = vec![0.0; state.q.len()];
+        model.acceleration(t, &state.q, &state.v, &mut a);
+        match model.solver_error {
+            Some(e) => Err(e),
+            None => Ok(a),
+        }
+    }
+
+    /// The reaction of every constraint on its first body at the current
+    /// state (forces and λ recomputed there).
+    pub fn reactions(&mut self) -> Result<Vec<Reaction>, SolverError> {
+        if self.constraints.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.accelerations()?;
+        let scene = Scene {
+            bodies: self.bodies.as_slice(),
+            constraints: &self.constraints,
+            surfaces: &self.surfaces,
+        };
+        Ok(self.system.reactions(scene))
+    }
+
+    /// The state as flat vectors (x, y, φ per body; vx, vy, ω per body).
+    pub fn state_vectors(&mut self) -> (&[f64], &[f64]) {
+        gather_state(self.bodies.as_slice(), &mut self.state);
+        (&self.state.q, &self.state.v)
+    }
+
+    /// Overwrites the bodies' states from flat vectors (as `state_vectors`).
+    pub fn set_state_vectors(&mut self, q: &[f64], v: &[f64]) {
+        self.state.q.clear();
+        self.state.q.extend_from_slice(q);
+        self.state.v.clear();
+        self.state.v.extend_from_slice(v);
+        scatter_state(&self.state, self.bodies.as_mut_slice());
+        self.integrator.reset();
     }
 
     fn check_divergence(&self) -> Result<(), SimulationError> {
@@ -320,12 +497,19 @@ fn scatter_state(state: &State, bodies: &mut [Body]) {
     }
 }
 
-/// The forces of a world at one integrator stage: gravity, fields, loads.
+/// The forces of a world at one integrator stage: gravity, fields, loads and
+/// the constraint forces that keep the constraints.
 struct ForceModel<'w> {
     bodies: &'w [Body],
     loads: &'w [Load],
     fields: &'w [Field],
     gravity: DVec2,
+    constraints: &'w ConstraintSet,
+    surfaces: &'w [Surface],
+    system: &'w mut ConstraintSystem,
+    baumgarte: Option<f64>,
+    /// The first solver failure of this step (an evaluation cannot return it).
+    solver_error: Option<SolverError>,
     times: &'w mut StageTimes,
 }
 
@@ -381,6 +565,31 @@ impl ForceModel<'_> {
     }
 }
 
+impl ForceModel<'_> {
+    /// Adds the constraint forces Jᵀλ to `f`; returns their power.
+    fn solve_constraints(&mut self, t: f64, q: &[f64], v: &[f64], f: &mut [f64]) -> f64 {
+        if self.constraints.is_empty() {
+            return 0.0;
+        }
+        let scene = Scene {
+            bodies: self.bodies,
+            constraints: self.constraints,
+            surfaces: self.surfaces,
+        };
+        let result = self
+            .system
+            .assemble(scene, t, q, v)
+            .and_then(|_| self.system.apply_forces(scene, v, f, self.baumgarte));
+        match result {
+            Ok(p) => p,
+            Err(e) => {
+                self.solver_error.get_or_insert(e);
+                0.0
+            }
+        }
+    }
+}
+
 impl Dynamics for ForceModel<'_> {
     fn acceleration(&mut self, t: f64, q: &[f64], v: &[f64], a: &mut [f64]) -> f64 {
         let started = Instant::now();
@@ -388,6 +597,11 @@ impl Dynamics for ForceModel<'_> {
         let fields_done = Instant::now();
         self.times.apply_fields += fields_done - started;
         power += self.apply_loads(t, q, v, a);
+        let loads_done = Instant::now();
+        self.times.apply_loads += loads_done - fields_done;
+        power += self.solve_constraints(t, q, v, a);
+        let constraints_done = Instant::now();
+        self.times.solve_constraints += constraints_done - loads_done;
         // a = M⁻¹ F (fixed bodies: zero inverse mass, zero acceleration).
         for (b, ai) in self.bodies.iter().zip(a.chunks_mut(3)) {
             let inv = b.inverse_mass();
@@ -395,7 +609,7 @@ impl Dynamics for ForceModel<'_> {
             ai[1] *= inv[1];
             ai[2] *= inv[2];
         }
-        self.times.apply_loads += fields_done.elapsed();
+        self.times.apply_loads += constraints_done.elapsed();
         power
     }
 }

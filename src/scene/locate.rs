@@ -360,7 +360,7 @@ mod tests {
             m.resolve("bodies.1.position").as_deref(),
             Some("bodies[1].position")
         );
-        assert_eq!(m.position_of("bodies[1].shape.b"), Some((7, 46)));
+        assert_eq!(m.position_of("bodies[1].shape.b"), Some((7, 51)));
         // An absent field falls back to its parent's position.
         assert_eq!(m.position_of("bodies[0].velocity"), Some((4, 9)));
     }

@@ -1,0 +1,383 @@
+//! Constraints: joints, rolling, curve contact, motors and user constraints
+//! (seeds 000, 001, 003). Each kind lives in its own file and produces its
+//! rows; this module turns rows into the numbers the solver needs.
+//!
+//! A row is either a **position row** C(q, t) = 0 (holonomic, possibly
+//! rheonomic), or a **velocity row** A(q, t)·v + b(q, t) = 0 (the no-slip
+//! condition of rolling). For each row the constraint supplies, through
+//! [`jet`] automatic differentiation:
+//! - the Jacobian blocks J_a, J_b (∂C/∂q, or A),
+//! - the velocity bias: Ċ = J v + bias (∂C/∂t, or b),
+//! - γ with C̈ = J a + γ,
+//! - for position rows, the value C (drift).
+
+pub mod angle;
+pub mod curve;
+pub mod distance;
+pub mod jet;
+pub mod motor;
+pub mod prismatic;
+pub mod revolute;
+pub mod rolling;
+pub mod system;
+pub mod user;
+pub mod weld;
+
+use glam::DVec2;
+
+pub use curve::Toucher;
+pub use motor::Drive;
+pub use user::UserConstraint;
+
+use crate::body::{Body, BodyHandle};
+use crate::surface::Surface;
+use jet::{Jet, JetPose};
+
+/// One row as the constraint kinds produce it.
+#[derive(Clone, Copy, Debug)]
+pub enum Row {
+    /// Holonomic C(q, t) = 0.
+    Position(Jet),
+    /// A(q, t)·v + b(q, t) = 0; `coeffs` = A's six entries (body a then b).
+    Velocity {
+        /// A's entries.
+        coeffs: [Jet; 6],
+        /// b.
+        bias: Jet,
+    },
+}
+
+/// What a constraint does.
+#[derive(Clone, Debug)]
+pub enum ConstraintKind {
+    /// Pin: `anchor_a` (body a's frame) on `anchor_b` (body b's frame, or a
+    /// world point when there is no body b).
+    Revolute {
+        /// Anchor on body a, body frame (m).
+        anchor_a: DVec2,
+        /// Anchor on body b (body frame) or in the world (m).
+        anchor_b: DVec2,
+    },
+    /// Rigid bar of length `length` between the anchors.
+    Distance {
+        /// Anchor on body a, body frame (m).
+        anchor_a: DVec2,
+        /// Anchor on body b, or world point (m).
+        anchor_b: DVec2,
+        /// Bar length (m).
+        length: f64,
+    },
+    /// Slider: body a's anchor moves along the line through body b's anchor
+    /// with direction `axis` (b's frame, or world), at relative angle `angle`.
+    Prismatic {
+        /// Anchor on body a (m).
+        anchor_a: DVec2,
+        /// Point of the axis line on body b, or in the world (m).
+        anchor_b: DVec2,
+        /// Axis direction.
+        axis: DVec2,
+        /// Fixed relative angle φ_a − φ_b (rad).
+        angle: f64,
+    },
+    /// Rigid joint: pin plus fixed relative angle.
+    Weld {
+        /// Anchor on body a (m).
+        anchor_a: DVec2,
+        /// Anchor on body b, or world point (m).
+        anchor_b: DVec2,
+        /// Relative angle φ_a − φ_b (rad).
+        angle: f64,
+    },
+    /// φ_a − φ_b = angle.
+    Angle {
+        /// Relative angle (rad).
+        angle: f64,
+    },
+    /// φ_a + ratio·φ_b = offset.
+    Gear {
+        /// Gear ratio k.
+        ratio: f64,
+        /// Constant c (rad).
+        offset: f64,
+    },
+    /// φ_a − φ_b = initial + θ(t).
+    Motor {
+        /// θ(t).
+        drive: Drive,
+        /// Relative angle at t = 0 (rad).
+        initial: f64,
+    },
+    /// Body a's outline touches surface `surface`: rolling without slipping
+    /// (two rows) or sliding (one row).
+    Rolling {
+        /// Index into the world's surfaces.
+        surface: usize,
+        /// Frictionless sliding instead of rolling.
+        sliding: bool,
+    },
+    /// A body-frame point of body a stays on surface `surface`, sliding along
+    /// it (one row) or not (two rows).
+    PointOnCurve {
+        /// Body-frame point (m).
+        point: DVec2,
+        /// Index into the world's surfaces.
+        surface: usize,
+        /// The point may slide along the curve.
+        sliding: bool,
+    },
+    /// C(q, t) = 0 from closures.
+    User(UserConstraint),
+}
+
+/// A constraint on body a and, optionally, body b (else the world).
+#[derive(Clone, Debug)]
+pub struct Constraint {
+    /// Name (used in warnings and in the reactions file).
+    pub name: String,
+    /// First body.
+    pub body_a: BodyHandle,
+    /// Second body, or `None` for the world.
+    pub body_b: Option<BodyHandle>,
+    /// What it does.
+    pub kind: ConstraintKind,
+}
+
+/// Index of a constraint in its [`ConstraintSet`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConstraintHandle(pub usize);
+
+/// A constraint's rows at one state, ready for the solver.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RowBlock {
+    /// Number of rows (1–3).
+    pub rows: usize,
+    /// J blocks: `jac[slot][row]` with respect to (vx, vy, ω) of body a (slot 0)
+    /// or b (slot 1).
+    pub jac: [[[f64; 3]; 3]; 2],
+    /// C for position rows (0 for velocity rows).
+    pub value: [f64; 3],
+    /// Whether each row is a position row.
+    pub holonomic: [bool; 3],
+    /// Ċ = J v + velocity_bias.
+    pub velocity_bias: [f64; 3],
+    /// C̈ = J a + gamma.
+    pub gamma: [f64; 3],
+}
+
+impl Constraint {
+    /// The bodies it touches.
+    pub fn bodies(&self) -> (BodyHandle, Option<BodyHandle>) {
+        (self.body_a, self.body_b)
+    }
+
+    /// Its rows at state (q, v) and time t. `qa`, `va` are body a's (x, y, φ)
+    /// and (vx, vy, ω); `qb`, `vb` body b's (zeros for the world).
+    pub fn evaluate(
+        &self,
+        t: f64,
+        (qa, va): ([f64; 3], [f64; 3]),
+        b: Option<([f64; 3], [f64; 3])>,
+        bodies: &[Body],
+        surfaces: &[Surface],
+    ) -> RowBlock {
+        if let ConstraintKind::User(u) = &self.kind {
+            let (qb, vb) = b.unwrap_or(([0.0; 3], [0.0; 3]));
+            let q = [qa[0], qa[1], qa[2], qb[0], qb[1], qb[2]];
+            let v = [va[0], va[1], va[2], vb[0], vb[1], vb[2]];
+            let (c, g, gamma) = u.evaluate(&q, &v, t);
+            let mut block = RowBlock {
+                rows: 1,
+                ..Default::default()
+            };
+            block.jac[0][0] = [g[0], g[1], g[2]];
+            block.jac[1][0] = [g[3], g[4], g[5]];
+            block.value[0] = c;
+            block.holonomic[0] = true;
+            block.velocity_bias[0] = g[6];
+            block.gamma[0] = gamma;
+            return block;
+        }
+        let pose_a = JetPose::new(0, Some((qa, va)));
+        let pose_b = JetPose::new(1, b);
+        let time = Jet::variable(t, 6, 1.0);
+        let mut rows = Vec::with_capacity(3);
+        match &self.kind {
+            ConstraintKind::Revolute { anchor_a, anchor_b } => {
+                revolute::rows(*anchor_a, *anchor_b, &pose_a, &pose_b, &mut rows)
+            }
+            ConstraintKind::Distance {
+                anchor_a,
+                anchor_b,
+                length,
+            } => distance::rows(*anchor_a, *anchor_b, *length, &pose_a, &pose_b, &mut rows),
+            ConstraintKind::Prismatic {
+                anchor_a,
+                anchor_b,
+                axis,
+                angle,
+            } => prismatic::rows(
+                *anchor_a, *anchor_b, *axis, *angle, &pose_a, &pose_b, &mut rows,
+            ),
+            ConstraintKind::Weld {
+                anchor_a,
+                anchor_b,
+                angle,
+            } => weld::rows(*anchor_a, *anchor_b, *angle, &pose_a, &pose_b, &mut rows),
+            ConstraintKind::Angle { angle } => {
+                angle::fixed_rows(*angle, &pose_a, &pose_b, &mut rows)
+            }
+            ConstraintKind::Gear { ratio, offset } => {
+                angle::gear_rows(*ratio, *offset, &pose_a, &pose_b, &mut rows)
+            }
+            ConstraintKind::Motor { drive, initial } => {
+                motor::rows(drive, *initial, &pose_a, &pose_b, time, &mut rows)
+            }
+            ConstraintKind::Rolling { surface, sliding } => rolling::rows(
+                &bodies[self.body_a.0].shape,
+                &surfaces[*surface].geometry,
+                Toucher::Outline,
+                *sliding,
+                &pose_a,
+                &mut rows,
+            ),
+            ConstraintKind::PointOnCurve {
+                point,
+                surface,
+                sliding,
+            } => rolling::rows(
+                &bodies[self.body_a.0].shape,
+                &surfaces[*surface].geometry,
+                Toucher::Point(*point),
+                *sliding,
+                &pose_a,
+                &mut rows,
+            ),
+            ConstraintKind::User(_) => {}
+        }
+        let (vb, _) = (b.map(|x| x.1).unwrap_or([0.0; 3]), ());
+        let v = [va[0], va[1], va[2], vb[0], vb[1], vb[2]];
+        let mut block = RowBlock {
+            rows: rows.len(),
+            ..Default::default()
+        };
+        for (r, row) in rows.iter().enumerate() {
+            match row {
+                Row::Position(c) => {
+                    block.jac[0][r] = [c.grad[0], c.grad[1], c.grad[2]];
+                    block.jac[1][r] = [c.grad[3], c.grad[4], c.grad[5]];
+                    block.value[r] = c.val;
+                    block.holonomic[r] = true;
+                    block.velocity_bias[r] = c.grad[6];
+                    block.gamma[r] = c.dd;
+                }
+                Row::Velocity { coeffs, bias } => {
+                    block.jac[0][r] = [coeffs[0].val, coeffs[1].val, coeffs[2].val];
+                    block.jac[1][r] = [coeffs[3].val, coeffs[4].val, coeffs[5].val];
+                    block.velocity_bias[r] = bias.val;
+                    block.gamma[r] =
+                        coeffs.iter().zip(&v).map(|(c, vi)| c.d * vi).sum::<f64>() + bias.d;
+                }
+            }
+        }
+        block
+    }
+
+    /// A description of what makes the constraint invalid in this world.
+    pub fn validate(&self, bodies: &[Body], surfaces: &[Surface]) -> Result<(), String> {
+        if self.body_a.0 >= bodies.len() || self.body_b.is_some_and(|b| b.0 >= bodies.len()) {
+            return Err("constraint names a body that does not exist".into());
+        }
+        if self.body_b == Some(self.body_a) {
+            return Err(format!(
+                "constraint '{}' joins body '{}' to itself",
+                self.name, bodies[self.body_a.0].name
+            ));
+        }
+        let check_surface = |s: usize| {
+            surfaces.get(s).ok_or_else(|| {
+                format!(
+                    "surface index {s} out of range ({} surfaces)",
+                    surfaces.len()
+                )
+            })
+        };
+        match &self.kind {
+            ConstraintKind::Rolling { surface, .. } => {
+                let s = check_surface(*surface)?;
+                curve::check_supported(
+                    &bodies[self.body_a.0].shape,
+                    &s.geometry,
+                    Toucher::Outline,
+                )?;
+                if self.body_b.is_some() {
+                    return Err("rolling is on a static surface: give no second body".into());
+                }
+            }
+            ConstraintKind::PointOnCurve { point, surface, .. } => {
+                let s = check_surface(*surface)?;
+                curve::check_supported(
+                    &bodies[self.body_a.0].shape,
+                    &s.geometry,
+                    Toucher::Point(*point),
+                )?;
+                if self.body_b.is_some() {
+                    return Err("point-on-curve is on a static surface: give no second body".into());
+                }
+            }
+            ConstraintKind::Distance { length, .. } if !(length.is_finite() && *length > 0.0) => {
+                return Err(format!("length must be positive, got {length}"));
+            }
+            ConstraintKind::Prismatic { axis, .. }
+                if axis.length_squared() == 0.0 || !axis.is_finite() =>
+            {
+                return Err("axis must be a non-zero vector".into());
+            }
+            ConstraintKind::Gear { ratio, .. } if !ratio.is_finite() => {
+                return Err("ratio must be finite".into());
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The constraints of a world.
+#[derive(Clone, Debug, Default)]
+pub struct ConstraintSet {
+    items: Vec<Constraint>,
+}
+
+impl ConstraintSet {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Adds a constraint.
+    pub fn insert(&mut self, c: Constraint) -> ConstraintHandle {
+        self.items.push(c);
+        ConstraintHandle(self.items.len() - 1)
+    }
+    /// Number of constraints.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+    /// All constraints in handle order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &Constraint> {
+        self.items.iter()
+    }
+    /// The constraint behind a handle.
+    pub fn get(&self, h: ConstraintHandle) -> Option<&Constraint> {
+        self.items.get(h.0)
+    }
+    /// The handle of the constraint with this name.
+    pub fn find(&self, name: &str) -> Option<ConstraintHandle> {
+        self.items
+            .iter()
+            .position(|c| c.name == name)
+            .map(ConstraintHandle)
+    }
+}

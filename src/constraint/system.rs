@@ -1,0 +1,356 @@
+//! The constraint system of a world: assembly of J and A = J M⁻¹ Jᵀ from the
+//! constraints' rows, the multipliers λ (seed 003 §III: M a = F + Jᵀλ with
+//! J a = −γ), drift correction by Newton projection (seed 003 §IV-C/D) and the
+//! reaction forces.
+
+use std::collections::BTreeSet;
+
+use rayon::prelude::*;
+
+use super::{ConstraintSet, RowBlock};
+use crate::body::Body;
+use crate::solver::{ConstraintSolver, SolverError, SparseJacobian};
+use crate::surface::Surface;
+
+/// Above this many constraints the rows are evaluated in parallel.
+const PARALLEL_ROWS: usize = 2048;
+
+/// How position drift is kept in check.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stabilization {
+    /// Newton–Raphson projection of positions onto C(q) = 0 and of velocities
+    /// onto J v = −bias after each step.
+    pub projection: bool,
+    /// Baumgarte: add −2α Ċ − α² C to the acceleration condition (critically
+    /// damped drift with rate α, 1/s); `None` turns it off.
+    pub baumgarte: Option<f64>,
+    /// Projection stops when max |C| ≤ this (m or rad).
+    pub tolerance: f64,
+    /// Projection gives up after this many Newton iterations.
+    pub max_iterations: usize,
+}
+
+impl Default for Stabilization {
+    fn default() -> Self {
+        Self {
+            projection: true,
+            baumgarte: None,
+            tolerance: 1e-12,
+            max_iterations: 20,
+        }
+    }
+}
+
+/// Reaction of one constraint on its first body: the force Jᵀλ restricted to
+/// that body (N, N, N·m about its centre of mass).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reaction {
+    /// Constraint name.
+    pub constraint: String,
+    /// Force x (N).
+    pub fx: f64,
+    /// Force y (N).
+    pub fy: f64,
+    /// Torque about body a's centre of mass (N·m).
+    pub torque: f64,
+}
+
+/// Buffers and solver of the constraint system, reused step after step.
+#[derive(Clone, Debug, Default)]
+pub struct ConstraintSystem {
+    solver: ConstraintSolver,
+    jac: SparseJacobian,
+    blocks: Vec<RowBlock>,
+    inv_mass: Vec<[f64; 3]>,
+    rhs: Vec<f64>,
+    lambda: Vec<f64>,
+    scratch: Vec<f64>,
+    /// Warnings raised so far (redundant or singular constraints), each once.
+    pub warnings: BTreeSet<String>,
+}
+
+/// Everything the constraint rows depend on besides the state.
+#[derive(Clone, Copy)]
+pub struct Scene<'a> {
+    /// The bodies (shapes, masses).
+    pub bodies: &'a [Body],
+    /// The constraints.
+    pub constraints: &'a ConstraintSet,
+    /// Static surfaces.
+    pub surfaces: &'a [Surface],
+}
+
+fn body_state(x: &[f64], i: usize) -> [f64; 3] {
+    [x[3 * i], x[3 * i + 1], x[3 * i + 2]]
+}
+
+impl ConstraintSystem {
+    /// Evaluates every constraint's rows at (t, q, v) and fills J.
+    pub fn assemble(
+        &mut self,
+        scene: Scene,
+        t: f64,
+        q: &[f64],
+        v: &[f64],
+    ) -> Result<(), SolverError> {
+        let eval = |c: &super::Constraint| {
+            let a = c.body_a.0;
+            let b = c.body_b.map(|h| (body_state(q, h.0), body_state(v, h.0)));
+            c.evaluate(
+                t,
+                (body_state(q, a), body_state(v, a)),
+                b,
+                scene.bodies,
+                scene.surfaces,
+            )
+        };
+        let items: Vec<_> = scene.constraints.iter().collect();
+        if items.len() >= PARALLEL_ROWS {
+            items
+                .par_iter()
+                .map(|c| eval(c))
+                .collect_into_vec(&mut self.blocks);
+        } else {
+            self.blocks.clear();
+            self.blocks.extend(items.iter().map(|c| eval(c)));
+        }
+        self.inv_mass.clear();
+        self.inv_mass
+            .extend(scene.bodies.iter().map(Body::inverse_mass));
+        self.jac.clear(scene.bodies.len());
+        for (c, block) in items.iter().zip(&self.blocks) {
+            let a = (c.body_a.0, block.jac[0]);
+            match c.body_b {
+                Some(b) => self.jac.push(block.rows, &[a, (b.0, block.jac[1])])?,
+                None => self.jac.push(block.rows, &[a])?,
+            };
+        }
+        Ok(())
+    }
+
+    /// Solves for λ given the external forces `f` (3 per body) at the
+    /// assembled state and adds the constraint forces Jᵀλ to `f`. Returns the
+    /// power of the constraint forces, (Jᵀλ)·v — zero for ideal scleronomic
+    /// constraints, the work rate of a motor otherwise.
+    pub fn apply_forces(
+        &mut self,
+        scene: Scene,
+        v: &[f64],
+        f: &mut [f64],
+        baumgarte: Option<f64>,
+    ) -> Result<f64, SolverError> {
+        let n = self.jac.n_rows();
+        // rhs = −γ − J M⁻¹ f (− 2αĊ − α²C): the accelerations a = M⁻¹(f + Jᵀλ)
+        // then satisfy J a + γ = 0 (seed 003 §III).
+        self.scratch.resize(f.len(), 0.0);
+        for (i, inv) in self.inv_mass.iter().enumerate() {
+            for k in 0..3 {
+                self.scratch[3 * i + k] = inv[k] * f[3 * i + k];
+            }
+        }
+        self.rhs.resize(n, 0.0);
+        self.jac.mul(&self.scratch, &mut self.rhs)?;
+        let mut jv = vec![0.0; if baumgarte.is_some() { n } else { 0 }];
+        if baumgarte.is_some() {
+            self.jac.mul(v, &mut jv)?;
+        }
+        let mut row = 0;
+        for block in &self.blocks {
+            for r in 0..block.rows {
+                let mut b = -block.gamma[r] - self.rhs[row];
+                if let Some(alpha) = baumgarte {
+                    let cdot = jv[row] + block.velocity_bias[r];
+                    b -= 2.0 * alpha * cdot;
+                    if block.holonomic[r] {
+                        b -= alpha * alpha * block.value[r];
+                    }
+                }
+                self.rhs[row] = b;
+                row += 1;
+            }
+        }
+        self.lambda.resize(n, 0.0);
+        let report =
+            self.solver
+                .solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
+        if !report.rank_deficient.is_empty() {
+            let names: Vec<_> = report
+                .rank_deficient
+                .iter()
+                .filter_map(|id| {
+                    scene
+                        .constraints
+                        .iter()
+                        .nth(id.index())
+                        .map(|c| c.name.clone())
+                })
+                .collect();
+            self.warnings.insert(format!(
+                "redundant or singular constraints: {} (multipliers regularised to the minimal norm)",
+                names.join(", ")
+            ));
+        }
+        self.scratch.iter_mut().for_each(|x| *x = 0.0);
+        self.jac.mul_transpose(&self.lambda, &mut self.scratch)?;
+        let mut power = 0.0;
+        for (i, inv) in self.inv_mass.iter().enumerate() {
+            if inv.iter().all(|&m| m == 0.0) {
+                continue; // a fixed body takes no force
+            }
+            for k in 0..3 {
+                f[3 * i + k] += self.scratch[3 * i + k];
+                power += self.scratch[3 * i + k] * v[3 * i + k];
+            }
+        }
+        Ok(power)
+    }
+
+    /// Largest |C| over the position rows of the last assembly.
+    pub fn max_error(&self) -> f64 {
+        self.blocks
+            .iter()
+            .flat_map(|b| {
+                (0..b.rows)
+                    .filter(|&r| b.holonomic[r])
+                    .map(move |r| b.value[r].abs())
+            })
+            .fold(0.0, f64::max)
+    }
+
+    /// Newton–Raphson projection of `q` onto C(q, t) = 0 (seed 003 §IV-C):
+    /// q ← q + M⁻¹Jᵀμ with A μ = −C, the factorisation of the first
+    /// iteration reused by the later ones (a chord Newton: linear convergence
+    /// with a tiny rate, one factorisation per step). Velocity rows take a
+    /// zero right-hand side: the correction does not slip. Returns the final
+    /// max |C|.
+    pub fn project_positions(
+        &mut self,
+        scene: Scene,
+        t: f64,
+        q: &mut [f64],
+        v: &[f64],
+        settings: &Stabilization,
+    ) -> Result<f64, SolverError> {
+        self.assemble(scene, t, q, v)?;
+        let mut err = self.max_error();
+        if err <= settings.tolerance {
+            return Ok(err);
+        }
+        self.solver.factor(&self.jac, &self.inv_mass, None)?;
+        let jac0 = self.jac.clone();
+        for _ in 0..settings.max_iterations {
+            self.fill_rhs_from_values();
+            self.lambda.resize(self.rhs.len(), 0.0);
+            self.solver.solve_factored(&self.rhs, &mut self.lambda)?;
+            self.correct(&jac0, q)?;
+            self.assemble(scene, t, q, v)?;
+            err = self.max_error();
+            if err <= settings.tolerance {
+                break;
+            }
+        }
+        Ok(err)
+    }
+
+    /// Projects `v` onto J v + bias = 0 at the current positions (seed 003
+    /// §IV-D with factor 1): v ← v + M⁻¹Jᵀμ, A μ = −(J v + bias). This is the
+    /// M-orthogonal projection: it removes the least kinetic energy.
+    pub fn project_velocities(
+        &mut self,
+        scene: Scene,
+        t: f64,
+        q: &[f64],
+        v: &mut [f64],
+    ) -> Result<(), SolverError> {
+        self.assemble(scene, t, q, v)?;
+        self.velocity_correction(v, 1.0)
+    }
+
+    /// Applies the impulsive velocity correction v ← v − factor·M⁻¹Jᵀ A⁻¹ (J v +
+    /// bias) at the assembled state: factor 1 stops the motion along the
+    /// constrained directions (plastic), 2 reverses it (elastic).
+    pub fn velocity_correction(&mut self, v: &mut [f64], factor: f64) -> Result<(), SolverError> {
+        let n = self.jac.n_rows();
+        self.rhs.resize(n, 0.0);
+        self.jac.mul(v, &mut self.rhs)?;
+        let mut row = 0;
+        for block in &self.blocks {
+            for r in 0..block.rows {
+                self.rhs[row] = -factor * (self.rhs[row] + block.velocity_bias[r]);
+                row += 1;
+            }
+        }
+        self.lambda.resize(n, 0.0);
+        self.solver
+            .solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
+        let jac = std::mem::take(&mut self.jac);
+        let result = self.correct(&jac, v);
+        self.jac = jac;
+        result
+    }
+
+    fn fill_rhs_from_values(&mut self) {
+        self.rhs.clear();
+        for block in &self.blocks {
+            for r in 0..block.rows {
+                self.rhs.push(if block.holonomic[r] {
+                    -block.value[r]
+                } else {
+                    0.0
+                });
+            }
+        }
+    }
+
+    /// x ← x + M⁻¹ Jᵀ λ.
+    fn correct(&mut self, jac: &SparseJacobian, x: &mut [f64]) -> Result<(), SolverError> {
+        self.scratch.resize(x.len(), 0.0);
+        self.scratch.iter_mut().for_each(|s| *s = 0.0);
+        jac.mul_transpose(&self.lambda, &mut self.scratch)?;
+        for (i, inv) in self.inv_mass.iter().enumerate() {
+            for k in 0..3 {
+                x[3 * i + k] += inv[k] * self.scratch[3 * i + k];
+            }
+        }
+        Ok(())
+    }
+
+    /// The reaction of each constraint on its first body, from the λ of the
+    /// last [`apply_forces`](Self::apply_forces).
+    pub fn reactions(&self, scene: Scene) -> Vec<Reaction> {
+        let mut row = 0;
+        let mut out = Vec::with_capacity(self.blocks.len());
+        for (c, block) in scene.constraints.iter().zip(&self.blocks) {
+            let mut w = [0.0; 3];
+            for r in 0..block.rows {
+                let l = self.lambda.get(row + r).copied().unwrap_or(0.0);
+                for (k, wk) in w.iter_mut().enumerate() {
+                    *wk += block.jac[0][r][k] * l;
+                }
+            }
+            row += block.rows;
+            out.push(Reaction {
+                constraint: c.name.clone(),
+                fx: w[0],
+                fy: w[1],
+                torque: w[2],
+            });
+        }
+        out
+    }
+
+    /// The multipliers of the last solve, by row.
+    pub fn lambda(&self) -> &[f64] {
+        &self.lambda
+    }
+
+    /// The Jacobian of the last assembly.
+    pub fn jacobian(&self) -> &SparseJacobian {
+        &self.jac
+    }
+
+    /// The rows of the last assembly, one block per constraint.
+    pub fn blocks(&self) -> &[RowBlock] {
+        &self.blocks
+    }
+}
