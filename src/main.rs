@@ -67,6 +67,9 @@ struct RunArgs {
     /// Summary JSON.
     #[arg(long)]
     summary: Option<PathBuf>,
+    /// Reaction forces CSV (step,t,constraint,fx,fy,torque).
+    #[arg(long)]
+    reactions: Option<PathBuf>,
     /// Override a scene field: PATH=VALUE (repeatable).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     set: Vec<String>,
@@ -137,11 +140,15 @@ fn run(args: RunArgs) -> ExitCode {
         energy: args.energy,
         every: args.every,
         summary: args.summary,
+        reactions: args.reactions,
         progress: true,
     };
     match run_scene(&scene, &options) {
         Ok(outcome) => {
             let s = &outcome.summary;
+            for w in &s.warnings {
+                eprintln!("warning: {w}");
+            }
             println!(
                 "{}: {} steps of {} s with {} in {:.1} ms ({:.4} ms/step); energy {:.9e} -> {:.9e} J, non-conservative work {:.6e} J",
                 s.scene,

@@ -11,6 +11,9 @@ use crate::world::World;
 
 /// `--trace` header: one row per body per recorded step.
 pub const TRACE_HEADER: &str = "step,t,body,x,y,angle,vx,vy,omega";
+/// `--reactions` header: one row per constraint per recorded step (the
+/// constraint's force and torque on its first body).
+pub const REACTIONS_HEADER: &str = "step,t,constraint,fx,fy,torque";
 /// `--energy` header: one row per recorded step.
 pub const ENERGY_HEADER: &str = "step,t,kinetic,potential,total,constraint_error";
 
@@ -60,6 +63,20 @@ impl CsvWriter {
             e.total,
             constraint_error
         )
+    }
+
+    /// Appends the reaction rows of the world's current step.
+    pub fn reaction_rows(&mut self, world: &mut World) -> std::io::Result<()> {
+        let (step, t) = (world.step_count(), world.time());
+        let reactions = world.reactions().map_err(std::io::Error::other)?;
+        for r in reactions {
+            writeln!(
+                self.out,
+                "{step},{t},{},{},{},{}",
+                r.constraint, r.fx, r.fy, r.torque
+            )?;
+        }
+        Ok(())
     }
 
     /// Flushes buffered rows to disk.
@@ -124,6 +141,8 @@ pub struct Summary {
     pub stage_ms: Vec<(String, f64)>,
     /// Set when the run stopped early.
     pub stopped: Option<Stopped>,
+    /// Warnings raised during the run (redundant constraints …).
+    pub warnings: Vec<String>,
 }
 
 impl Summary {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::integrator::Method;
-use crate::output::{CsvWriter, ENERGY_HEADER, Stopped, Summary, TRACE_HEADER};
+use crate::output::{CsvWriter, ENERGY_HEADER, REACTIONS_HEADER, Stopped, Summary, TRACE_HEADER};
 use crate::scene::Scene;
 use crate::world::{SimulationError, World};
 
@@ -27,6 +27,8 @@ pub struct RunOptions {
     pub every: Option<u64>,
     /// Summary JSON path.
     pub summary: Option<PathBuf>,
+    /// Reactions CSV path.
+    pub reactions: Option<PathBuf>,
     /// Show a progress bar (only drawn on a terminal).
     pub progress: bool,
 }
@@ -82,22 +84,14 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             })
             .transpose()
     };
-    let mut trace = open(&options.trace, TRACE_HEADER)?;
-    let mut energy = open(&options.energy, ENERGY_HEADER)?;
-    let record = |world: &World,
-                  trace: &mut Option<CsvWriter>,
-                  energy: &mut Option<CsvWriter>|
-     -> std::io::Result<()> {
-        if let Some(t) = trace {
-            t.trace_rows(world)?;
-        }
-        if let Some(e) = energy {
-            e.energy_row(world, 0.0)?;
-        }
-        Ok(())
+    let mut recorder = Recorder {
+        trace: open(&options.trace, TRACE_HEADER)?,
+        energy: open(&options.energy, ENERGY_HEADER)?,
+        reactions: open(&options.reactions, REACTIONS_HEADER)?,
     };
     let energy_initial = world.energy();
-    record(&world, &mut trace, &mut energy)?;
+    let initial_constraint_error = world.constraint_error();
+    recorder.record(&mut world)?;
     let bar = if options.progress && steps >= 1000 {
         let bar = indicatif::ProgressBar::new(steps);
         bar.set_style(
@@ -115,12 +109,13 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     for k in 1..=steps {
         if let Err(e) = world.step() {
             error = Some(e);
-            // Keep the state that diverged in the trace: it shows what went wrong.
-            record(&world, &mut trace, &mut energy)?;
+            // Keep the state that diverged in the trace: it shows what went
+            // wrong (reactions may no longer be computable: keep the rest).
+            let _ = recorder.record(&mut world);
             break;
         }
         if k % every == 0 || k == steps {
-            record(&world, &mut trace, &mut energy)?;
+            recorder.record(&mut world)?;
         }
         if let Some(bar) = &bar
             && k % 256 == 0
@@ -132,9 +127,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         bar.finish_and_clear();
     }
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
-    for w in [&mut trace, &mut energy].into_iter().flatten() {
-        w.flush()?;
-    }
+    recorder.flush()?;
     let energy_final = world.energy();
     let taken = world.step_count();
     let summary = Summary {
@@ -154,7 +147,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         energy_final: energy_final.total,
         work_nonconservative: energy_final.work,
         energy_balance_error: (energy_final.balance() - energy_initial.balance()).abs(),
-        max_constraint_error: 0.0,
+        max_constraint_error: world.max_constraint_error().max(initial_constraint_error),
         max_penetration: 0.0,
         backend: "cpu".into(),
         adapter: "none (mechanism tier runs on the CPU)".into(),
@@ -172,6 +165,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             },
             message: e.to_string(),
         }),
+        warnings: world.warnings().cloned().collect(),
     };
     if let Some(p) = &options.summary {
         summary
@@ -183,4 +177,38 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         world,
         error,
     })
+}
+
+/// The CSV outputs of a run, each optional.
+struct Recorder {
+    trace: Option<CsvWriter>,
+    energy: Option<CsvWriter>,
+    reactions: Option<CsvWriter>,
+}
+
+impl Recorder {
+    /// Writes the rows of the world's current step to every open file.
+    fn record(&mut self, world: &mut World) -> std::io::Result<()> {
+        if let Some(t) = &mut self.trace {
+            t.trace_rows(world)?;
+        }
+        if let Some(e) = &mut self.energy {
+            let error = world.constraint_error();
+            e.energy_row(world, error)?;
+        }
+        if let Some(r) = &mut self.reactions {
+            r.reaction_rows(world)?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        for w in [&mut self.trace, &mut self.energy, &mut self.reactions]
+            .into_iter()
+            .flatten()
+        {
+            w.flush()?;
+        }
+        Ok(())
+    }
 }

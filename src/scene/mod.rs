@@ -8,12 +8,18 @@ mod locate;
 mod schema;
 
 pub use locate::SourceMap;
-pub use schema::{AnchorDef, BodyDef, LoadDef, SceneFile};
+pub use schema::{
+    AnchorDef, BodyDef, ChainDef, ConstraintDef, LoadDef, SceneFile, StabilizationDef,
+};
 
 use std::path::Path;
 
+use glam::DVec2;
+
 use crate::body::{Body, BodyHandle};
+use crate::constraint::{Constraint, ConstraintKind};
 use crate::load::{Anchor, Load};
+use crate::shape::Shape;
 use crate::world::World;
 
 /// A scene error with its place in the file.
@@ -239,11 +245,299 @@ impl Scene {
                 .map_err(|m| self.error_at(&format!("fields[{i}].kind"), m))?;
         }
         world.fields = f.fields.clone();
+        for (i, c) in f.chains.iter().enumerate() {
+            self.build_chain(&mut world, i, c)?;
+        }
         for (i, l) in f.loads.iter().enumerate() {
             let load = self.build_load(&world, i, l)?;
             world.loads.push(load);
         }
+        if let Some(alpha) = f.stabilization.baumgarte
+            && !(alpha.is_finite() && alpha > 0.0)
+        {
+            return Err(self.error_at(
+                "stabilization.baumgarte",
+                format!("must be positive, got {alpha}"),
+            ));
+        }
+        world.stabilization.projection = f.stabilization.projection;
+        world.stabilization.baumgarte = f.stabilization.baumgarte;
+        for (i, c) in f.constraints.iter().enumerate() {
+            let constraint = self.build_constraint(&world, i, c)?;
+            world
+                .add_constraint(constraint)
+                .map_err(|m| self.error_at(&format!("constraints[{i}]"), m))?;
+        }
         Ok(world)
+    }
+
+    fn build_chain(&self, world: &mut World, i: usize, c: &ChainDef) -> Result<(), SceneError> {
+        let at = |field: &str| format!("chains[{i}].{field}");
+        if c.links == 0 {
+            return Err(self.error_at(&at("links"), "a chain needs at least one link"));
+        }
+        for (name, v) in [("link_length", c.link_length), ("link_mass", c.link_mass)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(self.error_at(&at(name), format!("{name} must be positive, got {v}")));
+            }
+        }
+        if !(c.direction.is_finite() && c.direction.length_squared() > 0.0) {
+            return Err(self.error_at(&at("direction"), "direction must be a non-zero vector"));
+        }
+        let dir = c.direction.normalize();
+        let angle = dir.y.atan2(dir.x);
+        let half = DVec2::new(c.link_length / 2.0, 0.0);
+        let mut previous: Option<BodyHandle> = None;
+        for k in 0..c.links {
+            let centre = c.anchor + dir * (c.link_length * (k as f64 + 0.5));
+            let body = Body::builder(
+                format!("{}{k}", c.prefix),
+                Shape::Bar {
+                    length: c.link_length,
+                    width: c.width,
+                },
+            )
+            .mass(c.link_mass)
+            .position(centre)
+            .angle(angle)
+            .build()
+            .map_err(|m| self.error_at(&at("link_length"), m))?;
+            let h = world
+                .add_body(body)
+                .map_err(|m| self.error_at(&at("prefix"), m))?;
+            let (body_b, anchor_b) = match previous {
+                None => (None, c.anchor),
+                Some(p) => (Some(p), half),
+            };
+            world
+                .add_constraint(Constraint {
+                    name: format!("{}{k}_pin", c.prefix),
+                    body_a: h,
+                    body_b,
+                    kind: ConstraintKind::Revolute {
+                        anchor_a: -half,
+                        anchor_b,
+                    },
+                })
+                .map_err(|m| self.error_at(&at("prefix"), m))?;
+            previous = Some(h);
+        }
+        Ok(())
+    }
+
+    fn build_constraint(
+        &self,
+        world: &World,
+        i: usize,
+        c: &ConstraintDef,
+    ) -> Result<Constraint, SceneError> {
+        let at_path = |field: &str| format!("constraints[{i}].{field}");
+        let handle = |field: &str, name: &str| self.body_handle(world, &at_path(field), name);
+        let opt_handle = |name: &Option<String>| name.as_ref().map(|n| handle("b", n)).transpose();
+        let body = |h: BodyHandle| world.body(h);
+        // Body-frame coordinates of a world point, or the point itself for the world.
+        let local = |h: Option<BodyHandle>, p: DVec2| match h {
+            Some(h) => DVec2::from_angle(-body(h).angle).rotate(p - body(h).position),
+            None => p,
+        };
+        let angle_of = |h: Option<BodyHandle>| h.map_or(0.0, |h| body(h).angle);
+        let default_name = |kind: &str| format!("{kind}{i}");
+        let (name, a, b, kind) = match c {
+            ConstraintDef::Revolute {
+                name,
+                a,
+                b,
+                at,
+                anchor_a,
+                anchor_b,
+            } => {
+                let (a, b) = (handle("a", a)?, opt_handle(b)?);
+                let (anchor_a, anchor_b) = match at {
+                    Some(p) => (local(Some(a), *p), local(b, *p)),
+                    None => {
+                        let anchor_a = anchor_a.unwrap_or(DVec2::ZERO);
+                        let world_pin = body(a).world_point(anchor_a);
+                        (anchor_a, anchor_b.unwrap_or_else(|| local(b, world_pin)))
+                    }
+                };
+                (
+                    name.clone().unwrap_or_else(|| default_name("revolute")),
+                    a,
+                    b,
+                    ConstraintKind::Revolute { anchor_a, anchor_b },
+                )
+            }
+            ConstraintDef::Distance {
+                name,
+                a,
+                b,
+                anchor_a,
+                anchor_b,
+                length,
+            } => {
+                let (a, b) = (handle("a", a)?, opt_handle(b)?);
+                let pb = match b {
+                    Some(h) => body(h).world_point(*anchor_b),
+                    None => *anchor_b,
+                };
+                let length =
+                    length.unwrap_or_else(|| (body(a).world_point(*anchor_a) - pb).length());
+                let kind = ConstraintKind::Distance {
+                    anchor_a: *anchor_a,
+                    anchor_b: *anchor_b,
+                    length,
+                };
+                (
+                    name.clone().unwrap_or_else(|| default_name("distance")),
+                    a,
+                    b,
+                    kind,
+                )
+            }
+            ConstraintDef::Prismatic { name, a, b, axis } => {
+                let (a, b) = (handle("a", a)?, opt_handle(b)?);
+                if !(axis.is_finite() && axis.length_squared() > 0.0) {
+                    return Err(self.error_at(&at_path("axis"), "axis must be a non-zero vector"));
+                }
+                let kind = ConstraintKind::Prismatic {
+                    anchor_a: DVec2::ZERO,
+                    anchor_b: local(b, body(a).position),
+                    axis: DVec2::from_angle(-angle_of(b)).rotate(*axis),
+                    angle: body(a).angle - angle_of(b),
+                };
+                (
+                    name.clone().unwrap_or_else(|| default_name("prismatic")),
+                    a,
+                    b,
+                    kind,
+                )
+            }
+            ConstraintDef::Weld { name, a, b, at } => {
+                let (a, b) = (handle("a", a)?, opt_handle(b)?);
+                let p = at.unwrap_or(body(a).position);
+                let kind = ConstraintKind::Weld {
+                    anchor_a: local(Some(a), p),
+                    anchor_b: local(b, p),
+                    angle: body(a).angle - angle_of(b),
+                };
+                (
+                    name.clone().unwrap_or_else(|| default_name("weld")),
+                    a,
+                    b,
+                    kind,
+                )
+            }
+            ConstraintDef::Angle { name, a, b, angle } => {
+                let (a, b) = (handle("a", a)?, opt_handle(b)?);
+                let angle = angle.unwrap_or(body(a).angle - angle_of(b));
+                (
+                    name.clone().unwrap_or_else(|| default_name("angle")),
+                    a,
+                    b,
+                    ConstraintKind::Angle { angle },
+                )
+            }
+            ConstraintDef::Gear { name, a, b, ratio } => {
+                let (a, b) = (handle("a", a)?, handle("b", b)?);
+                if !ratio.is_finite() {
+                    return Err(self.error_at(&at_path("ratio"), "ratio must be finite"));
+                }
+                let offset = body(a).angle + ratio * body(b).angle;
+                (
+                    name.clone().unwrap_or_else(|| default_name("gear")),
+                    a,
+                    Some(b),
+                    ConstraintKind::Gear {
+                        ratio: *ratio,
+                        offset,
+                    },
+                )
+            }
+            ConstraintDef::Motor { name, a, b, drive } => {
+                let (a, b) = (handle("a", a)?, opt_handle(b)?);
+                let initial = body(a).angle - angle_of(b);
+                (
+                    name.clone().unwrap_or_else(|| default_name("motor")),
+                    a,
+                    b,
+                    ConstraintKind::Motor {
+                        drive: *drive,
+                        initial,
+                    },
+                )
+            }
+            ConstraintDef::Rolling {
+                name,
+                body: bn,
+                surface,
+                sliding,
+            } => {
+                let a = handle("body", bn)?;
+                if *surface >= world.surfaces.len() {
+                    return Err(self.error_at(
+                        &at_path("surface"),
+                        format!(
+                            "surface {surface} does not exist ({} surfaces)",
+                            world.surfaces.len()
+                        ),
+                    ));
+                }
+                (
+                    name.clone().unwrap_or_else(|| default_name("rolling")),
+                    a,
+                    None,
+                    ConstraintKind::Rolling {
+                        surface: *surface,
+                        sliding: *sliding,
+                    },
+                )
+            }
+            ConstraintDef::PointOnCurve {
+                name,
+                body: bn,
+                point,
+                surface,
+                sliding,
+            } => {
+                let a = handle("body", bn)?;
+                if *surface >= world.surfaces.len() {
+                    return Err(self.error_at(
+                        &at_path("surface"),
+                        format!(
+                            "surface {surface} does not exist ({} surfaces)",
+                            world.surfaces.len()
+                        ),
+                    ));
+                }
+                let kind = ConstraintKind::PointOnCurve {
+                    point: *point,
+                    surface: *surface,
+                    sliding: *sliding,
+                };
+                (
+                    name.clone()
+                        .unwrap_or_else(|| default_name("point_on_curve")),
+                    a,
+                    None,
+                    kind,
+                )
+            }
+        };
+        if b == Some(a) {
+            return Err(self.error_at(
+                &at_path("b"),
+                format!(
+                    "constraint '{name}' joins body '{}' to itself",
+                    body(a).name
+                ),
+            ));
+        }
+        Ok(Constraint {
+            name,
+            body_a: a,
+            body_b: b,
+            kind,
+        })
     }
 
     fn body_handle(&self, world: &World, path: &str, name: &str) -> Result<BodyHandle, SceneError> {

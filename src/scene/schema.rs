@@ -4,6 +4,7 @@
 use glam::DVec2;
 use serde::{Deserialize, Serialize};
 
+use crate::constraint::Drive;
 use crate::field::Field;
 use crate::integrator::Method;
 use crate::load::Profile;
@@ -56,6 +57,211 @@ pub struct SceneFile {
     /// Divergence bound: the largest kinetic energy one body may reach (J).
     #[serde(default)]
     pub max_body_energy: Option<f64>,
+    /// Joints, rolling, curve contacts, motors.
+    #[serde(default)]
+    pub constraints: Vec<ConstraintDef>,
+    /// Generated chains of bars joined by pins.
+    #[serde(default)]
+    pub chains: Vec<ChainDef>,
+    /// Drift correction.
+    #[serde(default)]
+    pub stabilization: StabilizationDef,
+}
+
+/// How constraint drift is corrected.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Stabilization")]
+pub struct StabilizationDef {
+    /// Newton projection of positions and velocities after each step; default on.
+    #[serde(default = "yes")]
+    pub projection: bool,
+    /// Baumgarte rate α (1/s); default off.
+    #[serde(default)]
+    pub baumgarte: Option<f64>,
+}
+
+impl Default for StabilizationDef {
+    fn default() -> Self {
+        Self {
+            projection: true,
+            baumgarte: None,
+        }
+    }
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A constraint as written in a scene. `a` and `b` name bodies; without `b`
+/// the constraint ties body `a` to the world. Anchors are body-frame points;
+/// `at`, where offered, gives the joint's world position at t = 0 instead and
+/// the anchors are computed from it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Constraint")]
+pub enum ConstraintDef {
+    /// Pin joint.
+    Revolute {
+        /// Name (default `revolute<i>`).
+        #[serde(default)]
+        name: Option<String>,
+        /// First body.
+        a: String,
+        /// Second body; none: the world.
+        #[serde(default)]
+        b: Option<String>,
+        /// World position of the pin at t = 0.
+        #[serde(default)]
+        at: Option<DVec2>,
+        /// Anchor on `a`, body frame (when `at` is absent).
+        #[serde(default)]
+        anchor_a: Option<DVec2>,
+        /// Anchor on `b` (body frame) or world point (when `at` is absent).
+        #[serde(default)]
+        anchor_b: Option<DVec2>,
+    },
+    /// Rigid bar between two anchors.
+    Distance {
+        /// Name.
+        #[serde(default)]
+        name: Option<String>,
+        /// First body.
+        a: String,
+        /// Second body; none: the world.
+        #[serde(default)]
+        b: Option<String>,
+        /// Anchor on `a`, body frame; default the centre.
+        #[serde(default)]
+        anchor_a: DVec2,
+        /// Anchor on `b` (body frame) or world point; default the centre/origin.
+        #[serde(default)]
+        anchor_b: DVec2,
+        /// Length (m); default the distance at t = 0.
+        #[serde(default)]
+        length: Option<f64>,
+    },
+    /// Slider along an axis of `b` (or of the world).
+    Prismatic {
+        /// Name.
+        #[serde(default)]
+        name: Option<String>,
+        /// Sliding body.
+        a: String,
+        /// Guide body; none: the world.
+        #[serde(default)]
+        b: Option<String>,
+        /// Axis direction in world coordinates at t = 0.
+        axis: DVec2,
+    },
+    /// Rigid joint at a world point.
+    Weld {
+        /// Name.
+        #[serde(default)]
+        name: Option<String>,
+        /// First body.
+        a: String,
+        /// Second body; none: the world.
+        #[serde(default)]
+        b: Option<String>,
+        /// World position of the weld at t = 0; default a's centre.
+        #[serde(default)]
+        at: Option<DVec2>,
+    },
+    /// Fixed relative angle (the one at t = 0 unless given).
+    Angle {
+        /// Name.
+        #[serde(default)]
+        name: Option<String>,
+        /// First body.
+        a: String,
+        /// Second body; none: the world.
+        #[serde(default)]
+        b: Option<String>,
+        /// φ_a − φ_b (rad).
+        #[serde(default)]
+        angle: Option<f64>,
+    },
+    /// Gear: φ_a + ratio·φ_b stays at its value at t = 0.
+    Gear {
+        /// Name.
+        #[serde(default)]
+        name: Option<String>,
+        /// First body.
+        a: String,
+        /// Second body.
+        b: String,
+        /// Ratio k.
+        ratio: f64,
+    },
+    /// Motor: prescribed relative angle φ_a − φ_b = φ₀ + θ(t).
+    Motor {
+        /// Name.
+        #[serde(default)]
+        name: Option<String>,
+        /// Driven body.
+        a: String,
+        /// Reference body; none: the world.
+        #[serde(default)]
+        b: Option<String>,
+        /// θ(t).
+        drive: Drive,
+    },
+    /// Body outline on a static surface: rolling without slipping, or sliding.
+    Rolling {
+        /// Name.
+        #[serde(default)]
+        name: Option<String>,
+        /// Body (circle, ellipse, or superellipse with exponent >= 2).
+        body: String,
+        /// Index of the surface in `surfaces`.
+        surface: usize,
+        /// Frictionless sliding instead of rolling.
+        #[serde(default)]
+        sliding: bool,
+    },
+    /// A body point kept on a static surface, sliding or not.
+    PointOnCurve {
+        /// Name.
+        #[serde(default)]
+        name: Option<String>,
+        /// Body.
+        body: String,
+        /// Body-frame point (m).
+        #[serde(default)]
+        point: DVec2,
+        /// Index of the surface in `surfaces`.
+        surface: usize,
+        /// The point may slide along the surface.
+        #[serde(default = "yes")]
+        sliding: bool,
+    },
+}
+
+/// A chain of `links` bars hanging from a pin: bodies `<prefix>0…`, joined end
+/// to end by pins, the first pinned to the world at `anchor`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Chain")]
+pub struct ChainDef {
+    /// Body name prefix.
+    pub prefix: String,
+    /// Number of links (bodies).
+    pub links: usize,
+    /// World pin of the first link (m).
+    pub anchor: DVec2,
+    /// Direction the chain is laid out in at t = 0.
+    #[serde(default = "down")]
+    pub direction: DVec2,
+    /// Length of one link (m).
+    pub link_length: f64,
+    /// Mass of one link (kg).
+    pub link_mass: f64,
+    /// Thickness of a link (m), for drawing and inertia.
+    #[serde(default)]
+    pub width: f64,
+}
+
+fn down() -> DVec2 {
+    DVec2::new(0.0, -1.0)
 }
 
 /// A rigid body as written in a scene.
