@@ -89,6 +89,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         energy: open(&options.energy, ENERGY_HEADER)?,
         reactions: open(&options.reactions, REACTIONS_HEADER)?,
     };
+    world.prepare()?;
     let energy_initial = world.energy();
     let initial_constraint_error = world.constraint_error();
     recorder.record(&mut world)?;

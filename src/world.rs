@@ -170,6 +170,7 @@ pub struct World {
     pub stabilization: Stabilization,
     system: ConstraintSystem,
     max_constraint_error: f64,
+    prepared: bool,
     time: f64,
     steps: u64,
     integrator: Integrator,
@@ -192,6 +193,7 @@ impl World {
             stabilization: Stabilization::default(),
             system: ConstraintSystem::default(),
             max_constraint_error: 0.0,
+            prepared: false,
             time: 0.0,
             steps: 0,
             integrator: Integrator::new(Method::Symplectic),
@@ -210,6 +212,7 @@ impl World {
     pub fn add_constraint(&mut self, c: Constraint) -> Result<ConstraintHandle, String> {
         c.validate(self.bodies.as_slice(), &self.surfaces)?;
         self.integrator.reset();
+        self.prepared = false;
         Ok(self.constraints.insert(c))
     }
 
@@ -262,8 +265,28 @@ impl World {
         }
     }
 
+    /// Makes the initial state consistent with the constraints (positions and
+    /// velocities projected as after a step), once, before the first step.
+    /// Scene files give positions to a few digits; this settles them so that
+    /// the first step does not start with a jump in energy.
+    pub fn prepare(&mut self) -> Result<(), SimulationError> {
+        if self.prepared {
+            return Ok(());
+        }
+        self.prepared = true;
+        if self.constraints.is_empty() || !self.stabilization.projection {
+            return Ok(());
+        }
+        gather_state(self.bodies.as_slice(), &mut self.state);
+        let result = self.correct_drift();
+        scatter_state(&self.state, self.bodies.as_mut_slice());
+        self.max_constraint_error = 0.0;
+        result
+    }
+
     /// Advances the world by one step of `dt`.
     pub fn step(&mut self) -> Result<(), SimulationError> {
+        self.prepare()?;
         if self.limits.max_body_energy.is_none() {
             let e = self.energy();
             self.limits.max_body_energy = Some(1e12 * (1.0 + e.kinetic + e.potential.abs()));
