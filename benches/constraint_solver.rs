@@ -20,8 +20,7 @@ use faer::sparse::linalg::cholesky::{
 use faer::sparse::{SparseColMat, Triplet};
 use faer::{Conj, Mat, Par, Side};
 use mx2d::solver::{
-    BlockLdl, BlockSparseSymmetric, ConstraintSolver, DenseLdl, SolverSettings, SparseJacobian,
-    dense_matrix,
+    BlockLdl, BlockSparseSymmetric, ConstraintSolver, DenseLdl, SolverSettings, SparseJacobian, dense_matrix,
 };
 use solver_gen::*;
 use std::hint::black_box;
@@ -39,12 +38,7 @@ fn case(name: &str, n_bodies: usize, build: impl FnOnce(&mut Rng, &mut SparseJac
     build(&mut rng, &mut jac);
     let inv_mass = inv_masses(&mut rng, n_bodies);
     let rhs = (0..jac.n_rows()).map(|_| rng.range(-1.0, 1.0)).collect();
-    Case {
-        name: name.to_string(),
-        jac,
-        inv_mass,
-        rhs,
-    }
+    Case { name: name.to_string(), jac, inv_mass, rhs }
 }
 
 /// Lower triangle of A as a faer matrix (scalar entries, compact rows).
@@ -90,18 +84,10 @@ impl FaerChol {
         )
         .expect("symbolic");
         let l = vec![0.0; sym.len_val()];
-        let fmem =
-            MemBuffer::new(sym.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()));
+        let fmem = MemBuffer::new(sym.factorize_numeric_llt_scratch::<f64>(Par::Seq, Default::default()));
         let smem = MemBuffer::new(sym.solve_in_place_scratch::<f64>(1, Par::Seq));
         let x = Mat::zeros(a.nrows(), 1);
-        Self {
-            a,
-            sym,
-            l,
-            fmem,
-            smem,
-            x,
-        }
+        Self { a, sym, l, fmem, smem, x }
     }
 
     /// Numeric factorisation + one solve (symbolic reused).
@@ -121,12 +107,7 @@ impl FaerChol {
         for (i, v) in rhs.iter().enumerate() {
             self.x[(i, 0)] = *v;
         }
-        llt.solve_in_place_with_conj(
-            Conj::No,
-            self.x.as_mut(),
-            Par::Seq,
-            MemStack::new(&mut self.smem),
-        );
+        llt.solve_in_place_with_conj(Conj::No, self.x.as_mut(), Par::Seq, MemStack::new(&mut self.smem));
     }
 }
 
@@ -138,38 +119,24 @@ fn bench_case(c: &mut Criterion, k: &Case, dense: bool, faer: bool) {
     // block-sparse: full step with the analysis reused
     let mut solver = ConstraintSolver::new();
     let mut lam = vec![0.0; m];
-    solver
-        .solve(&k.jac, &k.inv_mass, None, &k.rhs, &mut lam)
-        .expect("solve");
+    solver.solve(&k.jac, &k.inv_mass, None, &k.rhs, &mut lam).expect("solve");
     g.bench_function(BenchmarkId::new("mx2d_full", m), |b| {
-        b.iter(|| {
-            solver
-                .solve(&k.jac, &k.inv_mass, None, black_box(&k.rhs), &mut lam)
-                .expect("solve")
-        })
+        b.iter(|| solver.solve(&k.jac, &k.inv_mass, None, black_box(&k.rhs), &mut lam).expect("solve"))
     });
     // components
     let mut a = BlockSparseSymmetric::new();
     a.assemble(&k.jac, &k.inv_mass, None).expect("assemble");
     g.bench_function(BenchmarkId::new("mx2d_assemble", m), |b| {
-        b.iter(|| {
-            a.assemble(&k.jac, black_box(&k.inv_mass), None)
-                .expect("assemble")
-        })
+        b.iter(|| a.assemble(&k.jac, black_box(&k.inv_mass), None).expect("assemble"))
     });
     let mut ldl = BlockLdl::new();
-    g.bench_function(BenchmarkId::new("mx2d_analyze", m), |b| {
-        b.iter(|| ldl.analyze(black_box(&a)))
-    });
+    g.bench_function(BenchmarkId::new("mx2d_analyze", m), |b| b.iter(|| ldl.analyze(black_box(&a))));
     ldl.factor(&a, &st).expect("factor");
     g.bench_function(BenchmarkId::new("mx2d_factor", m), |b| {
         b.iter(|| ldl.factor(black_box(&a), &st).expect("factor"))
     });
     g.bench_function(BenchmarkId::new("mx2d_solve", m), |b| {
-        b.iter(|| {
-            ldl.solve(&a, &st, black_box(&k.rhs), &mut lam)
-                .expect("solve")
-        })
+        b.iter(|| ldl.solve(&a, &st, black_box(&k.rhs), &mut lam).expect("solve"))
     });
     if faer {
         let fa = to_faer(&a);
@@ -185,14 +152,11 @@ fn bench_case(c: &mut Criterion, k: &Case, dense: bool, faer: bool) {
             })
         });
         let mut f = FaerChol::new(fa);
-        g.bench_function(BenchmarkId::new("faer_factor_solve", m), |b| {
-            b.iter(|| f.factor_solve(black_box(&k.rhs)))
-        });
+        g.bench_function(BenchmarkId::new("faer_factor_solve", m), |b| b.iter(|| f.factor_solve(black_box(&k.rhs))));
         g.bench_function(BenchmarkId::new("mx2d_factor_solve", m), |b| {
             b.iter(|| {
                 ldl.factor(&a, &st).expect("factor");
-                ldl.solve(&a, &st, black_box(&k.rhs), &mut lam)
-                    .expect("solve")
+                ldl.solve(&a, &st, black_box(&k.rhs), &mut lam).expect("solve")
             })
         });
     }
@@ -225,9 +189,7 @@ fn benches(c: &mut Criterion) {
     let k = case("grid_100x100", 10_000, |r, j| grid(r, 100, 100, j, false));
     bench_case(c, &k, false, true);
     // heavily redundant: faer's LLᵀ would fail (singular), so no comparison
-    let k = case("grid_100x100_all_revolute", 10_000, |r, j| {
-        grid(r, 100, 100, j, true)
-    });
+    let k = case("grid_100x100_all_revolute", 10_000, |r, j| grid(r, 100, 100, j, true));
     bench_case(c, &k, false, false);
 }
 

@@ -23,25 +23,15 @@ fn world(n: usize, method: Method) -> World {
             softening: 0.5,
             per_mass: true,
         },
-        region: Region::Circle {
-            center: DVec2::ZERO,
-            radius: 500.0,
-        },
+        region: Region::Circle { center: DVec2::ZERO, radius: 500.0 },
     });
     w.fields.push(Field {
-        kind: FieldKind::Drag {
-            coefficient: 0.1,
-            stokes: true,
-        },
-        region: Region::HalfPlane {
-            point: DVec2::ZERO,
-            normal: DVec2::new(0.0, -1.0),
-        },
+        kind: FieldKind::Drag { coefficient: 0.1, stokes: true },
+        region: Region::HalfPlane { point: DVec2::ZERO, normal: DVec2::new(0.0, -1.0) },
     });
     let side = (n as f64).sqrt().ceil() as usize;
     for i in 0..n {
-        let p = DVec2::new((i % side) as f64, (i / side) as f64) * 0.3
-            - DVec2::splat(0.15 * side as f64);
+        let p = DVec2::new((i % side) as f64, (i / side) as f64) * 0.3 - DVec2::splat(0.15 * side as f64);
         let body = Body::builder(format!("b{i}"), Shape::Circle { radius: 0.1 })
             .mass(1.0)
             .position(p)

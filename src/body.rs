@@ -42,11 +42,7 @@ impl Body {
 
     /// Inverse masses (1/m, 1/m, 1/J) — zeros for a fixed body.
     pub fn inverse_mass(&self) -> [f64; 3] {
-        if self.fixed {
-            [0.0; 3]
-        } else {
-            [1.0 / self.mass, 1.0 / self.mass, 1.0 / self.inertia]
-        }
+        if self.fixed { [0.0; 3] } else { [1.0 / self.mass, 1.0 / self.mass, 1.0 / self.inertia] }
     }
 
     /// Radius of the shape's bounding disc, the radius used by Stokes drag and
@@ -170,9 +166,7 @@ impl BodyBuilder {
         }
         let inertia = self.inertia.unwrap_or(mass * shape.unit_inertia());
         if !self.fixed && !(inertia.is_finite() && inertia > 0.0) {
-            return Err(format!(
-                "moment of inertia must be positive and finite, got {inertia}"
-            ));
+            return Err(format!("moment of inertia must be positive and finite, got {inertia}"));
         }
         for (what, v) in [
             ("position", self.position),

@@ -52,14 +52,8 @@ pub enum Method {
 
 impl Method {
     /// All methods, in order of increasing accuracy.
-    pub const ALL: [Method; 6] = [
-        Method::Euler,
-        Method::Symplectic,
-        Method::Midpoint,
-        Method::Rk2,
-        Method::Rk4,
-        Method::Ab4,
-    ];
+    pub const ALL: [Method; 6] =
+        [Method::Euler, Method::Symplectic, Method::Midpoint, Method::Rk2, Method::Rk4, Method::Ab4];
 
     /// Command-line name (`euler`, `symplectic`, `midpoint`, `rk2`, `rk4`, `ab4`).
     pub fn name(self) -> &'static str {
@@ -86,12 +80,9 @@ impl Method {
 impl std::str::FromStr for Method {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Method::ALL
-            .into_iter()
-            .find(|m| m.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| {
-                format!("unknown integrator '{s}' (expected one of: euler, symplectic, midpoint, rk2, rk4, ab4)")
-            })
+        Method::ALL.into_iter().find(|m| m.name().eq_ignore_ascii_case(s)).ok_or_else(|| {
+            format!("unknown integrator '{s}' (expected one of: euler, symplectic, midpoint, rk2, rk4, ab4)")
+        })
     }
 }
 
@@ -241,16 +232,9 @@ impl Integrator {
         }
         let w = h / 6.0;
         for i in 0..n {
-            s.q[i] += w
-                * (self.stage_v[0][i]
-                    + 2.0 * self.stage_v[1][i]
-                    + 2.0 * self.stage_v[2][i]
-                    + self.stage_v[3][i]);
-            s.v[i] += w
-                * (self.stage[0][i]
-                    + 2.0 * self.stage[1][i]
-                    + 2.0 * self.stage[2][i]
-                    + self.stage[3][i]);
+            s.q[i] +=
+                w * (self.stage_v[0][i] + 2.0 * self.stage_v[1][i] + 2.0 * self.stage_v[2][i] + self.stage_v[3][i]);
+            s.v[i] += w * (self.stage[0][i] + 2.0 * self.stage[1][i] + 2.0 * self.stage[2][i] + self.stage[3][i]);
         }
         s.work += w * (power[0] + 2.0 * power[1] + 2.0 * power[2] + power[3]);
     }
@@ -258,13 +242,7 @@ impl Integrator {
     /// Implicit midpoint by fixed-point iteration on the end state:
     /// q₁ = q₀ + h v̄, v₁ = v₀ + h a(t + h/2, q̄, v̄), with q̄ = (q₀ + q₁)/2,
     /// v̄ = (v₀ + v₁)/2. Contracts when h·‖∂f/∂y‖ < 2.
-    fn midpoint(
-        &mut self,
-        dynamics: &mut impl Dynamics,
-        t: f64,
-        h: f64,
-        s: &mut State,
-    ) -> Result<(), IntegratorError> {
+    fn midpoint(&mut self, dynamics: &mut impl Dynamics, t: f64, h: f64, s: &mut State) -> Result<(), IntegratorError> {
         let n = s.q.len();
         // Predictor: explicit Euler end state, kept in q_tmp/v_tmp.
         dynamics.acceleration(t, &s.q, &s.v, &mut self.stage[0]);
@@ -285,9 +263,7 @@ impl Integrator {
             for i in 0..n {
                 let q1 = s.q[i] + h * vm[i];
                 let v1 = s.v[i] + h * self.stage[1][i];
-                residual = residual
-                    .max((q1 - self.q_tmp[i]).abs())
-                    .max((v1 - self.v_tmp[i]).abs());
+                residual = residual.max((q1 - self.q_tmp[i]).abs()).max((v1 - self.v_tmp[i]).abs());
                 self.q_tmp[i] = q1;
                 self.v_tmp[i] = v1;
             }
@@ -298,10 +274,7 @@ impl Integrator {
                 return Ok(());
             }
         }
-        Err(IntegratorError::MidpointNotConverged {
-            iterations: self.midpoint_max_iterations,
-            residual,
-        })
+        Err(IntegratorError::MidpointNotConverged { iterations: self.midpoint_max_iterations, residual })
     }
 
     /// Adams–Bashforth 4: y₁ = y₀ + h/24 (55 f₀ − 59 f₋₁ + 37 f₋₂ − 9 f₋₃).
@@ -311,11 +284,8 @@ impl Integrator {
             self.history.clear();
             self.history_h = h;
         }
-        let mut f0 = if self.history.len() == 4 {
-            self.history.pop_back().unwrap_or_default()
-        } else {
-            Derivative::default()
-        };
+        let mut f0 =
+            if self.history.len() == 4 { self.history.pop_back().unwrap_or_default() } else { Derivative::default() };
         f0.v.clear();
         f0.v.extend_from_slice(&s.v);
         f0.a.resize(s.v.len(), 0.0);
@@ -326,12 +296,7 @@ impl Integrator {
             return;
         }
         let [c0, c1, c2, c3] = [55.0, -59.0, 37.0, -9.0].map(|c| c * h / 24.0);
-        let (f0, f1, f2, f3) = (
-            &self.history[0],
-            &self.history[1],
-            &self.history[2],
-            &self.history[3],
-        );
+        let (f0, f1, f2, f3) = (&self.history[0], &self.history[1], &self.history[2], &self.history[3]);
         for i in 0..s.q.len() {
             s.q[i] += c0 * f0.v[i] + c1 * f1.v[i] + c2 * f2.v[i] + c3 * f3.v[i];
             s.v[i] += c0 * f0.a[i] + c1 * f1.a[i] + c2 * f2.a[i] + c3 * f3.a[i];
@@ -355,17 +320,11 @@ mod tests {
     }
 
     fn error(method: Method, steps: usize) -> f64 {
-        let mut s = State {
-            q: vec![1.0],
-            v: vec![0.0],
-            work: 0.0,
-        };
+        let mut s = State { q: vec![1.0], v: vec![0.0], work: 0.0 };
         let mut integ = Integrator::new(method);
         let h = 1.0 / steps as f64;
         for k in 0..steps {
-            integ
-                .step(&mut Oscillator, k as f64 * h, h, &mut s)
-                .unwrap();
+            integ.step(&mut Oscillator, k as f64 * h, h, &mut s).unwrap();
         }
         (s.q[0] - 1f64.cos()).abs()
     }
@@ -375,10 +334,7 @@ mod tests {
         for m in Method::ALL {
             let steps = if m.order() == 4 { 64 } else { 512 };
             let p = (error(m, steps) / error(m, 2 * steps)).log2();
-            assert!(
-                (p - m.order() as f64).abs() < 0.15,
-                "{m}: measured order {p}"
-            );
+            assert!((p - m.order() as f64).abs() < 0.15, "{m}: measured order {p}");
         }
     }
 }

@@ -4,6 +4,7 @@ pub mod body;
 pub mod constraint;
 pub mod field;
 pub mod integrator;
+pub mod inverse;
 pub mod load;
 pub mod math;
 pub mod output;

@@ -47,9 +47,7 @@ impl Profile {
     pub fn value(&self, t: f64) -> f64 {
         match self {
             Profile::Constant => 1.0,
-            Profile::Sine { frequency, phase } => {
-                (std::f64::consts::TAU * frequency * t + phase).sin()
-            }
+            Profile::Sine { frequency, phase } => (std::f64::consts::TAU * frequency * t + phase).sin(),
             Profile::Ramp { duration } => (t / duration).clamp(0.0, 1.0),
             Profile::Pulse { start, end } => f64::from(t >= *start && t < *end),
             Profile::Table { points } => {
@@ -70,17 +68,11 @@ impl Profile {
     pub fn validate(&self) -> Result<(), String> {
         match self {
             Profile::Constant => Ok(()),
-            Profile::Sine { frequency, phase } if frequency.is_finite() && phase.is_finite() => {
-                Ok(())
-            }
+            Profile::Sine { frequency, phase } if frequency.is_finite() && phase.is_finite() => Ok(()),
             Profile::Sine { .. } => Err("sine frequency and phase must be finite".into()),
             Profile::Ramp { duration } if duration.is_finite() && *duration > 0.0 => Ok(()),
             Profile::Ramp { duration } => Err(format!("ramp duration must be > 0, got {duration}")),
-            Profile::Pulse { start, end }
-                if start.is_finite() && end.is_finite() && start <= end =>
-            {
-                Ok(())
-            }
+            Profile::Pulse { start, end } if start.is_finite() && end.is_finite() && start <= end => Ok(()),
             Profile::Pulse { .. } => Err("pulse needs finite start <= end".into()),
             Profile::Table { points } => {
                 if points.is_empty() {
@@ -177,10 +169,7 @@ impl Kinematics {
     /// Body-frame point `local` in world coordinates, and its velocity.
     pub fn point(&self, local: DVec2) -> (DVec2, DVec2) {
         let r = DVec2::from_angle(self.angle).rotate(local);
-        (
-            self.position + r,
-            self.velocity + r.perp() * self.angular_velocity,
-        )
+        (self.position + r, self.velocity + r.perp() * self.angular_velocity)
     }
     /// Lever arm of `local` in world orientation.
     pub fn arm(&self, local: DVec2) -> DVec2 {
@@ -203,20 +192,9 @@ pub struct LoadEffect {
 
 impl Load {
     /// Wrenches and power at time `t` for the stage kinematics `kin(handle)`.
-    pub fn evaluate(
-        &self,
-        t: f64,
-        kin: impl Fn(BodyHandle) -> Kinematics,
-        bodies: &[Body],
-    ) -> LoadEffect {
+    pub fn evaluate(&self, t: f64, kin: impl Fn(BodyHandle) -> Kinematics, bodies: &[Body]) -> LoadEffect {
         match self {
-            Load::Force {
-                body,
-                force,
-                point,
-                body_frame,
-                profile,
-            } => {
+            Load::Force { body, force, point, body_frame, profile } => {
                 let k = kin(*body);
                 let mut f = *force * profile.value(t);
                 if *body_frame {
@@ -224,31 +202,14 @@ impl Load {
                 }
                 let r = k.arm(*point);
                 let (_, vp) = k.point(*point);
-                LoadEffect {
-                    wrenches: [Some((*body, (f, r.perp_dot(f)))), None],
-                    power: f.dot(vp),
-                }
+                LoadEffect { wrenches: [Some((*body, (f, r.perp_dot(f)))), None], power: f.dot(vp) }
             }
-            Load::Torque {
-                body,
-                torque,
-                profile,
-            } => {
+            Load::Torque { body, torque, profile } => {
                 let k = kin(*body);
                 let m = torque * profile.value(t);
-                LoadEffect {
-                    wrenches: [Some((*body, (DVec2::ZERO, m))), None],
-                    power: m * k.angular_velocity,
-                }
+                LoadEffect { wrenches: [Some((*body, (DVec2::ZERO, m))), None], power: m * k.angular_velocity }
             }
-            Load::Spring {
-                body,
-                point,
-                anchor,
-                stiffness,
-                rest_length,
-                damping,
-            } => {
+            Load::Spring { body, point, anchor, stiffness, rest_length, damping } => {
                 let ka = kin(*body);
                 let (pa, va) = ka.point(*point);
                 let (pb, vb, other) = match anchor {
@@ -270,18 +231,12 @@ impl Load {
                 let wb = other.map(|(h, rb)| (h, (-f, rb.perp_dot(-f))));
                 // The elastic part is conservative (potential ½k(l−l₀)²); only
                 // the damper's power −c·l̇² counts as non-conservative work.
-                LoadEffect {
-                    wrenches: [wa, wb],
-                    power: -viscous * ldot,
-                }
+                LoadEffect { wrenches: [wa, wb], power: -viscous * ldot }
             }
             Load::Drag { body, coefficient } => {
                 let k = kin(*body);
                 let f = -k.velocity * (coefficient * bodies[body.0].radius());
-                LoadEffect {
-                    wrenches: [Some((*body, (f, 0.0))), None],
-                    power: f.dot(k.velocity),
-                }
+                LoadEffect { wrenches: [Some((*body, (f, 0.0))), None], power: f.dot(k.velocity) }
             }
         }
     }
@@ -289,14 +244,7 @@ impl Load {
     /// Potential energy stored in the load (springs), else 0.
     pub fn potential_energy(&self, bodies: &[Body]) -> f64 {
         match self {
-            Load::Spring {
-                body,
-                point,
-                anchor,
-                stiffness,
-                rest_length,
-                ..
-            } => {
+            Load::Spring { body, point, anchor, stiffness, rest_length, .. } => {
                 let pa = bodies[body.0].world_point(*point);
                 let pb = match anchor {
                     Anchor::World(p) => *p,
@@ -327,9 +275,7 @@ mod tests {
     use super::*;
     #[test]
     fn table_profile_interpolates_and_holds() {
-        let p = Profile::Table {
-            points: vec![(0.0, 1.0), (1.0, 3.0), (3.0, -1.0)],
-        };
+        let p = Profile::Table { points: vec![(0.0, 1.0), (1.0, 3.0), (3.0, -1.0)] };
         assert_eq!(p.value(-1.0), 1.0);
         assert_eq!(p.value(0.5), 2.0);
         assert_eq!(p.value(2.0), 1.0);

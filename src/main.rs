@@ -9,11 +9,7 @@ use mx2d::run::{RunOptions, run_scene};
 use mx2d::scene::Scene;
 
 #[derive(Parser)]
-#[command(
-    name = "mx2d",
-    version,
-    about = "Planar mechanical systems and large ball populations"
-)]
+#[command(name = "mx2d", version, about = "Planar mechanical systems and large ball populations")]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,

@@ -38,13 +38,7 @@ impl CsvWriter {
             writeln!(
                 self.out,
                 "{step},{t},{},{},{},{},{},{},{}",
-                b.name,
-                b.position.x,
-                b.position.y,
-                b.angle,
-                b.velocity.x,
-                b.velocity.y,
-                b.angular_velocity
+                b.name, b.position.x, b.position.y, b.angle, b.velocity.x, b.velocity.y, b.angular_velocity
             )?;
         }
         Ok(())
@@ -70,11 +64,7 @@ impl CsvWriter {
         let (step, t) = (world.step_count(), world.time());
         let reactions = world.reactions().map_err(std::io::Error::other)?;
         for r in reactions {
-            writeln!(
-                self.out,
-                "{step},{t},{},{},{},{}",
-                r.constraint, r.fx, r.fy, r.torque
-            )?;
+            writeln!(self.out, "{step},{t},{},{},{},{}", r.constraint, r.fx, r.fy, r.torque)?;
         }
         Ok(())
     }

@@ -49,10 +49,7 @@ pub struct RunOutcome {
 pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutcome> {
     let mut world = scene.build_world()?;
     if let Some(dt) = options.dt {
-        anyhow::ensure!(
-            dt.is_finite() && dt > 0.0,
-            "--dt must be positive, got {dt}"
-        );
+        anyhow::ensure!(dt.is_finite() && dt > 0.0, "--dt must be positive, got {dt}");
         world.dt = dt;
     }
     if let Some(m) = options.integrator {
@@ -61,27 +58,18 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     let steps = match (options.steps, options.duration) {
         (Some(n), _) => n,
         (None, Some(t)) => {
-            anyhow::ensure!(
-                t.is_finite() && t >= 0.0,
-                "--duration must be >= 0, got {t}"
-            );
+            anyhow::ensure!(t.is_finite() && t >= 0.0, "--duration must be >= 0, got {t}");
             (t / world.dt).round() as u64
         }
-        (None, None) if options.dt.is_some() => (scene
-            .file
-            .duration
-            .unwrap_or(scene.default_steps() as f64 * scene.file.dt)
-            / world.dt)
-            .round() as u64,
+        (None, None) if options.dt.is_some() => {
+            (scene.file.duration.unwrap_or(scene.default_steps() as f64 * scene.file.dt) / world.dt).round() as u64
+        }
         (None, None) => scene.default_steps(),
     };
     let every = options.every.unwrap_or(1).max(1);
     let open = |p: &Option<PathBuf>, header: &str| -> anyhow::Result<Option<CsvWriter>> {
         p.as_ref()
-            .map(|p| {
-                CsvWriter::create(p, header)
-                    .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))
-            })
+            .map(|p| CsvWriter::create(p, header).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display())))
             .transpose()
     };
     let mut recorder = Recorder {
@@ -96,10 +84,8 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     let bar = if options.progress && steps >= 1000 {
         let bar = indicatif::ProgressBar::new(steps);
         bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} steps  {per_sec}  eta {eta}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         Some(bar)
     } else {
@@ -139,11 +125,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         dt: world.dt,
         t_final: world.time(),
         wall_ms,
-        ms_per_step: if taken > 0 {
-            wall_ms / taken as f64
-        } else {
-            0.0
-        },
+        ms_per_step: if taken > 0 { wall_ms / taken as f64 } else { 0.0 },
         energy_initial: energy_initial.total,
         energy_final: energy_final.total,
         work_nonconservative: energy_final.work,
@@ -152,12 +134,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         max_penetration: 0.0,
         backend: "cpu".into(),
         adapter: "none (mechanism tier runs on the CPU)".into(),
-        stage_ms: world
-            .stage_times()
-            .as_list()
-            .iter()
-            .map(|(n, d)| (n.to_string(), d.as_secs_f64() * 1e3))
-            .collect(),
+        stage_ms: world.stage_times().as_list().iter().map(|(n, d)| (n.to_string(), d.as_secs_f64() * 1e3)).collect(),
         stopped: error.as_ref().map(|e| Stopped {
             step: world.step_count(),
             body: match e {
@@ -169,15 +146,9 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         warnings: world.warnings().cloned().collect(),
     };
     if let Some(p) = &options.summary {
-        summary
-            .write(p)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
+        summary.write(p).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;
     }
-    Ok(RunOutcome {
-        summary,
-        world,
-        error,
-    })
+    Ok(RunOutcome { summary, world, error })
 }
 
 /// The CSV outputs of a run, each optional.
@@ -204,10 +175,7 @@ impl Recorder {
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        for w in [&mut self.trace, &mut self.energy, &mut self.reactions]
-            .into_iter()
-            .flatten()
-        {
+        for w in [&mut self.trace, &mut self.energy, &mut self.reactions].into_iter().flatten() {
             w.flush()?;
         }
         Ok(())

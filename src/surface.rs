@@ -99,53 +99,27 @@ impl SurfaceGeometry {
             SurfaceGeometry::Line { point, normal } => {
                 let n = normal.normalize();
                 let distance = (p - *point).dot(n);
-                SurfacePoint {
-                    point: p - n * distance,
-                    normal: n,
-                    distance,
-                }
+                SurfacePoint { point: p - n * distance, normal: n, distance }
             }
-            SurfaceGeometry::Circle {
-                center,
-                radius,
-                inside,
-            } => {
+            SurfaceGeometry::Circle { center, radius, inside } => {
                 let r = p - *center;
                 let dir = r.normalize_or(DVec2::Y);
                 let d = r.length() - radius;
                 let sign = if *inside { -1.0 } else { 1.0 };
-                SurfacePoint {
-                    point: *center + dir * *radius,
-                    normal: dir * sign,
-                    distance: d * sign,
-                }
+                SurfacePoint { point: *center + dir * *radius, normal: dir * sign, distance: d * sign }
             }
-            SurfaceGeometry::Ellipse {
-                center,
-                a,
-                b,
-                inside,
-            } => {
+            SurfaceGeometry::Ellipse { center, a, b, inside } => {
                 let (a, b) = (*a, *b);
                 let curve = |t: f64| DVec2::new(a * t.cos(), b * t.sin());
                 let grad = |q: DVec2| DVec2::new(q.x / (a * a), q.y / (b * b));
                 let inside_fn = |q: DVec2| (q.x / a).powi(2) + (q.y / b).powi(2) < 1.0;
                 closed_curve(*center, p, curve, grad, inside_fn, *inside)
             }
-            SurfaceGeometry::Superellipse {
-                center,
-                a,
-                b,
-                exponent,
-                inside,
-            } => {
+            SurfaceGeometry::Superellipse { center, a, b, exponent, inside } => {
                 let (a, b, n) = (*a, *b, *exponent);
                 let curve = |t: f64| {
                     let (s, c) = t.sin_cos();
-                    DVec2::new(
-                        a * c.signum() * c.abs().powf(2.0 / n),
-                        b * s.signum() * s.abs().powf(2.0 / n),
-                    )
+                    DVec2::new(a * c.signum() * c.abs().powf(2.0 / n), b * s.signum() * s.abs().powf(2.0 / n))
                 };
                 let grad = |q: DVec2| {
                     DVec2::new(
@@ -157,11 +131,7 @@ impl SurfaceGeometry {
                 closed_curve(*center, p, curve, grad, inside_fn, *inside)
             }
             SurfaceGeometry::Polyline { points } => {
-                let mut best = SurfacePoint {
-                    point: p,
-                    normal: DVec2::Y,
-                    distance: f64::INFINITY,
-                };
+                let mut best = SurfacePoint { point: p, normal: DVec2::Y, distance: f64::INFINITY };
                 for w in points.windows(2) {
                     let (a, b) = (w[0], w[1]);
                     let e = b - a;
@@ -179,11 +149,7 @@ impl SurfaceGeometry {
                         } else {
                             left
                         };
-                        best = SurfacePoint {
-                            point: c,
-                            normal,
-                            distance: d * side,
-                        };
+                        best = SurfacePoint { point: c, normal, distance: d * side };
                     }
                 }
                 best
@@ -200,33 +166,18 @@ impl SurfaceGeometry {
     /// either side of their point.
     pub fn outline(&self, segments: usize, half_length: f64) -> Vec<DVec2> {
         let circle = |c: DVec2, f: &dyn Fn(f64) -> DVec2| {
-            (0..=segments)
-                .map(|i| c + f(std::f64::consts::TAU * i as f64 / segments as f64))
-                .collect()
+            (0..=segments).map(|i| c + f(std::f64::consts::TAU * i as f64 / segments as f64)).collect()
         };
         match self {
             SurfaceGeometry::Line { point, normal } => {
                 let t = normal.normalize().perp();
                 vec![*point - t * half_length, *point + t * half_length]
             }
-            SurfaceGeometry::Circle { center, radius, .. } => {
-                circle(*center, &|t| DVec2::from_angle(t) * *radius)
-            }
-            SurfaceGeometry::Ellipse { center, a, b, .. } => {
-                circle(*center, &|t| DVec2::new(a * t.cos(), b * t.sin()))
-            }
-            SurfaceGeometry::Superellipse {
-                center,
-                a,
-                b,
-                exponent,
-                ..
-            } => circle(*center, &|t| {
+            SurfaceGeometry::Circle { center, radius, .. } => circle(*center, &|t| DVec2::from_angle(t) * *radius),
+            SurfaceGeometry::Ellipse { center, a, b, .. } => circle(*center, &|t| DVec2::new(a * t.cos(), b * t.sin())),
+            SurfaceGeometry::Superellipse { center, a, b, exponent, .. } => circle(*center, &|t| {
                 let (s, c) = t.sin_cos();
-                DVec2::new(
-                    a * c.signum() * c.abs().powf(2.0 / exponent),
-                    b * s.signum() * s.abs().powf(2.0 / exponent),
-                )
+                DVec2::new(a * c.signum() * c.abs().powf(2.0 / exponent), b * s.signum() * s.abs().powf(2.0 / exponent))
             }),
             SurfaceGeometry::Polyline { points } => points.clone(),
         }
@@ -235,11 +186,7 @@ impl SurfaceGeometry {
     /// A description of what makes the geometry invalid, if anything.
     pub fn validate(&self) -> Result<(), String> {
         let pos = |name: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
-                Err(format!("{name} must be positive and finite, got {v}"))
-            }
+            if v.is_finite() && v > 0.0 { Ok(()) } else { Err(format!("{name} must be positive and finite, got {v}")) }
         };
         match self {
             SurfaceGeometry::Line { point, normal } => {
@@ -260,13 +207,7 @@ impl SurfaceGeometry {
                 pos("a", *a)?;
                 pos("b", *b)?;
             }
-            SurfaceGeometry::Superellipse {
-                center,
-                a,
-                b,
-                exponent,
-                ..
-            } => {
+            SurfaceGeometry::Superellipse { center, a, b, exponent, .. } => {
                 if !center.is_finite() {
                     return Err("center must be finite".into());
                 }
@@ -306,22 +247,13 @@ fn closed_curve(
     let d = (local - c).length();
     let d = if inside_fn(local) { -d } else { d };
     let sign = if bodies_inside { -1.0 } else { 1.0 };
-    SurfacePoint {
-        point: center + c,
-        normal: outward * sign,
-        distance: d * sign,
-    }
+    SurfacePoint { point: center + c, normal: outward * sign, distance: d * sign }
 }
 
 impl Surface {
     /// A frictionless, perfectly plastic surface of this geometry.
     pub fn new(geometry: SurfaceGeometry) -> Self {
-        Self {
-            geometry,
-            friction: 0.0,
-            restitution: 0.0,
-            rolling_resistance: 0.0,
-        }
+        Self { geometry, friction: 0.0, restitution: 0.0, rolling_resistance: 0.0 }
     }
     /// Checks geometry and material.
     pub fn validate(&self) -> Result<(), String> {
@@ -330,16 +262,10 @@ impl Surface {
             return Err(format!("friction must be >= 0, got {}", self.friction));
         }
         if !(0.0..=1.0).contains(&self.restitution) {
-            return Err(format!(
-                "restitution must be in [0, 1], got {}",
-                self.restitution
-            ));
+            return Err(format!("restitution must be in [0, 1], got {}", self.restitution));
         }
         if !(self.rolling_resistance.is_finite() && self.rolling_resistance >= 0.0) {
-            return Err(format!(
-                "rolling_resistance must be >= 0, got {}",
-                self.rolling_resistance
-            ));
+            return Err(format!("rolling_resistance must be >= 0, got {}", self.rolling_resistance));
         }
         Ok(())
     }
@@ -351,10 +277,7 @@ mod tests {
 
     #[test]
     fn line_distance_and_normal() {
-        let s = SurfaceGeometry::Line {
-            point: DVec2::new(0.0, 1.0),
-            normal: DVec2::new(0.0, 2.0),
-        };
+        let s = SurfaceGeometry::Line { point: DVec2::new(0.0, 1.0), normal: DVec2::new(0.0, 2.0) };
         let c = s.closest(DVec2::new(3.0, 4.0));
         assert_eq!(c.distance, 3.0);
         assert_eq!(c.point, DVec2::new(3.0, 1.0));
@@ -364,24 +287,9 @@ mod tests {
     #[test]
     fn curved_surfaces_closest_point_is_orthogonal() {
         let shapes = [
-            SurfaceGeometry::Ellipse {
-                center: DVec2::new(1.0, 2.0),
-                a: 3.0,
-                b: 1.0,
-                inside: false,
-            },
-            SurfaceGeometry::Superellipse {
-                center: DVec2::ZERO,
-                a: 2.0,
-                b: 1.0,
-                exponent: 4.0,
-                inside: true,
-            },
-            SurfaceGeometry::Circle {
-                center: DVec2::ZERO,
-                radius: 2.0,
-                inside: true,
-            },
+            SurfaceGeometry::Ellipse { center: DVec2::new(1.0, 2.0), a: 3.0, b: 1.0, inside: false },
+            SurfaceGeometry::Superellipse { center: DVec2::ZERO, a: 2.0, b: 1.0, exponent: 4.0, inside: true },
+            SurfaceGeometry::Circle { center: DVec2::ZERO, radius: 2.0, inside: true },
         ];
         for s in &shapes {
             for k in 0..20 {
@@ -389,10 +297,7 @@ mod tests {
                 let c = s.closest(p);
                 // p − c is along the normal: the closest point is a foot of perpendicular.
                 let r = p - c.point;
-                assert!(
-                    r.perp_dot(c.normal).abs() < 1e-7 * (1.0 + r.length()),
-                    "{s:?} {p}"
-                );
+                assert!(r.perp_dot(c.normal).abs() < 1e-7 * (1.0 + r.length()), "{s:?} {p}");
                 assert!((r.dot(c.normal) - c.distance).abs() < 1e-7, "{s:?} {p}");
             }
         }
@@ -401,11 +306,7 @@ mod tests {
     #[test]
     fn polyline_floor_sign() {
         let s = SurfaceGeometry::Polyline {
-            points: vec![
-                DVec2::new(-1.0, 0.0),
-                DVec2::new(1.0, 0.0),
-                DVec2::new(2.0, 1.0),
-            ],
+            points: vec![DVec2::new(-1.0, 0.0), DVec2::new(1.0, 0.0), DVec2::new(2.0, 1.0)],
         };
         assert!((s.signed_distance(DVec2::new(0.0, 0.5)) - 0.5).abs() < 1e-12);
         assert!((s.signed_distance(DVec2::new(0.0, -0.25)) + 0.25).abs() < 1e-12);

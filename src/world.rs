@@ -140,9 +140,7 @@ pub struct DivergenceLimits {
 
 impl Default for DivergenceLimits {
     fn default() -> Self {
-        Self {
-            max_body_energy: None,
-        }
+        Self { max_body_energy: None }
     }
 }
 
@@ -250,19 +248,10 @@ impl World {
     pub fn energy(&self) -> Energy {
         let bodies = self.bodies.as_slice();
         let kinetic: f64 = bodies.iter().map(Body::kinetic_energy).sum();
-        let gravity: f64 = bodies
-            .iter()
-            .filter(|b| !b.fixed)
-            .map(|b| -b.mass * self.gravity.dot(b.position))
-            .sum();
+        let gravity: f64 = bodies.iter().filter(|b| !b.fixed).map(|b| -b.mass * self.gravity.dot(b.position)).sum();
         let springs: f64 = self.loads.iter().map(|l| l.potential_energy(bodies)).sum();
         let potential = gravity + springs;
-        Energy {
-            kinetic,
-            potential,
-            total: kinetic + potential,
-            work: self.state.work,
-        }
+        Energy { kinetic, potential, total: kinetic + potential, work: self.state.work }
     }
 
     /// Makes the initial state consistent with the constraints (positions and
@@ -291,16 +280,12 @@ impl World {
             let e = self.energy();
             self.limits.max_body_energy = Some(1e12 * (1.0 + e.kinetic + e.potential.abs()));
         }
-        timed(&mut self.times.gather_state, || {
-            gather_state(self.bodies.as_slice(), &mut self.state)
-        });
+        timed(&mut self.times.gather_state, || gather_state(self.bodies.as_slice(), &mut self.state));
         self.integrate()?;
         self.time += self.dt;
         self.steps += 1;
         let drift = self.correct_drift();
-        timed(&mut self.times.scatter_state, || {
-            scatter_state(&self.state, self.bodies.as_mut_slice())
-        });
+        timed(&mut self.times.scatter_state, || scatter_state(&self.state, self.bodies.as_mut_slice()));
         drift?;
         let started = Instant::now();
         let result = self.check_divergence();
@@ -329,28 +314,17 @@ impl World {
 
     fn integrate(&mut self) -> Result<(), SimulationError> {
         let started = Instant::now();
-        let before =
-            self.times.apply_fields + self.times.apply_loads + self.times.solve_constraints;
+        let before = self.times.apply_fields + self.times.apply_loads + self.times.solve_constraints;
         let (t, dt, step) = (self.time, self.dt, self.steps + 1);
         let (mut model, integrator, state) = self.force_model();
         let result = integrator.step(&mut model, t, dt, state);
         let solver_error = model.solver_error.take();
-        let forces =
-            self.times.apply_fields + self.times.apply_loads + self.times.solve_constraints
-                - before;
+        let forces = self.times.apply_fields + self.times.apply_loads + self.times.solve_constraints - before;
         self.times.integrate += started.elapsed().saturating_sub(forces);
         if let Some(source) = solver_error {
-            return Err(SimulationError::Constraints {
-                step,
-                time: t,
-                source,
-            });
+            return Err(SimulationError::Constraints { step, time: t, source });
         }
-        result.map_err(|source| SimulationError::Integrator {
-            step,
-            time: t,
-            source,
-        })
+        result.map_err(|source| SimulationError::Integrator { step, time: t, source })
     }
 
     /// Projects the state onto the constraints (positions, then velocities)
@@ -360,31 +334,18 @@ impl World {
             return Ok(());
         }
         let started = Instant::now();
-        let scene = Scene {
-            bodies: self.bodies.as_slice(),
-            constraints: &self.constraints,
-            surfaces: &self.surfaces,
-        };
+        let scene = Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces };
         let (t, settings) = (self.time, self.stabilization);
         let result = if settings.projection {
-            self.system
-                .project_positions(scene, t, &mut self.state.q, &self.state.v, &settings)
-                .and_then(|err| {
-                    self.system
-                        .project_velocities(scene, t, &self.state.q, &mut self.state.v)?;
-                    Ok(err)
-                })
+            self.system.project_positions(scene, t, &mut self.state.q, &self.state.v, &settings).and_then(|err| {
+                self.system.project_velocities(scene, t, &self.state.q, &mut self.state.v)?;
+                Ok(err)
+            })
         } else {
-            self.system
-                .assemble(scene, t, &self.state.q, &self.state.v)
-                .map(|_| self.system.max_error())
+            self.system.assemble(scene, t, &self.state.q, &self.state.v).map(|_| self.system.max_error())
         };
         self.times.correct_drift += started.elapsed();
-        let err = result.map_err(|source| SimulationError::Constraints {
-            step: self.steps,
-            time: t,
-            source,
-        })?;
+        let err = result.map_err(|source| SimulationError::Constraints { step: self.steps, time: t, source })?;
         self.max_constraint_error = self.max_constraint_error.max(err);
         Ok(())
     }
@@ -395,15 +356,8 @@ impl World {
             return 0.0;
         }
         gather_state(self.bodies.as_slice(), &mut self.state);
-        let scene = Scene {
-            bodies: self.bodies.as_slice(),
-            constraints: &self.constraints,
-            surfaces: &self.surfaces,
-        };
-        match self
-            .system
-            .assemble(scene, self.time, &self.state.q, &self.state.v)
-        {
+        let scene = Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces };
+        match self.system.assemble(scene, self.time, &self.state.q, &self.state.v) {
             Ok(()) => self.system.max_error(),
             Err(_) => f64::NAN,
         }
@@ -441,12 +395,59 @@ impl World {
             return Ok(Vec::new());
         }
         self.accelerations()?;
-        let scene = Scene {
-            bodies: self.bodies.as_slice(),
-            constraints: &self.constraints,
-            surfaces: &self.surfaces,
-        };
+        let scene = Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces };
         Ok(self.system.reactions(scene))
+    }
+
+    /// Impulsive velocity correction (seed 003 §IV-D): constraint `c` takes
+    /// hold instantly (a foot caught by the ground, a hook) and the velocities
+    /// jump to v ← v − factor·M⁻¹Jᵀ A⁻¹ (J v + bias) over all constraints,
+    /// `c` included: factor 1 is absorbing (the new constraint's velocity
+    /// becomes zero), 2 elastic (it reverses). `c` stays in the world when
+    /// `keep` is true. Returns the kinetic energy before and after.
+    pub fn impulsive_constraint(&mut self, c: Constraint, factor: f64, keep: bool) -> Result<(f64, f64), String> {
+        if !(1.0..=2.0).contains(&factor) {
+            return Err(format!("impulse factor must be in [1, 2] (1 absorbing … 2 elastic), got {factor}"));
+        }
+        let handle = self.add_constraint(c)?;
+        let before = self.energy().kinetic;
+        gather_state(self.bodies.as_slice(), &mut self.state);
+        let scene = Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces };
+        let result = self
+            .system
+            .assemble(scene, self.time, &self.state.q, &self.state.v)
+            .and_then(|_| self.system.velocity_correction(&mut self.state.v, factor));
+        if !keep {
+            self.constraints.remove(handle);
+        }
+        result.map_err(|e| e.to_string())?;
+        scatter_state(&self.state, self.bodies.as_mut_slice());
+        self.integrator.reset();
+        Ok((before, self.energy().kinetic))
+    }
+
+    /// A view of the constraint machinery for the inverse problems. Call
+    /// [`World::sync_state`] first: the flat state is used as it is, so that
+    /// repeated calls can move it step by step.
+    pub(crate) fn constraint_parts(&mut self) -> (Scene<'_>, &mut ConstraintSystem, &mut State, f64) {
+        (
+            Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces },
+            &mut self.system,
+            &mut self.state,
+            self.time,
+        )
+    }
+
+    /// Copies the bodies' states into the flat state.
+    pub(crate) fn sync_state(&mut self) {
+        gather_state(self.bodies.as_slice(), &mut self.state);
+    }
+
+    /// Writes the flat state back into the bodies (after the inverse problems
+    /// moved it) and forgets the multistep history.
+    pub(crate) fn commit_state(&mut self) {
+        scatter_state(&self.state, self.bodies.as_mut_slice());
+        self.integrator.reset();
     }
 
     /// The state as flat vectors (x, y, φ per body; vx, vy, ω per body).
@@ -480,12 +481,9 @@ impl World {
         };
         match self.bodies.iter().find_map(|b| bad(b).map(|r| (b, r))) {
             None => Ok(()),
-            Some((b, reason)) => Err(SimulationError::Diverged {
-                step: self.steps,
-                time: self.time,
-                body: b.name.clone(),
-                reason,
-            }),
+            Some((b, reason)) => {
+                Err(SimulationError::Diverged { step: self.steps, time: self.time, body: b.name.clone(), reason })
+            }
         }
     }
 }
@@ -502,11 +500,7 @@ fn gather_state(bodies: &[Body], state: &mut State) {
     state.v.resize(3 * bodies.len(), 0.0);
     for (i, b) in bodies.iter().enumerate() {
         state.q[3 * i..3 * i + 3].copy_from_slice(&[b.position.x, b.position.y, b.angle]);
-        state.v[3 * i..3 * i + 3].copy_from_slice(&[
-            b.velocity.x,
-            b.velocity.y,
-            b.angular_velocity,
-        ]);
+        state.v[3 * i..3 * i + 3].copy_from_slice(&[b.velocity.x, b.velocity.y, b.angular_velocity]);
     }
 }
 
@@ -594,15 +588,9 @@ impl ForceModel<'_> {
         if self.constraints.is_empty() {
             return 0.0;
         }
-        let scene = Scene {
-            bodies: self.bodies,
-            constraints: self.constraints,
-            surfaces: self.surfaces,
-        };
-        let result = self
-            .system
-            .assemble(scene, t, q, v)
-            .and_then(|_| self.system.apply_forces(scene, v, f, self.baumgarte));
+        let scene = Scene { bodies: self.bodies, constraints: self.constraints, surfaces: self.surfaces };
+        let result =
+            self.system.assemble(scene, t, q, v).and_then(|_| self.system.apply_forces(scene, v, f, self.baumgarte));
         match result {
             Ok(p) => p,
             Err(e) => {

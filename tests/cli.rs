@@ -13,21 +13,9 @@ fn scene(name: &str) -> String {
 #[test]
 fn run_writes_the_contracted_files() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (trace, energy, summary) = (
-        dir.path().join("t.csv"),
-        dir.path().join("e.csv"),
-        dir.path().join("s.json"),
-    );
+    let (trace, energy, summary) = (dir.path().join("t.csv"), dir.path().join("e.csv"), dir.path().join("s.json"));
     let out = mx2d()
-        .args([
-            "run",
-            &scene("spring.ron"),
-            "--headless",
-            "--steps",
-            "200",
-            "--every",
-            "50",
-        ])
+        .args(["run", &scene("spring.ron"), "--headless", "--steps", "200", "--every", "50"])
         .args(["--integrator", "rk4", "--set", "bodies.block.mass=5"])
         .arg("--trace")
         .arg(&trace)
@@ -37,11 +25,7 @@ fn run_writes_the_contracted_files() {
         .arg(&summary)
         .output()
         .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let trace = std::fs::read_to_string(trace).expect("trace");
     let mut lines = trace.lines();
     assert_eq!(lines.next(), Some("step,t,body,x,y,angle,vx,vy,omega"));
@@ -50,13 +34,9 @@ fn run_writes_the_contracted_files() {
     assert_eq!(rows.len(), 5);
     assert!(rows[4].starts_with("200,") && rows[4].contains(",block,"));
     let energy = std::fs::read_to_string(energy).expect("energy");
-    assert_eq!(
-        energy.lines().next(),
-        Some("step,t,kinetic,potential,total,constraint_error")
-    );
+    assert_eq!(energy.lines().next(), Some("step,t,kinetic,potential,total,constraint_error"));
     assert_eq!(energy.lines().count(), 6);
-    let s: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(summary).expect("summary")).expect("json");
+    let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(summary).expect("summary")).expect("json");
     for key in [
         "steps",
         "dt",
@@ -84,27 +64,13 @@ fn run_writes_the_contracted_files() {
 fn check_reports_bad_input_with_its_place_and_fails() {
     let dir = tempfile::tempdir().expect("tempdir");
     let bad = dir.path().join("bad.ron");
-    std::fs::write(
-        &bad,
-        "Scene(\n  name: \"x\",\n  bodies: [Body(name: \"a\", shape: Circle(radius: -1.0))],\n)\n",
-    )
-    .expect("write");
+    std::fs::write(&bad, "Scene(\n  name: \"x\",\n  bodies: [Body(name: \"a\", shape: Circle(radius: -1.0))],\n)\n")
+        .expect("write");
     let out = mx2d().arg("check").arg(&bad).output().expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("bad.ron:3:50: bodies[0].shape.radius: radius must be"),
-        "{err}"
-    );
-    let out = mx2d()
-        .args([
-            "check",
-            &scene("projectile.ron"),
-            "--set",
-            "bodies.nope.mass=1",
-        ])
-        .output()
-        .expect("runs");
+    assert!(err.contains("bad.ron:3:50: bodies[0].shape.radius: radius must be"), "{err}");
+    let out = mx2d().args(["check", &scene("projectile.ron"), "--set", "bodies.nope.mass=1"]).output().expect("runs");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown path 'bodies.nope.mass'"));
 }
@@ -115,15 +81,7 @@ fn a_diverging_run_stops_with_step_and_body_and_keeps_its_trace() {
     let trace = dir.path().join("t.csv");
     // The spring scene with a huge stiffness and explicit Euler at a big step.
     let out = mx2d()
-        .args([
-            "run",
-            &scene("spring.ron"),
-            "--headless",
-            "--integrator",
-            "euler",
-            "--dt",
-            "0.05",
-        ])
+        .args(["run", &scene("spring.ron"), "--headless", "--integrator", "euler", "--dt", "0.05"])
         .args(["--set", "loads[0].stiffness=1e7", "--steps", "100000"])
         .arg("--trace")
         .arg(&trace)
@@ -131,13 +89,7 @@ fn a_diverging_run_stops_with_step_and_body_and_keeps_its_trace() {
         .expect("runs");
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("diverged at step") && err.contains("'block'"),
-        "{err}"
-    );
-    let rows = std::fs::read_to_string(trace)
-        .expect("trace kept")
-        .lines()
-        .count();
+    assert!(err.contains("diverged at step") && err.contains("'block'"), "{err}");
+    let rows = std::fs::read_to_string(trace).expect("trace kept").lines().count();
     assert!(rows > 2, "trace rows written before the stop are kept");
 }

@@ -9,19 +9,8 @@ use mx2d::math::elliptic_k;
 use mx2d::shape::Shape;
 use mx2d::world::World;
 
-fn pin(
-    name: &str,
-    a: BodyHandle,
-    b: Option<BodyHandle>,
-    anchor_a: DVec2,
-    anchor_b: DVec2,
-) -> Constraint {
-    Constraint {
-        name: name.into(),
-        body_a: a,
-        body_b: b,
-        kind: ConstraintKind::Revolute { anchor_a, anchor_b },
-    }
+fn pin(name: &str, a: BodyHandle, b: Option<BodyHandle>, anchor_a: DVec2, anchor_b: DVec2) -> Constraint {
+    Constraint { name: name.into(), body_a: a, body_b: b, kind: ConstraintKind::Revolute { anchor_a, anchor_b } }
 }
 
 /// A uniform bar of length L pivoted at one end, released from θ₀ at rest.
@@ -43,14 +32,7 @@ fn bar_pendulum_period(length: f64, theta0: f64, method: Method, dt: f64) -> f64
                 .expect("bar"),
         )
         .expect("add");
-    w.add_constraint(pin(
-        "pivot",
-        bar,
-        None,
-        DVec2::new(-length / 2.0, 0.0),
-        DVec2::ZERO,
-    ))
-    .expect("pin");
+    w.add_constraint(pin("pivot", bar, None, DVec2::new(-length / 2.0, 0.0), DVec2::ZERO)).expect("pin");
     let mut crossings = Vec::new();
     let mut prev = w.body(bar).angular_velocity;
     while crossings.len() < 3 {
@@ -78,8 +60,7 @@ fn bar_pendulum_large_amplitude_period_elliptic_integral() {
     let (l, g, m): (f64, f64, f64) = (1.2, 9.81, 2.0);
     let theta0: f64 = 2.0;
     // T = 4 √(I_O/(m g d)) K(sin(θ₀/2)), I_O = m L²/3, d = L/2.
-    let expected =
-        4.0 * ((m * l * l / 3.0) / (m * g * l / 2.0)).sqrt() * elliptic_k((theta0 / 2.0).sin());
+    let expected = 4.0 * ((m * l * l / 3.0) / (m * g * l / 2.0)).sqrt() * elliptic_k((theta0 / 2.0).sin());
     let t = bar_pendulum_period(l, theta0, Method::Rk4, 1e-4);
     assert!((t - expected).abs() / expected < 1e-6, "{t} vs {expected}");
 }
@@ -88,9 +69,7 @@ use mx2d::scene::Scene;
 use mx2d::surface::{Surface, SurfaceGeometry};
 
 fn scene_world(name: &str, overrides: &[&str]) -> World {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scenes")
-        .join(name);
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(name);
     let overrides: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     let scene = Scene::load(&path, &overrides).unwrap_or_else(|e| panic!("{e}"));
     let mut w = scene.build_world().unwrap_or_else(|e| panic!("{e}"));
@@ -106,10 +85,7 @@ fn wheel_acceleration(scale: f64, f: f64, m_torque: f64, inertia: f64) -> f64 {
     let mut w = World::new(DVec2::new(0.0, -9.81 * scale));
     w.set_integrator(Method::Rk4);
     w.dt = 1e-3;
-    w.surfaces.push(Surface::new(SurfaceGeometry::Line {
-        point: DVec2::ZERO,
-        normal: DVec2::Y,
-    }));
+    w.surfaces.push(Surface::new(SurfaceGeometry::Line { point: DVec2::ZERO, normal: DVec2::Y }));
     let wheel = w
         .add_body(
             Body::builder("wheel", Shape::Circle { radius: r })
@@ -124,10 +100,7 @@ fn wheel_acceleration(scale: f64, f: f64, m_torque: f64, inertia: f64) -> f64 {
         name: "rolling".into(),
         body_a: wheel,
         body_b: None,
-        kind: ConstraintKind::Rolling {
-            surface: 0,
-            sliding: false,
-        },
+        kind: ConstraintKind::Rolling { surface: 0, sliding: false },
     })
     .expect("rolling");
     w.loads.push(mx2d::load::Load::Force {
@@ -153,23 +126,12 @@ fn wheel_acceleration(scale: f64, f: f64, m_torque: f64, inertia: f64) -> f64 {
 #[test]
 fn seed_000_wheel_closed_form_and_unit_invariance() {
     let (m, r) = (2.0, 0.5);
-    for (f, torque, j) in [
-        (2.0, 0.0, 0.25),
-        (0.0, -1.0, 0.25),
-        (2.0, -1.0, 0.1),
-        (-3.0, 0.7, 0.6),
-    ] {
+    for (f, torque, j) in [(2.0, 0.0, 0.25), (0.0, -1.0, 0.25), (2.0, -1.0, 0.1), (-3.0, 0.7, 0.6)] {
         let expected = (f * r * r - torque * r) / (m * r * r + j);
         let got = wheel_acceleration(1.0, f, torque, j);
-        assert!(
-            (got - expected).abs() <= 1e-9 * expected.abs(),
-            "F={f} M={torque} J={j}: {got} vs {expected}"
-        );
+        assert!((got - expected).abs() <= 1e-9 * expected.abs(), "F={f} M={torque} J={j}: {got} vs {expected}");
         let mm = wheel_acceleration(1000.0, f, torque, j);
-        assert!(
-            (mm - got).abs() <= 1e-9 * got.abs(),
-            "millimetres: {mm} vs metres {got}"
-        );
+        assert!((mm - got).abs() <= 1e-9 * got.abs(), "millimetres: {mm} vs metres {got}");
     }
 }
 
@@ -183,10 +145,7 @@ fn rolling_disc_and_hoop_on_an_incline() {
         let (m, r) = (1.5, 0.3);
         let mut w = World::new(DVec2::new(0.0, -9.81));
         w.set_integrator(Method::Rk4);
-        w.surfaces.push(Surface::new(SurfaceGeometry::Line {
-            point: DVec2::ZERO,
-            normal,
-        }));
+        w.surfaces.push(Surface::new(SurfaceGeometry::Line { point: DVec2::ZERO, normal }));
         let b = w
             .add_body(
                 Body::builder("roller", Shape::Circle { radius: r })
@@ -201,20 +160,14 @@ fn rolling_disc_and_hoop_on_an_incline() {
             name: "roll".into(),
             body_a: b,
             body_b: None,
-            kind: ConstraintKind::Rolling {
-                surface: 0,
-                sliding: false,
-            },
+            kind: ConstraintKind::Rolling { surface: 0, sliding: false },
         })
         .expect("constraint");
         let a = w.accelerations().expect("solve");
         // Down the slope (which rises to the right) is perp(n) = (−cos θ, −sin θ).
         let along = DVec2::new(a[0], a[1]).dot(normal.perp());
         let expected = expected_factor * 9.81 * theta.sin();
-        assert!(
-            (along - expected).abs() < 1e-12 * expected,
-            "J = {k} m r²: {along} vs {expected}"
-        );
+        assert!((along - expected).abs() < 1e-12 * expected, "J = {k} m r²: {along} vs {expected}");
         // No slip: |α| r equals the acceleration along the slope.
         assert!((a[2].abs() * r - expected).abs() < 1e-12 * expected);
     }
@@ -231,10 +184,7 @@ fn ellipse_rocking_small_oscillation_frequency() {
     let mut w = World::new(DVec2::new(0.0, -g));
     w.set_integrator(Method::Rk4);
     w.dt = 2e-4;
-    w.surfaces.push(Surface::new(SurfaceGeometry::Line {
-        point: DVec2::ZERO,
-        normal: DVec2::Y,
-    }));
+    w.surfaces.push(Surface::new(SurfaceGeometry::Line { point: DVec2::ZERO, normal: DVec2::Y }));
     let height = (a * a * phi0.sin().powi(2) + b * b * phi0.cos().powi(2)).sqrt();
     let e = w
         .add_body(
@@ -250,10 +200,7 @@ fn ellipse_rocking_small_oscillation_frequency() {
         name: "roll".into(),
         body_a: e,
         body_b: None,
-        kind: ConstraintKind::Rolling {
-            surface: 0,
-            sliding: false,
-        },
+        kind: ConstraintKind::Rolling { surface: 0, sliding: false },
     })
     .expect("constraint");
     w.prepare().expect("prepare");
@@ -269,10 +216,7 @@ fn ellipse_rocking_small_oscillation_frequency() {
     }
     let period = crossings[2] - crossings[1];
     let expected = std::f64::consts::TAU / omega;
-    assert!(
-        (period - expected).abs() / expected < 1e-5,
-        "{period} vs {expected}"
-    );
+    assert!((period - expected).abs() / expected < 1e-5, "{period} vs {expected}");
 }
 
 /// Internal constraint forces do no work: the total energy of the
@@ -281,12 +225,7 @@ fn ellipse_rocking_small_oscillation_frequency() {
 /// can be near zero for potential referenced at the pivot).
 #[test]
 fn conservative_mechanisms_keep_their_energy() {
-    for name in [
-        "coupled_ellipses.ron",
-        "ellipses_on_ellipse.ron",
-        "four_bar.ron",
-        "double_pendulum.ron",
-    ] {
+    for name in ["coupled_ellipses.ron", "ellipses_on_ellipse.ron", "four_bar.ron", "double_pendulum.ron"] {
         let mut w = scene_world(name, &["duration=10.0"]);
         assert_eq!(w.integrator(), Method::Rk4, "{name}");
         let e0 = w.energy().total;
@@ -298,10 +237,7 @@ fn conservative_mechanisms_keep_their_energy() {
             worst = worst.max((e.total - e0).abs());
             scale = scale.max(e.kinetic);
         }
-        assert!(
-            worst <= 1e-8 * scale,
-            "{name}: energy error {worst:e} vs scale {scale:e}"
-        );
+        assert!(worst <= 1e-8 * scale, "{name}: energy error {worst:e} vs scale {scale:e}");
     }
 }
 
@@ -309,16 +245,10 @@ fn conservative_mechanisms_keep_their_energy() {
 /// and of the four-bar; without it, the same runs drift well past that.
 #[test]
 fn projection_holds_the_constraints_without_it_they_drift() {
-    for (name, extra) in [
-        ("chain.ron", "chains[0].links=20"),
-        ("four_bar.ron", "dt=0.001"),
-    ] {
+    for (name, extra) in [("chain.ron", "chains[0].links=20"), ("four_bar.ron", "dt=0.001")] {
         let mut worst = [0.0f64; 2];
         for (k, projection) in [true, false].into_iter().enumerate() {
-            let mut w = scene_world(
-                name,
-                &[extra, &format!("stabilization=(projection: {projection})")],
-            );
+            let mut w = scene_world(name, &[extra, &format!("stabilization=(projection: {projection})")]);
             for _ in 0..100_000 {
                 w.step().unwrap_or_else(|e| panic!("{name}: {e}"));
                 if w.step_count() % 100 == 0 {
@@ -326,16 +256,8 @@ fn projection_holds_the_constraints_without_it_they_drift() {
                 }
             }
         }
-        assert!(
-            worst[0] <= 1e-10,
-            "{name}: with projection max |C| = {:e}",
-            worst[0]
-        );
-        assert!(
-            worst[1] > 1e3 * worst[0].max(1e-12),
-            "{name}: without projection only {:e}",
-            worst[1]
-        );
+        assert!(worst[0] <= 1e-10, "{name}: with projection max |C| = {:e}", worst[0]);
+        assert!(worst[1] > 1e3 * worst[0].max(1e-12), "{name}: without projection only {:e}", worst[1]);
     }
 }
 
@@ -345,10 +267,8 @@ fn projection_holds_the_constraints_without_it_they_drift() {
 #[test]
 fn a_duplicated_constraint_changes_nothing_and_is_named() {
     let mut plain = scene_world("four_bar.ron", &[]);
-    let text = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/four_bar.ron"),
-    )
-    .expect("scene");
+    let text = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/four_bar.ron"))
+        .expect("scene");
     let doubled = text.replace(
         "Revolute(name: \"rocker_ground\"",
         "Revolute(name: \"rocker_ground_again\", a: \"rocker\", at: (2.000000, 0.000000)),\n        Revolute(name: \"rocker_ground\"",
@@ -361,18 +281,9 @@ fn a_duplicated_constraint_changes_nothing_and_is_named() {
         twice.step().expect("doubled");
     }
     for (p, q) in plain.bodies.iter().zip(twice.bodies.iter()) {
-        assert!(
-            (p.position - q.position).length() < 1e-9,
-            "{}: {} vs {}",
-            p.name,
-            p.position,
-            q.position
-        );
+        assert!((p.position - q.position).length() < 1e-9, "{}: {} vs {}", p.name, p.position, q.position);
         assert!((p.angle - q.angle).abs() < 1e-9);
     }
     let warnings: Vec<_> = twice.warnings().cloned().collect();
-    assert!(
-        warnings.iter().any(|w| w.contains("rocker_ground")),
-        "{warnings:?}"
-    );
+    assert!(warnings.iter().any(|w| w.contains("rocker_ground")), "{warnings:?}");
 }

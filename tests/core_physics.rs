@@ -32,11 +32,7 @@ fn run(world: &mut World, steps: usize) {
 /// checking those catches any slip in the update order.
 #[test]
 fn projectile_matches_the_closed_form() {
-    let (x0, v0, g) = (
-        DVec2::new(0.5, 1.0),
-        DVec2::new(10.0, 12.0),
-        DVec2::new(0.0, -9.81),
-    );
+    let (x0, v0, g) = (DVec2::new(0.5, 1.0), DVec2::new(10.0, 12.0), DVec2::new(0.0, -9.81));
     let h = 1.0 / 1024.0;
     let t = 2.0;
     let exact = x0 + v0 * t + 0.5 * g * t * t;
@@ -52,15 +48,9 @@ fn projectile_matches_the_closed_form() {
             _ => exact,
         };
         let err = (w.body(b).position - expected).length();
-        assert!(
-            err <= 1e-12 * expected.length() + 1e-12,
-            "{method}: error {err:e} m"
-        );
+        assert!(err <= 1e-12 * expected.length() + 1e-12, "{method}: error {err:e} m");
         let v_err = (w.body(b).velocity - (v0 + g * t)).length();
-        assert!(
-            v_err <= 1e-12 * v0.length(),
-            "{method}: velocity error {v_err:e}"
-        );
+        assert!(v_err <= 1e-12 * v0.length(), "{method}: velocity error {v_err:e}");
     }
 }
 
@@ -71,9 +61,7 @@ fn spring_pendulum(method: Method, h: f64) -> DVec2 {
     let mut w = World::new(DVec2::new(0.0, -9.81));
     w.dt = h;
     w.set_integrator(method);
-    let b = w
-        .add_body(ball(DVec2::new(0.8, -0.6), DVec2::new(0.0, 0.5), 1.0))
-        .expect("add");
+    let b = w.add_body(ball(DVec2::new(0.8, -0.6), DVec2::new(0.0, 0.5), 1.0)).expect("add");
     w.loads.push(Load::Spring {
         body: b,
         point: DVec2::ZERO,
@@ -101,10 +89,7 @@ fn integrator_orders_on_a_spring_pendulum() {
         let e1 = (spring_pendulum(method, h) - reference).length();
         let e2 = (spring_pendulum(method, h / 2.0) - reference).length();
         let p = (e1 / e2).log2();
-        assert!(
-            (p - method.order() as f64).abs() <= 0.15,
-            "{method}: measured order {p:.3} (errors {e1:e}, {e2:e})"
-        );
+        assert!((p - method.order() as f64).abs() <= 0.15, "{method}: measured order {p:.3} (errors {e1:e}, {e2:e})");
     }
 }
 
@@ -119,9 +104,7 @@ fn symplectic_methods_keep_energy_bounded_explicit_euler_gains() {
         let mut w = World::new(DVec2::new(0.0, -9.81));
         w.dt = 1e-3;
         w.set_integrator(method);
-        let b = w
-            .add_body(ball(DVec2::new(0.8, -0.6), DVec2::new(0.0, 0.5), 1.0))
-            .expect("add");
+        let b = w.add_body(ball(DVec2::new(0.8, -0.6), DVec2::new(0.0, 0.5), 1.0)).expect("add");
         w.loads.push(Load::Spring {
             body: b,
             point: DVec2::ZERO,
@@ -146,20 +129,11 @@ fn symplectic_methods_keep_energy_bounded_explicit_euler_gains() {
     for method in [Method::Symplectic, Method::Midpoint] {
         let (e0, first, last, _) = measure(method);
         let scale = e0.abs().max(1.0);
-        assert!(
-            last <= 1.5 * first + 1e-12 * scale,
-            "{method}: energy drifts: first {first:e}, last {last:e}"
-        );
-        assert!(
-            last < 1e-2 * scale,
-            "{method}: energy error {last:e} vs scale {scale:e}"
-        );
+        assert!(last <= 1.5 * first + 1e-12 * scale, "{method}: energy drifts: first {first:e}, last {last:e}");
+        assert!(last < 1e-2 * scale, "{method}: energy error {last:e} vs scale {scale:e}");
     }
     let (e0, _, _, e_end) = measure(Method::Euler);
-    assert!(
-        e_end > e0 + 0.1 * e0.abs(),
-        "explicit Euler should gain energy: {e0} -> {e_end}"
-    );
+    assert!(e_end > e0 + 0.1 * e0.abs(), "explicit Euler should gain energy: {e0} -> {e_end}");
 }
 
 /// A scene in metres and the same scene in millimetres (lengths ×1000,
@@ -174,18 +148,13 @@ fn unit_invariance_metres_and_millimetres() {
         w.set_integrator(Method::Rk4);
         let a = w
             .add_body(
-                Body::builder(
-                    "plate",
-                    Shape::Box {
-                        half_extents: DVec2::new(0.3, 0.1) * s,
-                    },
-                )
-                .mass(2.0)
-                .position(DVec2::new(0.2, 1.0) * s)
-                .velocity(DVec2::new(1.0, 0.5) * s)
-                .angular_velocity(1.0)
-                .build()
-                .expect("body"),
+                Body::builder("plate", Shape::Box { half_extents: DVec2::new(0.3, 0.1) * s })
+                    .mass(2.0)
+                    .position(DVec2::new(0.2, 1.0) * s)
+                    .velocity(DVec2::new(1.0, 0.5) * s)
+                    .angular_velocity(1.0)
+                    .build()
+                    .expect("body"),
             )
             .expect("add");
         let b = w
@@ -210,25 +179,12 @@ fn unit_invariance_metres_and_millimetres() {
             force: DVec2::new(0.5, 2.0) * s,
             point: DVec2::new(-0.3, 0.1) * s,
             body_frame: true,
-            profile: Profile::Sine {
-                frequency: 1.5,
-                phase: 0.2,
-            },
+            profile: Profile::Sine { frequency: 1.5, phase: 0.2 },
         });
-        w.loads.push(Load::Torque {
-            body: b,
-            torque: 0.3 * s * s,
-            profile: Profile::Constant,
-        });
+        w.loads.push(Load::Torque { body: b, torque: 0.3 * s * s, profile: Profile::Constant });
         w.fields.push(Field {
-            kind: FieldKind::Uniform {
-                force: DVec2::new(2.0, 1.0) * s,
-                per_mass: true,
-            },
-            region: Region::Rect {
-                min: DVec2::new(-10.0, -10.0) * s,
-                max: DVec2::new(10.0, 0.6) * s,
-            },
+            kind: FieldKind::Uniform { force: DVec2::new(2.0, 1.0) * s, per_mass: true },
+            region: Region::Rect { min: DVec2::new(-10.0, -10.0) * s, max: DVec2::new(10.0, 0.6) * s },
         });
         w.fields.push(Field {
             kind: FieldKind::Radial {
@@ -250,14 +206,8 @@ fn unit_invariance_metres_and_millimetres() {
         for h in handles {
             let (p, q) = (m.body(h), mm.body(h));
             let scale = p.position.length().max(1e-3);
-            assert!(
-                (q.position / 1000.0 - p.position).length() <= 1e-9 * scale,
-                "position"
-            );
-            assert!(
-                (q.angle - p.angle).abs() <= 1e-9 * p.angle.abs().max(1.0),
-                "angle"
-            );
+            assert!((q.position / 1000.0 - p.position).length() <= 1e-9 * scale, "position");
+            assert!((q.angle - p.angle).abs() <= 1e-9 * p.angle.abs().max(1.0), "angle");
         }
     }
     // Energies scale by 10⁶ (kg·mm²/s²).
@@ -266,13 +216,7 @@ fn unit_invariance_metres_and_millimetres() {
 }
 
 fn uniform_band(force: DVec2, min: DVec2, max: DVec2) -> Field {
-    Field {
-        kind: FieldKind::Uniform {
-            force,
-            per_mass: false,
-        },
-        region: Region::Rect { min, max },
-    }
+    Field { kind: FieldKind::Uniform { force, per_mass: false }, region: Region::Rect { min, max } }
 }
 
 /// One symplectic step changes the velocity by (F/m)·h inside the region
@@ -283,11 +227,8 @@ fn uniform_field_accelerates_inside_only() {
     for (x, inside) in [(0.5, true), (1.0, true), (1.0 + 1e-9, false), (-0.2, false)] {
         let mut w = World::new(DVec2::ZERO);
         w.dt = 0.01;
-        w.fields
-            .push(uniform_band(f, DVec2::new(0.0, 0.0), DVec2::new(1.0, 1.0)));
-        let b = w
-            .add_body(ball(DVec2::new(x, 0.5), DVec2::ZERO, 2.0))
-            .expect("add");
+        w.fields.push(uniform_band(f, DVec2::new(0.0, 0.0), DVec2::new(1.0, 1.0)));
+        let b = w.add_body(ball(DVec2::new(x, 0.5), DVec2::ZERO, 2.0)).expect("add");
         w.step().expect("step");
         let expected = if inside { f / 2.0 * 0.01 } else { DVec2::ZERO };
         assert!((w.body(b).velocity - expected).length() < 1e-15, "x = {x}");
@@ -303,28 +244,15 @@ fn work_of_a_field_equals_kinetic_energy_gained() {
     let mut w = World::new(DVec2::ZERO);
     w.dt = 1e-4;
     w.set_integrator(Method::Rk4);
-    w.fields.push(uniform_band(
-        DVec2::new(4.0, 0.0),
-        DVec2::new(1.0, -1.0),
-        DVec2::new(3.0, 1.0),
-    ));
-    let b = w
-        .add_body(ball(DVec2::new(0.0, 0.0), DVec2::new(2.0, 0.0), 1.0))
-        .expect("add");
+    w.fields.push(uniform_band(DVec2::new(4.0, 0.0), DVec2::new(1.0, -1.0), DVec2::new(3.0, 1.0)));
+    let b = w.add_body(ball(DVec2::new(0.0, 0.0), DVec2::new(2.0, 0.0), 1.0)).expect("add");
     let k0 = w.energy().kinetic;
     while w.body(b).position.x < 4.0 {
         w.step().expect("step");
     }
     let gained = w.energy().kinetic - k0;
-    assert!(
-        (gained - 8.0).abs() < 8e-3,
-        "kinetic energy gained {gained}, expected 8 J"
-    );
-    assert!(
-        (w.energy().work - gained).abs() < 1e-9 * gained,
-        "work {} vs ΔK {gained}",
-        w.energy().work
-    );
+    assert!((gained - 8.0).abs() < 8e-3, "kinetic energy gained {gained}, expected 8 J");
+    assert!((w.energy().work - gained).abs() < 1e-9 * gained, "work {} vs ΔK {gained}", w.energy().work);
 }
 
 /// Circular orbit in an inverse-square attractor (per mass: a = −μ/r²):
@@ -347,13 +275,7 @@ fn radial_inverse_square_field_gives_a_kepler_orbit() {
         },
         region: Region::Everywhere,
     });
-    let b = w
-        .add_body(ball(
-            DVec2::new(r, 0.0),
-            DVec2::new(0.0, (mu / r).sqrt()),
-            3.0,
-        ))
-        .expect("add");
+    let b = w.add_body(ball(DVec2::new(r, 0.0), DVec2::new(0.0, (mu / r).sqrt()), 3.0)).expect("add");
     let mut max_dr = 0.0f64;
     for _ in 0..2000 {
         w.step().expect("step");
@@ -370,15 +292,9 @@ fn torque_spins_a_body_with_an_unwrapped_angle() {
     let mut w = World::new(DVec2::ZERO);
     w.set_integrator(Method::Rk4);
     w.dt = 1e-3;
-    let b = w
-        .add_body(ball(DVec2::ZERO, DVec2::ZERO, 2.0))
-        .expect("add");
+    let b = w.add_body(ball(DVec2::ZERO, DVec2::ZERO, 2.0)).expect("add");
     let inertia = w.body(b).inertia; // ½ m r² = 0.01
-    w.loads.push(Load::Torque {
-        body: b,
-        torque: 0.05,
-        profile: Profile::Constant,
-    });
+    w.loads.push(Load::Torque { body: b, torque: 0.05, profile: Profile::Constant });
     run(&mut w, 3000);
     let t = 3.0;
     let phi = 0.05 * t * t / (2.0 * inertia);
@@ -392,17 +308,9 @@ fn torque_spins_a_body_with_an_unwrapped_angle() {
 fn off_centre_force_produces_r_cross_f() {
     let mut w = World::new(DVec2::ZERO);
     w.dt = 1e-3;
-    let b = w
-        .add_body(ball(DVec2::ZERO, DVec2::ZERO, 1.0))
-        .expect("add");
+    let b = w.add_body(ball(DVec2::ZERO, DVec2::ZERO, 1.0)).expect("add");
     let (r, f) = (DVec2::new(0.0, 0.1), DVec2::new(2.0, 0.0));
-    w.loads.push(Load::Force {
-        body: b,
-        force: f,
-        point: r,
-        body_frame: false,
-        profile: Profile::Constant,
-    });
+    w.loads.push(Load::Force { body: b, force: f, point: r, body_frame: false, profile: Profile::Constant });
     w.step().expect("step");
     let torque = r.perp_dot(f); // −0.2 N·m: clockwise
     let inertia = w.body(b).inertia;
@@ -416,9 +324,7 @@ fn damper_work_balances_the_energy_lost() {
     let mut w = World::new(DVec2::new(0.0, -9.81));
     w.set_integrator(Method::Rk4);
     w.dt = 1e-3;
-    let b = w
-        .add_body(ball(DVec2::new(0.3, -1.2), DVec2::new(1.0, 0.0), 1.5))
-        .expect("add");
+    let b = w.add_body(ball(DVec2::new(0.3, -1.2), DVec2::new(1.0, 0.0), 1.5)).expect("add");
     w.loads.push(Load::Spring {
         body: b,
         point: DVec2::ZERO,
@@ -430,12 +336,7 @@ fn damper_work_balances_the_energy_lost() {
     let e0 = w.energy();
     run(&mut w, 5000);
     let e1 = w.energy();
-    assert!(
-        e1.total < e0.total - 0.1,
-        "the damper must dissipate: {} -> {}",
-        e0.total,
-        e1.total
-    );
+    assert!(e1.total < e0.total - 0.1, "the damper must dissipate: {} -> {}", e0.total, e1.total);
     assert!(
         (e1.balance() - e0.balance()).abs() < 1e-8 * e0.total.abs().max(1.0),
         "balance {} -> {}",
@@ -452,14 +353,8 @@ fn divergence_names_the_step_and_the_body() {
     let mut w = World::new(DVec2::ZERO);
     w.dt = 0.1;
     w.set_integrator(Method::Euler);
-    w.add_body(ball(DVec2::ZERO, DVec2::ZERO, 1.0))
-        .expect("add");
-    let b = w
-        .add_body(Body {
-            name: "rocket".into(),
-            ..ball(DVec2::new(5.0, 0.0), DVec2::ZERO, 1.0)
-        })
-        .expect("add");
+    w.add_body(ball(DVec2::ZERO, DVec2::ZERO, 1.0)).expect("add");
+    let b = w.add_body(Body { name: "rocket".into(), ..ball(DVec2::new(5.0, 0.0), DVec2::ZERO, 1.0) }).expect("add");
     // A stiff spring stepped far beyond stability blows up geometrically.
     w.loads.push(Load::Spring {
         body: b,
@@ -478,8 +373,5 @@ fn divergence_names_the_step_and_the_body() {
     }
     let e = err.expect("the run must stop");
     let msg = e.to_string();
-    assert!(
-        msg.contains("rocket") && msg.contains(&format!("step {}", w.step_count())),
-        "{msg}"
-    );
+    assert!(msg.contains("rocket") && msg.contains(&format!("step {}", w.step_count())), "{msg}");
 }

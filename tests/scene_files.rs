@@ -15,10 +15,7 @@ fn every_shipped_scene_parses_and_validates() {
             count += 1;
         }
     }
-    assert!(
-        count >= 3,
-        "expected at least the three core scenes, found {count}"
-    );
+    assert!(count >= 3, "expected at least the three core scenes, found {count}");
 }
 
 const GOOD: &str = r#"Scene(
@@ -47,10 +44,7 @@ fn assert_error(e: &SceneError, line: usize, column: usize, field: &str, words: 
     assert!(e.message.contains(words), "message of: {e}");
     // The one-line form names all of it.
     let shown = e.to_string();
-    assert!(
-        shown.starts_with(&format!("bad.ron:{line}:{column}: ")),
-        "{shown}"
-    );
+    assert!(shown.starts_with(&format!("bad.ron:{line}:{column}: ")), "{shown}");
 }
 
 #[test]
@@ -83,25 +77,13 @@ fn negative_mass_is_refused_with_its_place() {
 #[test]
 fn zero_radius_is_refused_with_its_place() {
     let e = error_for(&GOOD.replace("radius: 0.5", "radius: 0.0"));
-    assert_error(
-        &e,
-        4,
-        47,
-        "bodies[0].shape.radius",
-        "radius must be a positive",
-    );
+    assert_error(&e, 4, 47, "bodies[0].shape.radius", "radius must be a positive");
 }
 
 #[test]
 fn unknown_body_name_is_refused_with_the_known_names() {
     let e = error_for(&GOOD.replace("Body(body: \"b\")", "Body(body: \"c\")"));
-    assert_error(
-        &e,
-        8,
-        46,
-        "loads[0].anchor.body",
-        "unknown body 'c' (bodies: a, b)",
-    );
+    assert_error(&e, 8, 46, "loads[0].anchor.body", "unknown body 'c' (bodies: a, b)");
 }
 
 #[test]
@@ -124,27 +106,13 @@ fn set_overrides_existing_missing_and_unknown_paths() {
     let t = apply_override(GOOD, "bodies.b.mass=3").expect("existing");
     assert!(Scene::parse(&t, "x").expect("ok").file.bodies[1].mass == Some(3.0));
     let t = apply_override(GOOD, "gravity=(0,-1.62)").expect("absent top-level field is inserted");
-    assert_eq!(
-        Scene::parse(&t, "x").expect("ok").file.gravity,
-        glam::DVec2::new(0.0, -1.62)
-    );
+    assert_eq!(Scene::parse(&t, "x").expect("ok").file.gravity, glam::DVec2::new(0.0, -1.62));
     let t = apply_override(GOOD, "bodies.a.velocity=(1,2)").expect("absent nested field");
-    assert_eq!(
-        Scene::parse(&t, "x").expect("ok").file.bodies[0].velocity,
-        glam::DVec2::new(1.0, 2.0)
-    );
+    assert_eq!(Scene::parse(&t, "x").expect("ok").file.bodies[0].velocity, glam::DVec2::new(1.0, 2.0));
     let t = apply_override(GOOD, "bodies[0].shape.radius=0.25").expect("indexed path");
     assert!(t.contains("radius: 0.25"));
-    for bad in [
-        "bodies.zz.mass=1",
-        "nonsense=3",
-        "bodies.a.colour=1",
-        "no_equals_sign",
-    ] {
+    for bad in ["bodies.zz.mass=1", "nonsense=3", "bodies.a.colour=1", "no_equals_sign"] {
         let e = apply_override(GOOD, bad).expect_err(bad);
-        assert!(
-            e.contains("unknown path") || e.contains("PATH=VALUE"),
-            "{bad}: {e}"
-        );
+        assert!(e.contains("unknown path") || e.contains("PATH=VALUE"), "{bad}: {e}");
     }
 }

@@ -8,9 +8,7 @@
 mod common;
 
 use common::solver_gen::*;
-use mx2d::solver::{
-    ConstraintId, ConstraintSolver, DenseLdl, SolverSettings, SparseJacobian, dense_matrix,
-};
+use mx2d::solver::{ConstraintId, ConstraintSolver, DenseLdl, SolverSettings, SparseJacobian, dense_matrix};
 
 fn norm(v: &[f64]) -> f64 {
     v.iter().map(|x| x * x).sum::<f64>().sqrt()
@@ -22,15 +20,10 @@ fn rel_diff(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// Solves with both solvers; returns (sparse λ, dense λ, solver).
-fn both(
-    jac: &SparseJacobian,
-    inv_mass: &[[f64; 3]],
-    rhs: &[f64],
-) -> (Vec<f64>, Vec<f64>, ConstraintSolver) {
+fn both(jac: &SparseJacobian, inv_mass: &[[f64; 3]], rhs: &[f64]) -> (Vec<f64>, Vec<f64>, ConstraintSolver) {
     let mut s = ConstraintSolver::new();
     let mut lam = vec![0.0; jac.n_rows()];
-    s.solve(jac, inv_mass, None, rhs, &mut lam)
-        .expect("sparse solve");
+    s.solve(jac, inv_mass, None, rhs, &mut lam).expect("sparse solve");
     let a = dense_matrix(jac, inv_mass, None).expect("dense A");
     let settings = SolverSettings::default();
     let d = DenseLdl::factor(&a, jac.n_rows(), &settings).expect("dense factor");
@@ -114,11 +107,7 @@ fn loop_gives_correct_answer_with_bounded_fill() {
         let (l, ld, s) = both(&jac, &im, &b);
         assert!(rel_diff(&l, &ld) < 1e-10, "n={n}");
         // one loop: one extra block per eliminated link at most (seed 003 §V-D)
-        assert!(
-            s.factors().fill_blocks() <= n,
-            "fill {} on a ring of {n}",
-            s.factors().fill_blocks()
-        );
+        assert!(s.factors().fill_blocks() <= n, "fill {} on a ring of {n}", s.factors().fill_blocks());
         // residual of the original system
         let mut r = vec![0.0; b.len()];
         s.matrix().mul(&l, &mut r).unwrap();
@@ -136,9 +125,7 @@ fn sparse_matches_dense_on_grid_with_loops() {
     let (l, ld, mut s) = both(&jac, &im, &b);
     assert!(rel_diff(&l, &ld) < 1e-10, "{}", rel_diff(&l, &ld));
     assert!(s.factors().fill_blocks() > 0);
-    let rep = s
-        .solve(&jac, &im, None, &b, &mut vec![0.0; jac.n_rows()])
-        .unwrap();
+    let rep = s.solve(&jac, &im, None, &b, &mut vec![0.0; jac.n_rows()]).unwrap();
     assert!(!rep.regularized && rep.rank_deficient.is_empty());
 }
 
@@ -156,11 +143,7 @@ fn over_constrained_grid_gives_unique_forces() {
     let rep = s.clone().solve(&jac, &im, None, &b, &mut lam).unwrap();
     // at least (rows − dof) dependent rows, at most 2 per constraint
     let excess = jac.n_rows() - 3 * w * h;
-    assert!(
-        rep.regularized && 2 * rep.rank_deficient.len() >= excess,
-        "{}",
-        rep.rank_deficient.len()
-    );
+    assert!(rep.regularized && 2 * rep.rank_deficient.len() >= excess, "{}", rep.rank_deficient.len());
     assert!(l.iter().all(|v| v.is_finite()));
     // consistent b: residual to 1e-12; both solvers reach the same diag(A)-weighted
     // minimal-norm λ. 1e-8: the regularised refinement leaves (ε/μ)² ≈ 1e-12 bias
@@ -189,11 +172,7 @@ fn sparse_matches_dense_on_random_graphs() {
         let b = consistent_rhs(&mut rng, &jac, &im);
         let (l, ld, s) = both(&jac, &im, &b);
         let _ = &s;
-        assert!(
-            rel_diff(&l, &ld) < 1e-10,
-            "trial {trial}: {}",
-            rel_diff(&l, &ld)
-        );
+        assert!(rel_diff(&l, &ld) < 1e-10, "trial {trial}: {}", rel_diff(&l, &ld));
     }
 }
 
@@ -274,19 +253,13 @@ fn jacobian_blocks(jac: &SparseJacobian, c: usize) -> Vec<(usize, [[f64; 3]; 3])
 fn singular_four_bar_is_regularised_not_nan() {
     // ground (static, body 0), crank 1, coupler 2, rocker 3, all along the x axis:
     // crank and coupler aligned is the singular (dead-centre) position
-    let im = vec![
-        [0.0; 3],
-        [1.0, 1.0, 12.0],
-        [0.5, 0.5, 1.5],
-        [1.0, 1.0, 12.0],
-    ];
+    let im = vec![[0.0; 3], [1.0, 1.0, 12.0], [0.5, 0.5, 1.5], [1.0, 1.0, 12.0]];
     let mut jac = SparseJacobian::new();
     jac.clear(4);
     // bodies centred at x = 0.5 (crank, length 1), 2.0 (coupler, length 2),
     // 3.0 on a vertical rocker... all anchors on the x axis → the loop is flat
     let hinge = |jac: &mut SparseJacobian, a: usize, ra: [f64; 2], b: usize, rb: [f64; 2]| {
-        jac.push(2, &[(a, point_block(ra, 1.0)), (b, point_block(rb, -1.0))])
-            .unwrap()
+        jac.push(2, &[(a, point_block(ra, 1.0)), (b, point_block(rb, -1.0))]).unwrap()
     };
     hinge(&mut jac, 0, [0.0, 0.0], 1, [-0.5, 0.0]);
     hinge(&mut jac, 1, [0.5, 0.0], 2, [-1.0, 0.0]);
@@ -327,8 +300,7 @@ fn symbolic_analysis_is_reused_while_pattern_is_unchanged() {
         assert_eq!(s.factors().analysis_count(), 1);
     }
     // a new constraint changes the pattern
-    jac.push(1, &[(3, [[0.0, 1.0, 0.0], [0.0; 3], [0.0; 3]])])
-        .unwrap();
+    jac.push(1, &[(3, [[0.0, 1.0, 0.0], [0.0; 3], [0.0; 3]])]).unwrap();
     let b = random_rhs(&mut rng, jac.n_rows());
     let mut l = vec![0.0; jac.n_rows()];
     let rep = s.solve(&jac, &im, None, &b, &mut l).unwrap();
@@ -373,10 +345,7 @@ fn compliance_is_added_to_the_diagonal() {
     s.solve(&jac, &im, Some(&comp), &b, &mut l).unwrap();
     let a = dense_matrix(&jac, &im, Some(&comp)).unwrap();
     let st = SolverSettings::default();
-    let ld = DenseLdl::factor(&a, jac.n_rows(), &st)
-        .unwrap()
-        .solve(&b, &st)
-        .unwrap();
+    let ld = DenseLdl::factor(&a, jac.n_rows(), &st).unwrap().solve(&b, &st).unwrap();
     assert!(rel_diff(&l, &ld) < 1e-10);
 }
 
@@ -387,33 +356,18 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(jac.push(0, &[(0, [[0.0; 3]; 3])]).is_err());
     assert!(jac.push(4, &[(0, [[0.0; 3]; 3])]).is_err());
     assert!(jac.push(1, &[(2, [[0.0; 3]; 3])]).is_err());
-    assert!(
-        jac.push(1, &[(1, [[0.0; 3]; 3]), (1, [[0.0; 3]; 3])])
-            .is_err()
-    );
-    assert!(
-        jac.push(1, &[(0, [[f64::NAN, 0.0, 0.0], [0.0; 3], [0.0; 3]])])
-            .is_err()
-    );
+    assert!(jac.push(1, &[(1, [[0.0; 3]; 3]), (1, [[0.0; 3]; 3])]).is_err());
+    assert!(jac.push(1, &[(0, [[f64::NAN, 0.0, 0.0], [0.0; 3], [0.0; 3]])]).is_err());
     assert!(jac.push(1, &[]).is_err());
-    jac.push(1, &[(0, [[1.0, 0.0, 0.0], [0.0; 3], [0.0; 3]])])
-        .unwrap();
+    jac.push(1, &[(0, [[1.0, 0.0, 0.0], [0.0; 3], [0.0; 3]])]).unwrap();
     let mut s = ConstraintSolver::new();
     let mut l = vec![0.0; 1];
     assert!(s.solve(&jac, &[[1.0; 3]], None, &[1.0], &mut l).is_err()); // inv_mass length
-    assert!(
-        s.solve(&jac, &[[1.0; 3]; 2], None, &[f64::NAN], &mut l)
-            .is_err()
-    );
-    assert!(
-        s.solve(&jac, &[[1.0; 3]; 2], None, &[1.0, 2.0], &mut l)
-            .is_err()
-    );
+    assert!(s.solve(&jac, &[[1.0; 3]; 2], None, &[f64::NAN], &mut l).is_err());
+    assert!(s.solve(&jac, &[[1.0; 3]; 2], None, &[1.0, 2.0], &mut l).is_err());
     assert!(s.solve_factored(&[1.0], &mut l).is_ok());
     // a zero row (constraint on a static body) is rank deficient, λ = 0, no NaN
-    let rep = s
-        .solve(&jac, &[[0.0; 3], [1.0; 3]], None, &[0.0], &mut l)
-        .unwrap();
+    let rep = s.solve(&jac, &[[0.0; 3], [1.0; 3]], None, &[0.0], &mut l).unwrap();
     assert_eq!(rep.rank_deficient, vec![ConstraintId(0)]);
     assert_eq!(l, vec![0.0]);
 }

@@ -51,17 +51,11 @@ impl Curve {
         match *self {
             Curve::Line { point, normal } => {
                 let t = normal.normalize().perp();
-                CurvePoint {
-                    point: JetVec2::new(s * t.x + point.x, s * t.y + point.y),
-                    tangent: JetVec2::constant(t),
-                }
+                CurvePoint { point: JetVec2::new(s * t.x + point.x, s * t.y + point.y), tangent: JetVec2::constant(t) }
             }
             Curve::Ellipse { a, b } => {
                 let (c, sn) = (s.cos(), s.sin());
-                CurvePoint {
-                    point: JetVec2::new(c * a, sn * b),
-                    tangent: JetVec2::new(-sn * a, c * b),
-                }
+                CurvePoint { point: JetVec2::new(c * a, sn * b), tangent: JetVec2::new(-sn * a, c * b) }
             }
             Curve::Superellipse { a, b, n } => {
                 let (rho, drho) = superellipse_polar(s, a, b, n);
@@ -96,44 +90,20 @@ struct SurfaceCurve {
 
 fn surface_curve(g: &SurfaceGeometry) -> Result<SurfaceCurve, String> {
     Ok(match *g {
-        SurfaceGeometry::Line { point, normal } => SurfaceCurve {
-            curve: Curve::Line { point, normal },
-            center: DVec2::ZERO,
-            side: 1.0,
-        },
-        SurfaceGeometry::Circle {
-            center,
-            radius,
-            inside,
-        } => SurfaceCurve {
-            curve: Curve::Ellipse {
-                a: radius,
-                b: radius,
-            },
+        SurfaceGeometry::Line { point, normal } => {
+            SurfaceCurve { curve: Curve::Line { point, normal }, center: DVec2::ZERO, side: 1.0 }
+        }
+        SurfaceGeometry::Circle { center, radius, inside } => SurfaceCurve {
+            curve: Curve::Ellipse { a: radius, b: radius },
             center,
             side: if inside { -1.0 } else { 1.0 },
         },
-        SurfaceGeometry::Ellipse {
-            center,
-            a,
-            b,
-            inside,
-        } => SurfaceCurve {
-            curve: Curve::Ellipse { a, b },
-            center,
-            side: if inside { -1.0 } else { 1.0 },
-        },
-        SurfaceGeometry::Superellipse {
-            center,
-            a,
-            b,
-            exponent,
-            inside,
-        } => {
+        SurfaceGeometry::Ellipse { center, a, b, inside } => {
+            SurfaceCurve { curve: Curve::Ellipse { a, b }, center, side: if inside { -1.0 } else { 1.0 } }
+        }
+        SurfaceGeometry::Superellipse { center, a, b, exponent, inside } => {
             if exponent < 2.0 {
-                return Err(
-                    "rolling on a superellipse needs exponent >= 2 (a smooth curve)".into(),
-                );
+                return Err("rolling on a superellipse needs exponent >= 2 (a smooth curve)".into());
             }
             SurfaceCurve {
                 curve: Curve::Superellipse { a, b, n: exponent },
@@ -142,10 +112,7 @@ fn surface_curve(g: &SurfaceGeometry) -> Result<SurfaceCurve, String> {
             }
         }
         SurfaceGeometry::Polyline { .. } => {
-            return Err(
-                "rolling and point-on-curve constraints need a smooth surface (not a polyline)"
-                    .into(),
-            );
+            return Err("rolling and point-on-curve constraints need a smooth surface (not a polyline)".into());
         }
     })
 }
@@ -177,9 +144,7 @@ fn body_curve(shape: &Shape) -> Result<Option<Curve>, String> {
     Ok(match *shape {
         Shape::Circle { .. } => None,
         Shape::Ellipse { a, b } => Some(Curve::Ellipse { a, b }),
-        Shape::Superellipse { a, b, exponent } if exponent >= 2.0 => {
-            Some(Curve::Superellipse { a, b, n: exponent })
-        }
+        Shape::Superellipse { a, b, exponent } if exponent >= 2.0 => Some(Curve::Superellipse { a, b, n: exponent }),
         _ => {
             return Err(
                 "rolling needs a smooth convex body: circle, ellipse, or superellipse with exponent >= 2".into()
@@ -189,11 +154,7 @@ fn body_curve(shape: &Shape) -> Result<Option<Curve>, String> {
 }
 
 /// Checks that `shape` can roll on `surface` (or a point slide on it).
-pub fn check_supported(
-    shape: &Shape,
-    surface: &SurfaceGeometry,
-    toucher: Toucher,
-) -> Result<(), String> {
+pub fn check_supported(shape: &Shape, surface: &SurfaceGeometry, toucher: Toucher) -> Result<(), String> {
     surface_curve(surface)?;
     if let Toucher::Outline = toucher {
         body_curve(shape)?;
@@ -214,12 +175,7 @@ pub struct Contact {
 }
 
 /// Locates the contact of body pose `pose` (shape `shape`) with `surface`.
-pub fn contact(
-    shape: &Shape,
-    surface: &SurfaceGeometry,
-    toucher: Toucher,
-    pose: &JetPose,
-) -> Contact {
+pub fn contact(shape: &Shape, surface: &SurfaceGeometry, toucher: Toucher, pose: &JetPose) -> Contact {
     // Infallible after `check_supported`; unsupported combinations degrade
     // to a point contact at the centre rather than panic.
     let Ok(sc) = surface_curve(surface) else {
@@ -286,8 +242,7 @@ pub fn contact(
                 let pt = pose.rotate_jet(bp.tangent);
                 (cp.tangent.cross(pt), (p - cp.point).dot(cp.tangent), cp, p)
             };
-            let value_pose =
-                JetPose::constant([pose.position.x.val, pose.position.y.val, pose.angle.val]);
+            let value_pose = JetPose::constant([pose.position.x.val, pose.position.y.val, pose.angle.val]);
             let gv = |s: f64, u: f64| {
                 let (g1, g2, _, _) = eval(Jet::constant(s), Jet::constant(u), &value_pose);
                 [g1.val, g2.val]
@@ -310,10 +265,7 @@ pub fn contact(
             };
             let solve = |m: [[f64; 2]; 2], r: [f64; 2]| {
                 let det = m[0][0] * m[1][1] - m[0][1] * m[1][0];
-                [
-                    (r[0] * m[1][1] - r[1] * m[0][1]) / det,
-                    (m[0][0] * r[1] - m[1][0] * r[0]) / det,
-                ]
+                [(r[0] * m[1][1] - r[1] * m[0][1]) / det, (m[0][0] * r[1] - m[1][0] * r[0]) / det]
             };
             for _ in 0..50 {
                 let d = solve(jac(s, u), gv(s, u));
@@ -337,11 +289,7 @@ pub fn contact(
             let n = sc.normal(cp.tangent);
             let gap = (p - cp.point).dot(n);
             let tangent = cp.tangent.scale(cp.tangent.length().recip());
-            Contact {
-                gap,
-                arm: p - pose.position,
-                tangent,
-            }
+            Contact { gap, arm: p - pose.position, tangent }
         }
     }
 }

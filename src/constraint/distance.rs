@@ -7,14 +7,7 @@ use super::Row;
 use super::jet::JetPose;
 
 /// The bar's single position row.
-pub fn rows(
-    anchor_a: DVec2,
-    anchor_b: DVec2,
-    length: f64,
-    a: &JetPose,
-    b: &JetPose,
-    out: &mut Vec<Row>,
-) {
+pub fn rows(anchor_a: DVec2, anchor_b: DVec2, length: f64, a: &JetPose, b: &JetPose, out: &mut Vec<Row>) {
     let d = a.point(anchor_a) - b.point(anchor_b);
     out.push(Row::Position(d.length() - length));
 }

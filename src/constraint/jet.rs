@@ -34,12 +34,7 @@ pub struct Jet {
 impl Jet {
     /// A constant.
     pub const fn constant(val: f64) -> Jet {
-        Jet {
-            val,
-            grad: [0.0; VARS],
-            d: 0.0,
-            dd: 0.0,
-        }
+        Jet { val, grad: [0.0; VARS], d: 0.0, dd: 0.0 }
     }
 
     /// Independent variable number `index` with value `val` and rate `rate`
@@ -47,12 +42,7 @@ impl Jet {
     pub fn variable(val: f64, index: usize, rate: f64) -> Jet {
         let mut grad = [0.0; VARS];
         grad[index] = 1.0;
-        Jet {
-            val,
-            grad,
-            d: rate,
-            dd: 0.0,
-        }
+        Jet { val, grad, d: rate, dd: 0.0 }
     }
 
     /// f(self) given f, f′ and f″ at `self.val` (the chain rule to second order).
@@ -62,12 +52,7 @@ impl Jet {
         for g in &mut grad {
             *g *= f1;
         }
-        Jet {
-            val: f,
-            grad,
-            d: f1 * self.d,
-            dd: f1 * self.dd + f2 * self.d * self.d,
-        }
+        Jet { val: f, grad, d: f1 * self.d, dd: f1 * self.dd + f2 * self.d * self.d }
     }
 
     /// Sine.
@@ -119,12 +104,7 @@ impl Add for Jet {
         for (g, h) in self.grad.iter_mut().zip(o.grad) {
             *g += h;
         }
-        Jet {
-            val: self.val + o.val,
-            grad: self.grad,
-            d: self.d + o.d,
-            dd: self.dd + o.dd,
-        }
+        Jet { val: self.val + o.val, grad: self.grad, d: self.d + o.d, dd: self.dd + o.dd }
     }
 }
 impl Sub for Jet {
@@ -141,12 +121,7 @@ impl Neg for Jet {
         for g in &mut self.grad {
             *g = -*g;
         }
-        Jet {
-            val: -self.val,
-            grad: self.grad,
-            d: -self.d,
-            dd: -self.dd,
-        }
+        Jet { val: -self.val, grad: self.grad, d: -self.d, dd: -self.dd }
     }
 }
 impl Mul for Jet {
@@ -192,12 +167,7 @@ impl Mul<f64> for Jet {
         for g in &mut self.grad {
             *g *= o;
         }
-        Jet {
-            val: self.val * o,
-            grad: self.grad,
-            d: self.d * o,
-            dd: self.dd * o,
-        }
+        Jet { val: self.val * o, grad: self.grad, d: self.d * o, dd: self.dd * o }
     }
 }
 impl Div<f64> for Jet {
@@ -223,10 +193,7 @@ impl JetVec2 {
     }
     /// A constant vector.
     pub fn constant(v: glam::DVec2) -> Self {
-        Self {
-            x: Jet::constant(v.x),
-            y: Jet::constant(v.y),
-        }
+        Self { x: Jet::constant(v.x), y: Jet::constant(v.y) }
     }
     /// Dot product.
     pub fn dot(self, o: JetVec2) -> Jet {
@@ -238,10 +205,7 @@ impl JetVec2 {
     }
     /// Rotated by +90°: (−y, x).
     pub fn perp(self) -> JetVec2 {
-        JetVec2 {
-            x: -self.y,
-            y: self.x,
-        }
+        JetVec2 { x: -self.y, y: self.x }
     }
     /// Euclidean length.
     pub fn length(self) -> Jet {
@@ -249,10 +213,7 @@ impl JetVec2 {
     }
     /// Scaled by a jet.
     pub fn scale(self, s: Jet) -> JetVec2 {
-        JetVec2 {
-            x: self.x * s,
-            y: self.y * s,
-        }
+        JetVec2 { x: self.x * s, y: self.y * s }
     }
     /// The plain values.
     pub fn value(self) -> glam::DVec2 {
@@ -263,19 +224,13 @@ impl JetVec2 {
 impl Add for JetVec2 {
     type Output = JetVec2;
     fn add(self, o: JetVec2) -> JetVec2 {
-        JetVec2 {
-            x: self.x + o.x,
-            y: self.y + o.y,
-        }
+        JetVec2 { x: self.x + o.x, y: self.y + o.y }
     }
 }
 impl Sub for JetVec2 {
     type Output = JetVec2;
     fn sub(self, o: JetVec2) -> JetVec2 {
-        JetVec2 {
-            x: self.x - o.x,
-            y: self.y - o.y,
-        }
+        JetVec2 { x: self.x - o.x, y: self.y - o.y }
     }
 }
 
@@ -298,20 +253,11 @@ impl JetPose {
         let [x, y, phi] = match state {
             Some((q, v)) => {
                 let k = 3 * slot;
-                [
-                    Jet::variable(q[0], k, v[0]),
-                    Jet::variable(q[1], k + 1, v[1]),
-                    Jet::variable(q[2], k + 2, v[2]),
-                ]
+                [Jet::variable(q[0], k, v[0]), Jet::variable(q[1], k + 1, v[1]), Jet::variable(q[2], k + 2, v[2])]
             }
             None => [Jet::constant(0.0); 3],
         };
-        Self {
-            position: JetVec2::new(x, y),
-            angle: phi,
-            cos: phi.cos(),
-            sin: phi.sin(),
-        }
+        Self { position: JetVec2::new(x, y), angle: phi, cos: phi.cos(), sin: phi.sin() }
     }
 
     /// A pose of constants (no derivatives) at q = (x, y, φ).
@@ -327,26 +273,17 @@ impl JetPose {
 
     /// A body-frame vector turned into world orientation.
     pub fn rotate(&self, local: glam::DVec2) -> JetVec2 {
-        JetVec2::new(
-            self.cos * local.x - self.sin * local.y,
-            self.sin * local.x + self.cos * local.y,
-        )
+        JetVec2::new(self.cos * local.x - self.sin * local.y, self.sin * local.x + self.cos * local.y)
     }
 
     /// A body-frame jet vector turned into world orientation.
     pub fn rotate_jet(&self, local: JetVec2) -> JetVec2 {
-        JetVec2::new(
-            self.cos * local.x - self.sin * local.y,
-            self.sin * local.x + self.cos * local.y,
-        )
+        JetVec2::new(self.cos * local.x - self.sin * local.y, self.sin * local.x + self.cos * local.y)
     }
 
     /// A world-orientation jet vector turned into the body frame.
     pub fn unrotate_jet(&self, world: JetVec2) -> JetVec2 {
-        JetVec2::new(
-            self.cos * world.x + self.sin * world.y,
-            -self.sin * world.x + self.cos * world.y,
-        )
+        JetVec2::new(self.cos * world.x + self.sin * world.y, -self.sin * world.x + self.cos * world.y)
     }
 
     /// World position of a body-frame point.
@@ -363,19 +300,11 @@ mod tests {
     /// differences (central, h = 1e-4: truncation ~1e-8 relative).
     #[test]
     fn derivatives_match_finite_differences() {
-        let f = |x: Jet, y: Jet, phi: Jet, t: Jet| {
-            x * phi.sin() + y.sqrt() * t.cos() + (x / y).abs_powf(3.0)
-        };
+        let f = |x: Jet, y: Jet, phi: Jet, t: Jet| x * phi.sin() + y.sqrt() * t.cos() + (x / y).abs_powf(3.0);
         let (q, v) = ([0.7, 1.3, 0.4], [0.2, -0.5, 1.1]);
         let eval = |s: f64| {
             let p = [q[0] + s * v[0], q[1] + s * v[1], q[2] + s * v[2], 0.3 + s];
-            f(
-                Jet::constant(p[0]),
-                Jet::constant(p[1]),
-                Jet::constant(p[2]),
-                Jet::constant(p[3]),
-            )
-            .val
+            f(Jet::constant(p[0]), Jet::constant(p[1]), Jet::constant(p[2]), Jet::constant(p[3])).val
         };
         let j = f(
             Jet::variable(q[0], 0, v[0]),

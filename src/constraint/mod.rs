@@ -185,10 +185,7 @@ impl Constraint {
             let q = [qa[0], qa[1], qa[2], qb[0], qb[1], qb[2]];
             let v = [va[0], va[1], va[2], vb[0], vb[1], vb[2]];
             let (c, g, gamma) = u.evaluate(&q, &v, t);
-            let mut block = RowBlock {
-                rows: 1,
-                ..Default::default()
-            };
+            let mut block = RowBlock { rows: 1, ..Default::default() };
             block.jac[0][0] = [g[0], g[1], g[2]];
             block.jac[1][0] = [g[3], g[4], g[5]];
             block.value[0] = c;
@@ -205,33 +202,18 @@ impl Constraint {
             ConstraintKind::Revolute { anchor_a, anchor_b } => {
                 revolute::rows(*anchor_a, *anchor_b, &pose_a, &pose_b, &mut rows)
             }
-            ConstraintKind::Distance {
-                anchor_a,
-                anchor_b,
-                length,
-            } => distance::rows(*anchor_a, *anchor_b, *length, &pose_a, &pose_b, &mut rows),
-            ConstraintKind::Prismatic {
-                anchor_a,
-                anchor_b,
-                axis,
-                angle,
-            } => prismatic::rows(
-                *anchor_a, *anchor_b, *axis, *angle, &pose_a, &pose_b, &mut rows,
-            ),
-            ConstraintKind::Weld {
-                anchor_a,
-                anchor_b,
-                angle,
-            } => weld::rows(*anchor_a, *anchor_b, *angle, &pose_a, &pose_b, &mut rows),
-            ConstraintKind::Angle { angle } => {
-                angle::fixed_rows(*angle, &pose_a, &pose_b, &mut rows)
+            ConstraintKind::Distance { anchor_a, anchor_b, length } => {
+                distance::rows(*anchor_a, *anchor_b, *length, &pose_a, &pose_b, &mut rows)
             }
-            ConstraintKind::Gear { ratio, offset } => {
-                angle::gear_rows(*ratio, *offset, &pose_a, &pose_b, &mut rows)
+            ConstraintKind::Prismatic { anchor_a, anchor_b, axis, angle } => {
+                prismatic::rows(*anchor_a, *anchor_b, *axis, *angle, &pose_a, &pose_b, &mut rows)
             }
-            ConstraintKind::Motor { drive, initial } => {
-                motor::rows(drive, *initial, &pose_a, &pose_b, time, &mut rows)
+            ConstraintKind::Weld { anchor_a, anchor_b, angle } => {
+                weld::rows(*anchor_a, *anchor_b, *angle, &pose_a, &pose_b, &mut rows)
             }
+            ConstraintKind::Angle { angle } => angle::fixed_rows(*angle, &pose_a, &pose_b, &mut rows),
+            ConstraintKind::Gear { ratio, offset } => angle::gear_rows(*ratio, *offset, &pose_a, &pose_b, &mut rows),
+            ConstraintKind::Motor { drive, initial } => motor::rows(drive, *initial, &pose_a, &pose_b, time, &mut rows),
             ConstraintKind::Rolling { surface, sliding } => rolling::rows(
                 &bodies[self.body_a.0].shape,
                 &surfaces[*surface].geometry,
@@ -240,11 +222,7 @@ impl Constraint {
                 &pose_a,
                 &mut rows,
             ),
-            ConstraintKind::PointOnCurve {
-                point,
-                surface,
-                sliding,
-            } => rolling::rows(
+            ConstraintKind::PointOnCurve { point, surface, sliding } => rolling::rows(
                 &bodies[self.body_a.0].shape,
                 &surfaces[*surface].geometry,
                 Toucher::Point(*point),
@@ -256,10 +234,7 @@ impl Constraint {
         }
         let (vb, _) = (b.map(|x| x.1).unwrap_or([0.0; 3]), ());
         let v = [va[0], va[1], va[2], vb[0], vb[1], vb[2]];
-        let mut block = RowBlock {
-            rows: rows.len(),
-            ..Default::default()
-        };
+        let mut block = RowBlock { rows: rows.len(), ..Default::default() };
         for (r, row) in rows.iter().enumerate() {
             match row {
                 Row::Position(c) => {
@@ -274,8 +249,7 @@ impl Constraint {
                     block.jac[0][r] = [coeffs[0].val, coeffs[1].val, coeffs[2].val];
                     block.jac[1][r] = [coeffs[3].val, coeffs[4].val, coeffs[5].val];
                     block.velocity_bias[r] = bias.val;
-                    block.gamma[r] =
-                        coeffs.iter().zip(&v).map(|(c, vi)| c.d * vi).sum::<f64>() + bias.d;
+                    block.gamma[r] = coeffs.iter().zip(&v).map(|(c, vi)| c.d * vi).sum::<f64>() + bias.d;
                 }
             }
         }
@@ -288,38 +262,22 @@ impl Constraint {
             return Err("constraint names a body that does not exist".into());
         }
         if self.body_b == Some(self.body_a) {
-            return Err(format!(
-                "constraint '{}' joins body '{}' to itself",
-                self.name, bodies[self.body_a.0].name
-            ));
+            return Err(format!("constraint '{}' joins body '{}' to itself", self.name, bodies[self.body_a.0].name));
         }
         let check_surface = |s: usize| {
-            surfaces.get(s).ok_or_else(|| {
-                format!(
-                    "surface index {s} out of range ({} surfaces)",
-                    surfaces.len()
-                )
-            })
+            surfaces.get(s).ok_or_else(|| format!("surface index {s} out of range ({} surfaces)", surfaces.len()))
         };
         match &self.kind {
             ConstraintKind::Rolling { surface, .. } => {
                 let s = check_surface(*surface)?;
-                curve::check_supported(
-                    &bodies[self.body_a.0].shape,
-                    &s.geometry,
-                    Toucher::Outline,
-                )?;
+                curve::check_supported(&bodies[self.body_a.0].shape, &s.geometry, Toucher::Outline)?;
                 if self.body_b.is_some() {
                     return Err("rolling is on a static surface: give no second body".into());
                 }
             }
             ConstraintKind::PointOnCurve { point, surface, .. } => {
                 let s = check_surface(*surface)?;
-                curve::check_supported(
-                    &bodies[self.body_a.0].shape,
-                    &s.geometry,
-                    Toucher::Point(*point),
-                )?;
+                curve::check_supported(&bodies[self.body_a.0].shape, &s.geometry, Toucher::Point(*point))?;
                 if self.body_b.is_some() {
                     return Err("point-on-curve is on a static surface: give no second body".into());
                 }
@@ -327,9 +285,7 @@ impl Constraint {
             ConstraintKind::Distance { length, .. } if !(length.is_finite() && *length > 0.0) => {
                 return Err(format!("length must be positive, got {length}"));
             }
-            ConstraintKind::Prismatic { axis, .. }
-                if axis.length_squared() == 0.0 || !axis.is_finite() =>
-            {
+            ConstraintKind::Prismatic { axis, .. } if axis.length_squared() == 0.0 || !axis.is_finite() => {
                 return Err("axis must be a non-zero vector".into());
             }
             ConstraintKind::Gear { ratio, .. } if !ratio.is_finite() => {
@@ -357,6 +313,11 @@ impl ConstraintSet {
         self.items.push(c);
         ConstraintHandle(self.items.len() - 1)
     }
+    /// Removes the most recently added constraint if it is `h` (temporary
+    /// constraints of the inverse problems and impulses); returns it.
+    pub fn remove(&mut self, h: ConstraintHandle) -> Option<Constraint> {
+        if h.0 + 1 == self.items.len() { self.items.pop() } else { None }
+    }
     /// Number of constraints.
     pub fn len(&self) -> usize {
         self.items.len()
@@ -375,9 +336,6 @@ impl ConstraintSet {
     }
     /// The handle of the constraint with this name.
     pub fn find(&self, name: &str) -> Option<ConstraintHandle> {
-        self.items
-            .iter()
-            .position(|c| c.name == name)
-            .map(ConstraintHandle)
+        self.items.iter().position(|c| c.name == name).map(ConstraintHandle)
     }
 }

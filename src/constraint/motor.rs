@@ -33,11 +33,9 @@ impl Drive {
     pub fn angle(&self, t: Jet) -> Jet {
         match *self {
             Drive::Speed { speed } => t * speed,
-            Drive::Oscillate {
-                amplitude,
-                frequency,
-                phase,
-            } => (t * (std::f64::consts::TAU * frequency) + phase).sin() * amplitude,
+            Drive::Oscillate { amplitude, frequency, phase } => {
+                (t * (std::f64::consts::TAU * frequency) + phase).sin() * amplitude
+            }
         }
     }
 }

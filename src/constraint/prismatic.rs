@@ -9,18 +9,8 @@ use super::Row;
 use super::jet::JetPose;
 
 /// The slider's two position rows.
-pub fn rows(
-    anchor_a: DVec2,
-    anchor_b: DVec2,
-    axis: DVec2,
-    angle: f64,
-    a: &JetPose,
-    b: &JetPose,
-    out: &mut Vec<Row>,
-) {
+pub fn rows(anchor_a: DVec2, anchor_b: DVec2, axis: DVec2, angle: f64, a: &JetPose, b: &JetPose, out: &mut Vec<Row>) {
     let normal = b.rotate(axis.normalize_or(DVec2::X).perp());
-    out.push(Row::Position(
-        (a.point(anchor_a) - b.point(anchor_b)).dot(normal),
-    ));
+    out.push(Row::Position((a.point(anchor_a) - b.point(anchor_b)).dot(normal)));
     out.push(Row::Position(a.angle - b.angle - angle));
 }

@@ -27,14 +27,7 @@ pub fn rows(
     if !sliding {
         let zero = Jet::constant(0.0);
         out.push(Row::Velocity {
-            coeffs: [
-                c.tangent.x,
-                c.tangent.y,
-                c.arm.cross(c.tangent),
-                zero,
-                zero,
-                zero,
-            ],
+            coeffs: [c.tangent.x, c.tangent.y, c.arm.cross(c.tangent), zero, zero, zero],
             bias: zero,
         });
     }

@@ -32,12 +32,7 @@ pub struct Stabilization {
 
 impl Default for Stabilization {
     fn default() -> Self {
-        Self {
-            projection: true,
-            baumgarte: None,
-            tolerance: 1e-12,
-            max_iterations: 20,
-        }
+        Self { projection: true, baumgarte: None, tolerance: 1e-12, max_iterations: 20 }
     }
 }
 
@@ -65,6 +60,7 @@ pub struct ConstraintSystem {
     rhs: Vec<f64>,
     lambda: Vec<f64>,
     scratch: Vec<f64>,
+    scratch_dq: Vec<f64>,
     /// Warnings raised so far (redundant or singular constraints), each once.
     pub warnings: BTreeSet<String>,
 }
@@ -86,37 +82,21 @@ fn body_state(x: &[f64], i: usize) -> [f64; 3] {
 
 impl ConstraintSystem {
     /// Evaluates every constraint's rows at (t, q, v) and fills J.
-    pub fn assemble(
-        &mut self,
-        scene: Scene,
-        t: f64,
-        q: &[f64],
-        v: &[f64],
-    ) -> Result<(), SolverError> {
+    pub fn assemble(&mut self, scene: Scene, t: f64, q: &[f64], v: &[f64]) -> Result<(), SolverError> {
         let eval = |c: &super::Constraint| {
             let a = c.body_a.0;
             let b = c.body_b.map(|h| (body_state(q, h.0), body_state(v, h.0)));
-            c.evaluate(
-                t,
-                (body_state(q, a), body_state(v, a)),
-                b,
-                scene.bodies,
-                scene.surfaces,
-            )
+            c.evaluate(t, (body_state(q, a), body_state(v, a)), b, scene.bodies, scene.surfaces)
         };
         let items: Vec<_> = scene.constraints.iter().collect();
         if items.len() >= PARALLEL_ROWS {
-            items
-                .par_iter()
-                .map(|c| eval(c))
-                .collect_into_vec(&mut self.blocks);
+            items.par_iter().map(|c| eval(c)).collect_into_vec(&mut self.blocks);
         } else {
             self.blocks.clear();
             self.blocks.extend(items.iter().map(|c| eval(c)));
         }
         self.inv_mass.clear();
-        self.inv_mass
-            .extend(scene.bodies.iter().map(Body::inverse_mass));
+        self.inv_mass.extend(scene.bodies.iter().map(Body::inverse_mass));
         self.jac.clear(scene.bodies.len());
         for (c, block) in items.iter().zip(&self.blocks) {
             let a = (c.body_a.0, block.jac[0]);
@@ -170,20 +150,12 @@ impl ConstraintSystem {
             }
         }
         self.lambda.resize(n, 0.0);
-        let report =
-            self.solver
-                .solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
+        let report = self.solver.solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
         if !report.rank_deficient.is_empty() {
             let names: Vec<_> = report
                 .rank_deficient
                 .iter()
-                .filter_map(|id| {
-                    scene
-                        .constraints
-                        .iter()
-                        .nth(id.index())
-                        .map(|c| c.name.clone())
-                })
+                .filter_map(|id| scene.constraints.iter().nth(id.index()).map(|c| c.name.clone()))
                 .collect();
             self.warnings.insert(format!(
                 "redundant or singular constraints: {} (multipliers regularised to the minimal norm)",
@@ -209,11 +181,7 @@ impl ConstraintSystem {
     pub fn max_error(&self) -> f64 {
         self.blocks
             .iter()
-            .flat_map(|b| {
-                (0..b.rows)
-                    .filter(|&r| b.holonomic[r])
-                    .map(move |r| b.value[r].abs())
-            })
+            .flat_map(|b| (0..b.rows).filter(|&r| b.holonomic[r]).map(move |r| b.value[r].abs()))
             .fold(0.0, f64::max)
     }
 
@@ -255,13 +223,7 @@ impl ConstraintSystem {
     /// Projects `v` onto J v + bias = 0 at the current positions (seed 003
     /// §IV-D with factor 1): v ← v + M⁻¹Jᵀμ, A μ = −(J v + bias). This is the
     /// M-orthogonal projection: it removes the least kinetic energy.
-    pub fn project_velocities(
-        &mut self,
-        scene: Scene,
-        t: f64,
-        q: &[f64],
-        v: &mut [f64],
-    ) -> Result<(), SolverError> {
+    pub fn project_velocities(&mut self, scene: Scene, t: f64, q: &[f64], v: &mut [f64]) -> Result<(), SolverError> {
         self.assemble(scene, t, q, v)?;
         self.velocity_correction(v, 1.0)
     }
@@ -281,23 +243,71 @@ impl ConstraintSystem {
             }
         }
         self.lambda.resize(n, 0.0);
-        self.solver
-            .solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
+        self.solver.solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
         let jac = std::mem::take(&mut self.jac);
         let result = self.correct(&jac, v);
         self.jac = jac;
         result
     }
 
+    /// One full Newton step on the position rows at `q` (seed 003 §IV-E):
+    /// assemble, factor, solve A μ = −C and move q by Δq = M⁻¹Jᵀμ, the
+    /// mass-weighted minimal-norm correction. The rows of constraint `target`
+    /// ask for at most `max_step` (their −C is shortened to that length): far
+    /// from the goal the walk is bounded, near it the step is Newton's own,
+    /// while every other constraint is corrected in full at each step.
+    /// Returns (max |C| before the step, |C| of the target rows).
+    pub fn newton_step(
+        &mut self,
+        scene: Scene,
+        t: f64,
+        q: &mut [f64],
+        v: &[f64],
+        target: usize,
+        max_step: f64,
+    ) -> Result<(f64, f64), SolverError> {
+        self.assemble(scene, t, q, v)?;
+        let err = self.max_error();
+        self.solver.factor(&self.jac, &self.inv_mass, None)?;
+        self.fill_rhs_from_values();
+        let offset: usize = self.blocks[..target].iter().map(|b| b.rows).sum();
+        let rows = self.blocks[target].rows;
+        let goal = &mut self.rhs[offset..offset + rows];
+        let distance = goal.iter().map(|c| c * c).sum::<f64>().sqrt();
+        if distance > max_step {
+            goal.iter_mut().for_each(|c| *c *= max_step / distance);
+        }
+        self.lambda.resize(self.rhs.len(), 0.0);
+        self.solver.solve_factored(&self.rhs, &mut self.lambda)?;
+        // Near a singular configuration (a limb stretched straight) the
+        // minimal-norm step can turn bodies wildly: no body point may move
+        // more than twice the target's step (|Δx| + |Δφ|·r per body).
+        let mut dq = std::mem::take(&mut self.scratch_dq);
+        dq.clear();
+        dq.resize(q.len(), 0.0);
+        let jac = std::mem::take(&mut self.jac);
+        let result = self.correct(&jac, &mut dq);
+        self.jac = jac;
+        result?;
+        let largest = scene
+            .bodies
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (dq[3 * i].powi(2) + dq[3 * i + 1].powi(2)).sqrt() + dq[3 * i + 2].abs() * b.radius())
+            .fold(0.0, f64::max);
+        let scale = if largest > 2.0 * max_step { 2.0 * max_step / largest } else { 1.0 };
+        for (qi, d) in q.iter_mut().zip(&dq) {
+            *qi += scale * d;
+        }
+        self.scratch_dq = dq;
+        Ok((err, distance))
+    }
+
     fn fill_rhs_from_values(&mut self) {
         self.rhs.clear();
         for block in &self.blocks {
             for r in 0..block.rows {
-                self.rhs.push(if block.holonomic[r] {
-                    -block.value[r]
-                } else {
-                    0.0
-                });
+                self.rhs.push(if block.holonomic[r] { -block.value[r] } else { 0.0 });
             }
         }
     }
@@ -329,12 +339,7 @@ impl ConstraintSystem {
                 }
             }
             row += block.rows;
-            out.push(Reaction {
-                constraint: c.name.clone(),
-                fx: w[0],
-                fy: w[1],
-                torque: w[2],
-            });
+            out.push(Reaction { constraint: c.name.clone(), fx: w[0], fy: w[1], torque: w[2] });
         }
         out
     }

@@ -7,14 +7,7 @@ use super::Row;
 use super::jet::JetPose;
 
 /// The weld's three position rows.
-pub fn rows(
-    anchor_a: DVec2,
-    anchor_b: DVec2,
-    angle: f64,
-    a: &JetPose,
-    b: &JetPose,
-    out: &mut Vec<Row>,
-) {
+pub fn rows(anchor_a: DVec2, anchor_b: DVec2, angle: f64, a: &JetPose, b: &JetPose, out: &mut Vec<Row>) {
     super::revolute::rows(anchor_a, anchor_b, a, b, out);
     out.push(Row::Position(a.angle - b.angle - angle));
 }

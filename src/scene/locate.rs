@@ -32,16 +32,10 @@ impl SourceMap {
     pub fn new(text: &str) -> Self {
         let mut map = SourceMap {
             spans: HashMap::new(),
-            line_starts: std::iter::once(0)
-                .chain(text.match_indices('\n').map(|(i, _)| i + 1))
-                .collect(),
+            line_starts: std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect(),
             text: text.to_string(),
         };
-        let mut s = Scanner {
-            b: text.as_bytes(),
-            i: 0,
-            out: &mut map.spans,
-        };
+        let mut s = Scanner { b: text.as_bytes(), i: 0, out: &mut map.spans };
         s.skip_ws();
         s.value(String::new());
         map
@@ -72,9 +66,7 @@ impl SourceMap {
                 if !self.spans.contains_key(&elem) {
                     break;
                 }
-                if part == k.to_string()
-                    || self.text_at(&format!("{elem}.name")) == Some(format!("\"{part}\""))
-                {
+                if part == k.to_string() || self.text_at(&format!("{elem}.name")) == Some(format!("\"{part}\"")) {
                     found = Some(elem);
                     break;
                 }
@@ -86,9 +78,7 @@ impl SourceMap {
 
     /// The raw text of the value at a canonical path.
     pub fn text_at(&self, canon: &str) -> Option<String> {
-        self.spans
-            .get(canon)
-            .map(|l| self.text[l.start..l.end].to_string())
+        self.spans.get(canon).map(|l| self.text[l.start..l.end].to_string())
     }
 
     /// Whether the canonical path exists.
@@ -120,10 +110,7 @@ impl SourceMap {
     pub fn line_col(&self, offset: usize) -> (usize, usize) {
         let line = self.line_starts.partition_point(|&s| s <= offset).max(1);
         let start = self.line_starts[line - 1];
-        let col = self
-            .text
-            .get(start..offset)
-            .map_or(1, |s| s.chars().count() + 1);
+        let col = self.text.get(start..offset).map_or(1, |s| s.chars().count() + 1);
         (line, col)
     }
 
@@ -142,12 +129,7 @@ impl SourceMap {
 }
 
 fn split_path(path: &str) -> Vec<String> {
-    path.replace('[', ".")
-        .replace(']', "")
-        .split('.')
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
+    path.replace('[', ".").replace(']', "").split('.').filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
 
 fn join(base: &str, part: &str) -> String {
@@ -194,10 +176,7 @@ impl Scanner<'_> {
 
     fn ident(&mut self) -> Option<&str> {
         let start = self.i;
-        while self
-            .peek()
-            .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_')
-        {
+        while self.peek().is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_') {
             self.i += 1;
         }
         (self.i > start).then(|| std::str::from_utf8(&self.b[start..self.i]).unwrap_or(""))
@@ -261,9 +240,7 @@ impl Scanner<'_> {
             }
             Some(_) => {
                 // Number or other scalar: up to the next delimiter.
-                while self.peek().is_some_and(|c| {
-                    !matches!(c, b',' | b')' | b']' | b'}') && !c.is_ascii_whitespace()
-                }) {
+                while self.peek().is_some_and(|c| !matches!(c, b',' | b')' | b']' | b'}') && !c.is_ascii_whitespace()) {
                     self.i += 1;
                 }
                 self.record(path, start, None);
@@ -272,14 +249,7 @@ impl Scanner<'_> {
     }
 
     fn record(&mut self, path: String, start: usize, open: Option<usize>) {
-        self.out.insert(
-            path,
-            Located {
-                start,
-                end: self.i,
-                open,
-            },
-        );
+        self.out.insert(path, Located { start, end: self.i, open });
     }
 
     /// Items up to `close`: `name: value` (struct fields) or positional values.
@@ -302,10 +272,7 @@ impl Scanner<'_> {
             let before = self.i;
             // A field `ident :` — else a positional value.
             let mut field = None;
-            if self
-                .peek()
-                .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
-            {
+            if self.peek().is_some_and(|c| c.is_ascii_alphabetic() || c == b'_') {
                 let save = self.i;
                 let name = self.ident().map(str::to_string);
                 self.skip_ws();
@@ -352,14 +319,8 @@ mod tests {
         assert_eq!(m.text_at("bodies[0].shape.radius").as_deref(), Some("0.5"));
         assert_eq!(m.text_at("bodies[0].mass").as_deref(), Some("2.0"));
         assert_eq!(m.text_at("bodies[1].position[1]").as_deref(), Some("-2.0"));
-        assert_eq!(
-            m.resolve("bodies.wheel.shape.a").as_deref(),
-            Some("bodies[1].shape.a")
-        );
-        assert_eq!(
-            m.resolve("bodies.1.position").as_deref(),
-            Some("bodies[1].position")
-        );
+        assert_eq!(m.resolve("bodies.wheel.shape.a").as_deref(), Some("bodies[1].shape.a"));
+        assert_eq!(m.resolve("bodies.1.position").as_deref(), Some("bodies[1].position"));
         assert_eq!(m.position_of("bodies[1].shape.b"), Some((7, 51)));
         // An absent field falls back to its parent's position.
         assert_eq!(m.position_of("bodies[0].velocity"), Some((4, 9)));

@@ -8,9 +8,7 @@ mod locate;
 mod schema;
 
 pub use locate::SourceMap;
-pub use schema::{
-    AnchorDef, BodyDef, ChainDef, ConstraintDef, LoadDef, SceneFile, StabilizationDef,
-};
+pub use schema::{AnchorDef, BodyDef, ChainDef, ConstraintDef, LoadDef, SceneFile, StabilizationDef};
 
 use std::path::Path;
 
@@ -88,11 +86,7 @@ impl Scene {
     }
 
     /// Applies overrides to `text`, then parses and validates it.
-    pub fn parse_with_overrides(
-        text: &str,
-        name: &str,
-        overrides: &[String],
-    ) -> Result<Scene, SceneError> {
+    pub fn parse_with_overrides(text: &str, name: &str, overrides: &[String]) -> Result<Scene, SceneError> {
         let mut text = text.to_string();
         for o in overrides {
             text = apply_override(&text, o).map_err(|message| SceneError {
@@ -103,14 +97,8 @@ impl Scene {
                 message,
             })?;
         }
-        let file: SceneFile = ron_options()
-            .from_str(&text)
-            .map_err(|e| syntax_error(name, &text, e))?;
-        let scene = Scene {
-            file,
-            path: name.to_string(),
-            text,
-        };
+        let file: SceneFile = ron_options().from_str(&text).map_err(|e| syntax_error(name, &text, e))?;
+        let scene = Scene { file, path: name.to_string(), text };
         scene.validate()?;
         Ok(scene)
     }
@@ -122,19 +110,9 @@ impl Scene {
         // "radius must be …" under `shape`: point at `shape.radius` if present.
         let word = message.split_whitespace().next().unwrap_or("");
         let refined = format!("{field}.{word}");
-        let field = if map.contains(&refined) {
-            refined
-        } else {
-            field.to_string()
-        };
+        let field = if map.contains(&refined) { refined } else { field.to_string() };
         let (line, column) = map.position_of(&field).unwrap_or((1, 1));
-        SceneError {
-            file: self.path.clone(),
-            line,
-            column,
-            field,
-            message,
-        }
+        SceneError { file: self.path.clone(), line, column, field, message }
     }
 
     fn validate(&self) -> Result<(), SceneError> {
@@ -153,10 +131,7 @@ impl Scene {
         };
         finite_vec("gravity", f.gravity)?;
         if !(f.dt.is_finite() && f.dt > 0.0) {
-            return Err(self.error_at(
-                "dt",
-                format!("the step must be positive and finite, got {}", f.dt),
-            ));
+            return Err(self.error_at("dt", format!("the step must be positive and finite, got {}", f.dt)));
         }
         if let Some(d) = f.duration
             && !(d.is_finite() && d >= 0.0)
@@ -177,30 +152,19 @@ impl Scene {
             if let Some(m) = b.mass
                 && !(m.is_finite() && m > 0.0)
             {
-                return Err(self.error_at(
-                    &at("mass"),
-                    format!("mass must be positive and finite, got {m}"),
-                ));
+                return Err(self.error_at(&at("mass"), format!("mass must be positive and finite, got {m}")));
             }
             if let Some(d) = b.density
                 && !(d.is_finite() && d > 0.0)
             {
-                return Err(self.error_at(
-                    &at("density"),
-                    format!("density must be positive and finite, got {d}"),
-                ));
+                return Err(self.error_at(&at("density"), format!("density must be positive and finite, got {d}")));
             }
             if let Some(j) = b.inertia
                 && !(j.is_finite() && j > 0.0)
             {
-                return Err(self.error_at(
-                    &at("inertia"),
-                    format!("inertia must be positive and finite, got {j}"),
-                ));
+                return Err(self.error_at(&at("inertia"), format!("inertia must be positive and finite, got {j}")));
             }
-            b.shape
-                .validate()
-                .map_err(|m| self.error_at(&at("shape"), m))?;
+            b.shape.validate().map_err(|m| self.error_at(&at("shape"), m))?;
             finite_vec(&at("position"), b.position)?;
             finite_vec(&at("velocity"), b.velocity)?;
             for (name, v) in [("angle", b.angle), ("angular_velocity", b.angular_velocity)] {
@@ -224,25 +188,17 @@ impl Scene {
                 builder = builder.inertia(j);
             }
             let body = builder.build().map_err(|m| {
-                let field = if m.starts_with("velocity") {
-                    "velocity"
-                } else {
-                    "mass"
-                };
+                let field = if m.starts_with("velocity") { "velocity" } else { "mass" };
                 self.error_at(&at(field), m)
             })?;
-            world
-                .add_body(body)
-                .map_err(|m| self.error_at(&at("name"), m))?;
+            world.add_body(body).map_err(|m| self.error_at(&at("name"), m))?;
         }
         for (i, s) in f.surfaces.iter().enumerate() {
-            s.validate()
-                .map_err(|m| self.error_at(&format!("surfaces[{i}].geometry"), m))?;
+            s.validate().map_err(|m| self.error_at(&format!("surfaces[{i}].geometry"), m))?;
         }
         world.surfaces = f.surfaces.clone();
         for (i, fd) in f.fields.iter().enumerate() {
-            fd.validate()
-                .map_err(|m| self.error_at(&format!("fields[{i}].kind"), m))?;
+            fd.validate().map_err(|m| self.error_at(&format!("fields[{i}].kind"), m))?;
         }
         world.fields = f.fields.clone();
         for (i, c) in f.chains.iter().enumerate() {
@@ -255,18 +211,13 @@ impl Scene {
         if let Some(alpha) = f.stabilization.baumgarte
             && !(alpha.is_finite() && alpha > 0.0)
         {
-            return Err(self.error_at(
-                "stabilization.baumgarte",
-                format!("must be positive, got {alpha}"),
-            ));
+            return Err(self.error_at("stabilization.baumgarte", format!("must be positive, got {alpha}")));
         }
         world.stabilization.projection = f.stabilization.projection;
         world.stabilization.baumgarte = f.stabilization.baumgarte;
         for (i, c) in f.constraints.iter().enumerate() {
             let constraint = self.build_constraint(&world, i, c)?;
-            world
-                .add_constraint(constraint)
-                .map_err(|m| self.error_at(&format!("constraints[{i}]"), m))?;
+            world.add_constraint(constraint).map_err(|m| self.error_at(&format!("constraints[{i}]"), m))?;
         }
         Ok(world)
     }
@@ -290,21 +241,13 @@ impl Scene {
         let mut previous: Option<BodyHandle> = None;
         for k in 0..c.links {
             let centre = c.anchor + dir * (c.link_length * (k as f64 + 0.5));
-            let body = Body::builder(
-                format!("{}{k}", c.prefix),
-                Shape::Bar {
-                    length: c.link_length,
-                    width: c.width,
-                },
-            )
-            .mass(c.link_mass)
-            .position(centre)
-            .angle(angle)
-            .build()
-            .map_err(|m| self.error_at(&at("link_length"), m))?;
-            let h = world
-                .add_body(body)
-                .map_err(|m| self.error_at(&at("prefix"), m))?;
+            let body = Body::builder(format!("{}{k}", c.prefix), Shape::Bar { length: c.link_length, width: c.width })
+                .mass(c.link_mass)
+                .position(centre)
+                .angle(angle)
+                .build()
+                .map_err(|m| self.error_at(&at("link_length"), m))?;
+            let h = world.add_body(body).map_err(|m| self.error_at(&at("prefix"), m))?;
             let (body_b, anchor_b) = match previous {
                 None => (None, c.anchor),
                 Some(p) => (Some(p), half),
@@ -314,10 +257,7 @@ impl Scene {
                     name: format!("{}{k}_pin", c.prefix),
                     body_a: h,
                     body_b,
-                    kind: ConstraintKind::Revolute {
-                        anchor_a: -half,
-                        anchor_b,
-                    },
+                    kind: ConstraintKind::Revolute { anchor_a: -half, anchor_b },
                 })
                 .map_err(|m| self.error_at(&at("prefix"), m))?;
             previous = Some(h);
@@ -325,12 +265,7 @@ impl Scene {
         Ok(())
     }
 
-    fn build_constraint(
-        &self,
-        world: &World,
-        i: usize,
-        c: &ConstraintDef,
-    ) -> Result<Constraint, SceneError> {
+    fn build_constraint(&self, world: &World, i: usize, c: &ConstraintDef) -> Result<Constraint, SceneError> {
         let at_path = |field: &str| format!("constraints[{i}].{field}");
         let handle = |field: &str, name: &str| self.body_handle(world, &at_path(field), name);
         let opt_handle = |name: &Option<String>| name.as_ref().map(|n| handle("b", n)).transpose();
@@ -343,14 +278,7 @@ impl Scene {
         let angle_of = |h: Option<BodyHandle>| h.map_or(0.0, |h| body(h).angle);
         let default_name = |kind: &str| format!("{kind}{i}");
         let (name, a, b, kind) = match c {
-            ConstraintDef::Revolute {
-                name,
-                a,
-                b,
-                at,
-                anchor_a,
-                anchor_b,
-            } => {
+            ConstraintDef::Revolute { name, a, b, at, anchor_a, anchor_b } => {
                 let (a, b) = (handle("a", a)?, opt_handle(b)?);
                 let (anchor_a, anchor_b) = match at {
                     Some(p) => (local(Some(a), *p), local(b, *p)),
@@ -367,32 +295,15 @@ impl Scene {
                     ConstraintKind::Revolute { anchor_a, anchor_b },
                 )
             }
-            ConstraintDef::Distance {
-                name,
-                a,
-                b,
-                anchor_a,
-                anchor_b,
-                length,
-            } => {
+            ConstraintDef::Distance { name, a, b, anchor_a, anchor_b, length } => {
                 let (a, b) = (handle("a", a)?, opt_handle(b)?);
                 let pb = match b {
                     Some(h) => body(h).world_point(*anchor_b),
                     None => *anchor_b,
                 };
-                let length =
-                    length.unwrap_or_else(|| (body(a).world_point(*anchor_a) - pb).length());
-                let kind = ConstraintKind::Distance {
-                    anchor_a: *anchor_a,
-                    anchor_b: *anchor_b,
-                    length,
-                };
-                (
-                    name.clone().unwrap_or_else(|| default_name("distance")),
-                    a,
-                    b,
-                    kind,
-                )
+                let length = length.unwrap_or_else(|| (body(a).world_point(*anchor_a) - pb).length());
+                let kind = ConstraintKind::Distance { anchor_a: *anchor_a, anchor_b: *anchor_b, length };
+                (name.clone().unwrap_or_else(|| default_name("distance")), a, b, kind)
             }
             ConstraintDef::Prismatic { name, a, b, axis } => {
                 let (a, b) = (handle("a", a)?, opt_handle(b)?);
@@ -405,12 +316,7 @@ impl Scene {
                     axis: DVec2::from_angle(-angle_of(b)).rotate(*axis),
                     angle: body(a).angle - angle_of(b),
                 };
-                (
-                    name.clone().unwrap_or_else(|| default_name("prismatic")),
-                    a,
-                    b,
-                    kind,
-                )
+                (name.clone().unwrap_or_else(|| default_name("prismatic")), a, b, kind)
             }
             ConstraintDef::Weld { name, a, b, at } => {
                 let (a, b) = (handle("a", a)?, opt_handle(b)?);
@@ -420,22 +326,12 @@ impl Scene {
                     anchor_b: local(b, p),
                     angle: body(a).angle - angle_of(b),
                 };
-                (
-                    name.clone().unwrap_or_else(|| default_name("weld")),
-                    a,
-                    b,
-                    kind,
-                )
+                (name.clone().unwrap_or_else(|| default_name("weld")), a, b, kind)
             }
             ConstraintDef::Angle { name, a, b, angle } => {
                 let (a, b) = (handle("a", a)?, opt_handle(b)?);
                 let angle = angle.unwrap_or(body(a).angle - angle_of(b));
-                (
-                    name.clone().unwrap_or_else(|| default_name("angle")),
-                    a,
-                    b,
-                    ConstraintKind::Angle { angle },
-                )
+                (name.clone().unwrap_or_else(|| default_name("angle")), a, b, ConstraintKind::Angle { angle })
             }
             ConstraintDef::Gear { name, a, b, ratio } => {
                 let (a, b) = (handle("a", a)?, handle("b", b)?);
@@ -447,10 +343,7 @@ impl Scene {
                     name.clone().unwrap_or_else(|| default_name("gear")),
                     a,
                     Some(b),
-                    ConstraintKind::Gear {
-                        ratio: *ratio,
-                        offset,
-                    },
+                    ConstraintKind::Gear { ratio: *ratio, offset },
                 )
             }
             ConstraintDef::Motor { name, a, b, drive } => {
@@ -460,175 +353,85 @@ impl Scene {
                     name.clone().unwrap_or_else(|| default_name("motor")),
                     a,
                     b,
-                    ConstraintKind::Motor {
-                        drive: *drive,
-                        initial,
-                    },
+                    ConstraintKind::Motor { drive: *drive, initial },
                 )
             }
-            ConstraintDef::Rolling {
-                name,
-                body: bn,
-                surface,
-                sliding,
-            } => {
+            ConstraintDef::Rolling { name, body: bn, surface, sliding } => {
                 let a = handle("body", bn)?;
                 if *surface >= world.surfaces.len() {
                     return Err(self.error_at(
                         &at_path("surface"),
-                        format!(
-                            "surface {surface} does not exist ({} surfaces)",
-                            world.surfaces.len()
-                        ),
+                        format!("surface {surface} does not exist ({} surfaces)", world.surfaces.len()),
                     ));
                 }
                 (
                     name.clone().unwrap_or_else(|| default_name("rolling")),
                     a,
                     None,
-                    ConstraintKind::Rolling {
-                        surface: *surface,
-                        sliding: *sliding,
-                    },
+                    ConstraintKind::Rolling { surface: *surface, sliding: *sliding },
                 )
             }
-            ConstraintDef::PointOnCurve {
-                name,
-                body: bn,
-                point,
-                surface,
-                sliding,
-            } => {
+            ConstraintDef::PointOnCurve { name, body: bn, point, surface, sliding } => {
                 let a = handle("body", bn)?;
                 if *surface >= world.surfaces.len() {
                     return Err(self.error_at(
                         &at_path("surface"),
-                        format!(
-                            "surface {surface} does not exist ({} surfaces)",
-                            world.surfaces.len()
-                        ),
+                        format!("surface {surface} does not exist ({} surfaces)", world.surfaces.len()),
                     ));
                 }
-                let kind = ConstraintKind::PointOnCurve {
-                    point: *point,
-                    surface: *surface,
-                    sliding: *sliding,
-                };
-                (
-                    name.clone()
-                        .unwrap_or_else(|| default_name("point_on_curve")),
-                    a,
-                    None,
-                    kind,
-                )
+                let kind = ConstraintKind::PointOnCurve { point: *point, surface: *surface, sliding: *sliding };
+                (name.clone().unwrap_or_else(|| default_name("point_on_curve")), a, None, kind)
             }
         };
         if b == Some(a) {
-            return Err(self.error_at(
-                &at_path("b"),
-                format!(
-                    "constraint '{name}' joins body '{}' to itself",
-                    body(a).name
-                ),
-            ));
+            return Err(
+                self.error_at(&at_path("b"), format!("constraint '{name}' joins body '{}' to itself", body(a).name))
+            );
         }
-        Ok(Constraint {
-            name,
-            body_a: a,
-            body_b: b,
-            kind,
-        })
+        Ok(Constraint { name, body_a: a, body_b: b, kind })
     }
 
     fn body_handle(&self, world: &World, path: &str, name: &str) -> Result<BodyHandle, SceneError> {
         world.bodies.find(name).ok_or_else(|| {
             let known: Vec<_> = world.bodies.iter().map(|b| b.name.as_str()).collect();
-            self.error_at(
-                path,
-                format!("unknown body '{name}' (bodies: {})", known.join(", ")),
-            )
+            self.error_at(path, format!("unknown body '{name}' (bodies: {})", known.join(", ")))
         })
     }
 
     fn build_load(&self, world: &World, i: usize, l: &LoadDef) -> Result<Load, SceneError> {
         let at = |field: &str| format!("loads[{i}].{field}");
         let finite = |field: &str, v: f64| {
-            if v.is_finite() {
-                Ok(())
-            } else {
-                Err(self.error_at(&at(field), format!("must be finite, got {v}")))
-            }
+            if v.is_finite() { Ok(()) } else { Err(self.error_at(&at(field), format!("must be finite, got {v}"))) }
         };
         Ok(match l {
-            LoadDef::Force {
-                body,
-                force,
-                point,
-                body_frame,
-                profile,
-            } => {
+            LoadDef::Force { body, force, point, body_frame, profile } => {
                 let body = self.body_handle(world, &at("body"), body)?;
                 finite("force", force.x + force.y)?;
                 finite("point", point.x + point.y)?;
-                profile
-                    .validate()
-                    .map_err(|m| self.error_at(&at("profile"), m))?;
-                Load::Force {
-                    body,
-                    force: *force,
-                    point: *point,
-                    body_frame: *body_frame,
-                    profile: profile.clone(),
-                }
+                profile.validate().map_err(|m| self.error_at(&at("profile"), m))?;
+                Load::Force { body, force: *force, point: *point, body_frame: *body_frame, profile: profile.clone() }
             }
-            LoadDef::Torque {
-                body,
-                torque,
-                profile,
-            } => {
+            LoadDef::Torque { body, torque, profile } => {
                 let body = self.body_handle(world, &at("body"), body)?;
                 finite("torque", *torque)?;
-                profile
-                    .validate()
-                    .map_err(|m| self.error_at(&at("profile"), m))?;
-                Load::Torque {
-                    body,
-                    torque: *torque,
-                    profile: profile.clone(),
-                }
+                profile.validate().map_err(|m| self.error_at(&at("profile"), m))?;
+                Load::Torque { body, torque: *torque, profile: profile.clone() }
             }
-            LoadDef::Spring {
-                body,
-                point,
-                anchor,
-                stiffness,
-                rest_length,
-                damping,
-            } => {
+            LoadDef::Spring { body, point, anchor, stiffness, rest_length, damping } => {
                 let handle = self.body_handle(world, &at("body"), body)?;
                 let anchor = match anchor {
                     AnchorDef::World { point } => Anchor::World(*point),
                     AnchorDef::Body { body: other, point } => {
                         let h = self.body_handle(world, &at("anchor.body"), other)?;
                         if h == handle {
-                            return Err(self.error_at(
-                                &at("anchor.body"),
-                                "a spring cannot join a body to itself",
-                            ));
+                            return Err(self.error_at(&at("anchor.body"), "a spring cannot join a body to itself"));
                         }
                         Anchor::Body(h, *point)
                     }
                 };
-                for (name, v) in [
-                    ("stiffness", *stiffness),
-                    ("rest_length", *rest_length),
-                    ("damping", *damping),
-                ] {
+                for (name, v) in [("stiffness", *stiffness), ("rest_length", *rest_length), ("damping", *damping)] {
                     if !(v.is_finite() && v >= 0.0) {
-                        return Err(self.error_at(
-                            &at(name),
-                            format!("{name} must be finite and >= 0, got {v}"),
-                        ));
+                        return Err(self.error_at(&at(name), format!("{name} must be finite and >= 0, got {v}")));
                     }
                 }
                 Load::Spring {
@@ -643,24 +446,18 @@ impl Scene {
             LoadDef::Drag { body, coefficient } => {
                 let body = self.body_handle(world, &at("body"), body)?;
                 if !(coefficient.is_finite() && *coefficient >= 0.0) {
-                    return Err(self.error_at(
-                        &at("coefficient"),
-                        format!("must be finite and >= 0, got {coefficient}"),
-                    ));
+                    return Err(
+                        self.error_at(&at("coefficient"), format!("must be finite and >= 0, got {coefficient}"))
+                    );
                 }
-                Load::Drag {
-                    body,
-                    coefficient: *coefficient,
-                }
+                Load::Drag { body, coefficient: *coefficient }
             }
         })
     }
 
     /// The default number of steps: `steps`, else `duration / dt` (default 1 s).
     pub fn default_steps(&self) -> u64 {
-        self.file
-            .steps
-            .unwrap_or_else(|| (self.file.duration.unwrap_or(1.0) / self.file.dt).round() as u64)
+        self.file.steps.unwrap_or_else(|| (self.file.duration.unwrap_or(1.0) / self.file.dt).round() as u64)
     }
 }
 
@@ -686,14 +483,11 @@ fn syntax_error(file: &str, text: &str, e: ron::error::SpannedError) -> SceneErr
 /// An absent field of an existing struct is inserted; anything else that does
 /// not exist is an error naming the path.
 pub fn apply_override(text: &str, assignment: &str) -> Result<String, String> {
-    let (path, value) = assignment
-        .split_once('=')
-        .ok_or_else(|| format!("--set expects PATH=VALUE, got '{assignment}'"))?;
+    let (path, value) =
+        assignment.split_once('=').ok_or_else(|| format!("--set expects PATH=VALUE, got '{assignment}'"))?;
     let (path, value) = (path.trim(), value.trim());
     let map = SourceMap::new(text);
-    let canon = map
-        .resolve(path)
-        .ok_or_else(|| format!("unknown path '{path}'"))?;
+    let canon = map.resolve(path).ok_or_else(|| format!("unknown path '{path}'"))?;
     if let Some(l) = map.span(&canon) {
         return Ok(format!("{}{}{}", &text[..l.start], value, &text[l.end..]));
     }
@@ -702,21 +496,15 @@ pub fn apply_override(text: &str, assignment: &str) -> Result<String, String> {
         Some(cut) => (&canon[..cut], &canon[cut + 1..]),
         None => ("", canon.as_str()),
     };
-    let parent_span = map
-        .span(parent)
-        .ok_or_else(|| format!("unknown path '{path}'"))?;
-    let open = parent_span
-        .open
-        .ok_or_else(|| format!("unknown path '{path}': '{parent}' is not a structure"))?;
+    let parent_span = map.span(parent).ok_or_else(|| format!("unknown path '{path}'"))?;
+    let open = parent_span.open.ok_or_else(|| format!("unknown path '{path}': '{parent}' is not a structure"))?;
     if field.is_empty() || !field.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(format!("unknown path '{path}'"));
     }
     let inserted = format!("{}{field}: {value}, {}", &text[..open], &text[open..]);
     // The parser decides whether the field exists in the schema; say so clearly.
     match ron_options().from_str::<SceneFile>(&inserted) {
-        Err(e) if matches!(e.code, ron::Error::NoSuchStructField { .. }) => {
-            Err(format!("unknown path '{path}'"))
-        }
+        Err(e) if matches!(e.code, ron::Error::NoSuchStructField { .. }) => Err(format!("unknown path '{path}'")),
         _ => Ok(inserted),
     }
 }

@@ -82,10 +82,7 @@ pub struct StabilizationDef {
 
 impl Default for StabilizationDef {
     fn default() -> Self {
-        Self {
-            projection: true,
-            baumgarte: None,
-        }
+        Self { projection: true, baumgarte: None }
     }
 }
 

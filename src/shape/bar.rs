@@ -18,10 +18,5 @@ pub(super) fn signed_distance(length: f64, width: f64, p: DVec2) -> f64 {
 }
 pub(super) fn outline(length: f64, width: f64) -> Vec<DVec2> {
     let (hx, hy) = (0.5 * length, 0.5 * width);
-    vec![
-        DVec2::new(-hx, -hy),
-        DVec2::new(hx, -hy),
-        DVec2::new(hx, hy),
-        DVec2::new(-hx, hy),
-    ]
+    vec![DVec2::new(-hx, -hy), DVec2::new(hx, -hy), DVec2::new(hx, hy), DVec2::new(-hx, hy)]
 }

@@ -86,9 +86,7 @@ impl Shape {
             Shape::Ellipse { a, b } => ellipse::unit_inertia(*a, *b),
             Shape::Superellipse { a, b, exponent } => superellipse::unit_inertia(*a, *b, *exponent),
             Shape::Polygon { vertices } => polygon::unit_inertia(vertices),
-            Shape::Box { half_extents } => {
-                (half_extents.x * half_extents.x + half_extents.y * half_extents.y) / 3.0
-            }
+            Shape::Box { half_extents } => (half_extents.x * half_extents.x + half_extents.y * half_extents.y) / 3.0,
             Shape::Bar { length, width } => bar::unit_inertia(*length, *width),
         }
     }
@@ -98,13 +96,9 @@ impl Shape {
         match self {
             Shape::Circle { radius } => circle::support(*radius, direction),
             Shape::Ellipse { a, b } => ellipse::support(*a, *b, direction),
-            Shape::Superellipse { a, b, exponent } => {
-                superellipse::support(*a, *b, *exponent, direction)
-            }
+            Shape::Superellipse { a, b, exponent } => superellipse::support(*a, *b, *exponent, direction),
             Shape::Polygon { vertices } => polygon::support(vertices, direction),
-            Shape::Box { half_extents } => {
-                polygon::support(&box_vertices(*half_extents), direction)
-            }
+            Shape::Box { half_extents } => polygon::support(&box_vertices(*half_extents), direction),
             Shape::Bar { length, width } => bar::support(*length, *width, direction),
         }
     }
@@ -114,13 +108,9 @@ impl Shape {
         match self {
             Shape::Circle { radius } => circle::signed_distance(*radius, p),
             Shape::Ellipse { a, b } => ellipse::signed_distance(*a, *b, p),
-            Shape::Superellipse { a, b, exponent } => {
-                superellipse::signed_distance(*a, *b, *exponent, p)
-            }
+            Shape::Superellipse { a, b, exponent } => superellipse::signed_distance(*a, *b, *exponent, p),
             Shape::Polygon { vertices } => polygon::signed_distance(vertices, p),
-            Shape::Box { half_extents } => {
-                polygon::signed_distance(&box_vertices(*half_extents), p)
-            }
+            Shape::Box { half_extents } => polygon::signed_distance(&box_vertices(*half_extents), p),
             Shape::Bar { length, width } => bar::signed_distance(*length, *width, p),
         }
     }
@@ -145,9 +135,7 @@ impl Shape {
         match self {
             Shape::Circle { radius } => ellipse::outline(*radius, *radius, segments),
             Shape::Ellipse { a, b } => ellipse::outline(*a, *b, segments),
-            Shape::Superellipse { a, b, exponent } => {
-                superellipse::outline(*a, *b, *exponent, segments)
-            }
+            Shape::Superellipse { a, b, exponent } => superellipse::outline(*a, *b, *exponent, segments),
             Shape::Polygon { vertices } => vertices.clone(),
             Shape::Box { half_extents } => box_vertices(*half_extents).to_vec(),
             Shape::Bar { length, width } => bar::outline(*length, *width),
@@ -202,9 +190,7 @@ impl Shape {
                 positive("a", *a)?;
                 positive("b", *b)?;
                 if !(exponent.is_finite() && *exponent > 1.0) {
-                    return Err(format!(
-                        "exponent must be finite and > 1 (a convex superellipse), got {exponent}"
-                    ));
+                    return Err(format!("exponent must be finite and > 1 (a convex superellipse), got {exponent}"));
                 }
                 Ok(())
             }
@@ -225,12 +211,7 @@ impl Shape {
 }
 
 fn box_vertices(h: DVec2) -> [DVec2; 4] {
-    [
-        DVec2::new(-h.x, -h.y),
-        DVec2::new(h.x, -h.y),
-        DVec2::new(h.x, h.y),
-        DVec2::new(-h.x, h.y),
-    ]
+    [DVec2::new(-h.x, -h.y), DVec2::new(h.x, -h.y), DVec2::new(h.x, h.y), DVec2::new(-h.x, h.y)]
 }
 
 /// Closest point of a closed parametric curve `curve(t)`, t ∈ [0, 2π), to `p`:
@@ -303,45 +284,18 @@ mod tests {
         let shapes = [
             Shape::Circle { radius: 0.7 },
             Shape::Ellipse { a: 1.3, b: 0.4 },
-            Shape::Superellipse {
-                a: 1.0,
-                b: 0.6,
-                exponent: 4.0,
-            },
-            Shape::Superellipse {
-                a: 0.8,
-                b: 0.8,
-                exponent: 1.5,
-            },
-            Shape::Box {
-                half_extents: DVec2::new(0.9, 0.3),
-            },
-            Shape::Polygon {
-                vertices: vec![
-                    DVec2::new(-0.5, -0.4),
-                    DVec2::new(0.7, -0.3),
-                    DVec2::new(0.2, 0.6),
-                ],
-            }
-            .centred()
-            .0,
-            Shape::Bar {
-                length: 2.0,
-                width: 0.2,
-            },
+            Shape::Superellipse { a: 1.0, b: 0.6, exponent: 4.0 },
+            Shape::Superellipse { a: 0.8, b: 0.8, exponent: 1.5 },
+            Shape::Box { half_extents: DVec2::new(0.9, 0.3) },
+            Shape::Polygon { vertices: vec![DVec2::new(-0.5, -0.4), DVec2::new(0.7, -0.3), DVec2::new(0.2, 0.6)] }
+                .centred()
+                .0,
+            Shape::Bar { length: 2.0, width: 0.2 },
         ];
         for s in &shapes {
             let (area, k2) = grid_area_and_inertia(s);
-            assert!(
-                (area - s.area()).abs() / s.area() < 3e-3,
-                "{s:?}: area {area} vs {}",
-                s.area()
-            );
-            assert!(
-                (k2 - s.unit_inertia()).abs() / s.unit_inertia() < 3e-3,
-                "{s:?}: J/m {k2} vs {}",
-                s.unit_inertia()
-            );
+            assert!((area - s.area()).abs() / s.area() < 3e-3, "{s:?}: area {area} vs {}", s.area());
+            assert!((k2 - s.unit_inertia()).abs() / s.unit_inertia() < 3e-3, "{s:?}: J/m {k2} vs {}", s.unit_inertia());
         }
     }
 
@@ -350,24 +304,15 @@ mod tests {
         let shapes = [
             Shape::Circle { radius: 0.7 },
             Shape::Ellipse { a: 1.3, b: 0.4 },
-            Shape::Superellipse {
-                a: 1.0,
-                b: 0.6,
-                exponent: 4.0,
-            },
-            Shape::Box {
-                half_extents: DVec2::new(0.9, 0.3),
-            },
+            Shape::Superellipse { a: 1.0, b: 0.6, exponent: 4.0 },
+            Shape::Box { half_extents: DVec2::new(0.9, 0.3) },
         ];
         for s in &shapes {
             let outline = s.outline(720);
             for k in 0..36 {
                 let d = DVec2::from_angle(k as f64 * 0.1745 + 0.01);
                 let sp = s.support(d);
-                assert!(
-                    s.signed_distance(sp).abs() < 1e-9,
-                    "{s:?} support off boundary"
-                );
+                assert!(s.signed_distance(sp).abs() < 1e-9, "{s:?} support off boundary");
                 let best = outline.iter().map(|p| p.dot(d)).fold(f64::MIN, f64::max);
                 assert!(sp.dot(d) >= best - 1e-9, "{s:?}: support not extreme");
             }

@@ -14,27 +14,18 @@ fn edges(v: &[DVec2]) -> impl Iterator<Item = (DVec2, DVec2)> + '_ {
 /// Area centroid of a simple polygon.
 pub fn polygon_centroid(v: &[DVec2]) -> DVec2 {
     let a = area(v);
-    edges(v)
-        .map(|(p, q)| (p + q) * p.perp_dot(q))
-        .sum::<DVec2>()
-        / (6.0 * a)
+    edges(v).map(|(p, q)| (p + q) * p.perp_dot(q)).sum::<DVec2>() / (6.0 * a)
 }
 
 /// Polar second moment about the origin per unit area, divided by the area:
 /// Σ (p×q)(p·p + p·q + q·q) / 12, over the area.
 pub(super) fn unit_inertia(v: &[DVec2]) -> f64 {
-    let j: f64 = edges(v)
-        .map(|(p, q)| p.perp_dot(q) * (p.dot(p) + p.dot(q) + q.dot(q)))
-        .sum::<f64>()
-        / 12.0;
+    let j: f64 = edges(v).map(|(p, q)| p.perp_dot(q) * (p.dot(p) + p.dot(q) + q.dot(q))).sum::<f64>() / 12.0;
     j / area(v)
 }
 
 pub(super) fn support(v: &[DVec2], d: DVec2) -> DVec2 {
-    v.iter()
-        .copied()
-        .max_by(|p, q| p.dot(d).total_cmp(&q.dot(d)))
-        .unwrap_or(DVec2::ZERO)
+    v.iter().copied().max_by(|p, q| p.dot(d).total_cmp(&q.dot(d))).unwrap_or(DVec2::ZERO)
 }
 
 /// Exact signed distance to a convex polygon: the largest edge-plane distance
@@ -54,10 +45,7 @@ pub(super) fn signed_distance(v: &[DVec2], p: DVec2) -> f64 {
 
 pub(super) fn validate(v: &[DVec2]) -> Result<(), String> {
     if v.len() < 3 {
-        return Err(format!(
-            "a polygon needs at least 3 vertices, got {}",
-            v.len()
-        ));
+        return Err(format!("a polygon needs at least 3 vertices, got {}", v.len()));
     }
     if v.iter().any(|p| !p.is_finite()) {
         return Err("polygon vertices must be finite".into());

@@ -28,30 +28,18 @@ pub(super) fn support(a: f64, b: f64, n: f64, d: DVec2) -> DVec2 {
     let e = 1.0 / (n - 1.0);
     let m = n * e;
     let norm = (u.abs().powf(m) + w.abs().powf(m)).powf(1.0 / n);
-    DVec2::new(
-        a * u.signum() * u.abs().powf(e) / norm,
-        b * w.signum() * w.abs().powf(e) / norm,
-    )
+    DVec2::new(a * u.signum() * u.abs().powf(e) / norm, b * w.signum() * w.abs().powf(e) / norm)
 }
 /// Parametrisation x = a·sgn(cos t)|cos t|^{2/n}, y = b·sgn(sin t)|sin t|^{2/n}.
 pub(super) fn point(a: f64, b: f64, n: f64, t: f64) -> DVec2 {
     let (s, c) = t.sin_cos();
-    DVec2::new(
-        a * c.signum() * c.abs().powf(2.0 / n),
-        b * s.signum() * s.abs().powf(2.0 / n),
-    )
+    DVec2::new(a * c.signum() * c.abs().powf(2.0 / n), b * s.signum() * s.abs().powf(2.0 / n))
 }
 pub(super) fn signed_distance(a: f64, b: f64, n: f64, p: DVec2) -> f64 {
     let (_, c) = super::closest_on_parametric(|t| point(a, b, n, t), p);
     let d = (p - c).length();
-    if (p.x / a).abs().powf(n) + (p.y / b).abs().powf(n) < 1.0 {
-        -d
-    } else {
-        d
-    }
+    if (p.x / a).abs().powf(n) + (p.y / b).abs().powf(n) < 1.0 { -d } else { d }
 }
 pub(super) fn outline(a: f64, b: f64, n: f64, segments: usize) -> Vec<DVec2> {
-    (0..segments)
-        .map(|i| point(a, b, n, std::f64::consts::TAU * i as f64 / segments as f64))
-        .collect()
+    (0..segments).map(|i| point(a, b, n, std::f64::consts::TAU * i as f64 / segments as f64)).collect()
 }

@@ -18,8 +18,7 @@ pub fn mul_abt(a: &Block, b: &Block) -> Block {
     let mut o = ZERO;
     for r in 0..3 {
         for c in 0..3 {
-            o[3 * r + c] =
-                a[3 * r] * b[3 * c] + a[3 * r + 1] * b[3 * c + 1] + a[3 * r + 2] * b[3 * c + 2];
+            o[3 * r + c] = a[3 * r] * b[3 * c] + a[3 * r + 1] * b[3 * c + 1] + a[3 * r + 2] * b[3 * c + 2];
         }
     }
     o
@@ -42,8 +41,7 @@ pub fn mul_ab(a: &Block, b: &Block) -> Block {
 pub fn sub_abt(acc: &mut Block, a: &Block, b: &Block) {
     for r in 0..3 {
         for c in 0..3 {
-            acc[3 * r + c] -=
-                a[3 * r] * b[3 * c] + a[3 * r + 1] * b[3 * c + 1] + a[3 * r + 2] * b[3 * c + 2];
+            acc[3 * r + c] -= a[3 * r] * b[3 * c] + a[3 * r + 1] * b[3 * c + 1] + a[3 * r + 2] * b[3 * c + 2];
         }
     }
 }
@@ -195,12 +193,7 @@ pub enum SmallPivot {
 /// when `!(d_r > thresh[r])` (so NaN counts as small). `floor` is used by
 /// [`SmallPivot::Floor`].
 #[inline(always)]
-pub fn ldl_inverse(
-    s: &Block,
-    thresh: &[f64; 3],
-    floor: &[f64; 3],
-    mode: SmallPivot,
-) -> (Block, [Pivot; 3]) {
+pub fn ldl_inverse(s: &Block, thresh: &[f64; 3], floor: &[f64; 3], mode: SmallPivot) -> (Block, [Pivot; 3]) {
     let mut piv = [Pivot::Ok; 3];
     // inverse pivots; 0 means "dropped row" (infinite pivot)
     let fix = |d: f64, r: usize, piv: &mut [Pivot; 3]| -> f64 {

@@ -74,15 +74,8 @@ impl DenseLdl {
         }
         let diag: Vec<f64> = (0..n).map(|i| a[i * n + i]).collect();
         let pos: Vec<f64> = diag.iter().copied().filter(|v| *v > 0.0).collect();
-        let fallback = if pos.is_empty() {
-            1.0
-        } else {
-            pos.iter().sum::<f64>() / pos.len() as f64
-        };
-        let scale: Vec<f64> = diag
-            .iter()
-            .map(|&v| if v > 0.0 { v } else { fallback })
-            .collect();
+        let fallback = if pos.is_empty() { 1.0 } else { pos.iter().sum::<f64>() / pos.len() as f64 };
+        let scale: Vec<f64> = diag.iter().map(|&v| if v > 0.0 { v } else { fallback }).collect();
         let mut me = Self {
             n,
             a: a.to_vec(),
@@ -96,12 +89,7 @@ impl DenseLdl {
         if !dep.is_empty() {
             me.dependent_rows = dep;
             me.regularized = true;
-            me.pass(
-                &scale,
-                settings.regularization,
-                0.1 * settings.regularization,
-                false,
-            );
+            me.pass(&scale, settings.regularization, 0.1 * settings.regularization, false);
         }
         Ok(me)
     }
@@ -122,8 +110,7 @@ impl DenseLdl {
                 u[j] = if self.inv_d[j] == 0.0 { 0.0 } else { t };
             }
             let li = &self.l[i * n..i * n + i];
-            let d = self.a[i * n + i] + eps * scale[i]
-                - u[..i].iter().zip(li).map(|(x, y)| x * y).sum::<f64>();
+            let d = self.a[i * n + i] + eps * scale[i] - u[..i].iter().zip(li).map(|(x, y)| x * y).sum::<f64>();
             self.inv_d[i] = if d > thresh * scale[i] {
                 1.0 / d
             } else {
@@ -147,9 +134,7 @@ impl DenseLdl {
             .filter_map(|&r| {
                 jac.cons
                     .iter()
-                    .position(|c| {
-                        (c.row_offset as usize..(c.row_offset + c.rows) as usize).contains(&r)
-                    })
+                    .position(|c| (c.row_offset as usize..(c.row_offset + c.rows) as usize).contains(&r))
                     .map(|c| ConstraintId(c as u32))
             })
             .collect();
@@ -182,12 +167,7 @@ impl DenseLdl {
     fn residual(&self, b: &[f64], x: &[f64], r: &mut [f64]) -> f64 {
         let n = self.n;
         for i in 0..n {
-            r[i] = b[i]
-                - self.a[i * n..(i + 1) * n]
-                    .iter()
-                    .zip(x)
-                    .map(|(p, q)| p * q)
-                    .sum::<f64>();
+            r[i] = b[i] - self.a[i * n..(i + 1) * n].iter().zip(x).map(|(p, q)| p * q).sum::<f64>();
         }
         r.iter().map(|v| v * v).sum::<f64>().sqrt()
     }
@@ -231,11 +211,7 @@ impl DenseLdl {
             let mut dx = r.clone();
             self.solve_once(&mut dx);
             for _ in 0..2 {
-                let mut t: Vec<f64> = dx
-                    .iter()
-                    .zip(&self.scale)
-                    .map(|(d, s)| eps * s * d)
-                    .collect();
+                let mut t: Vec<f64> = dx.iter().zip(&self.scale).map(|(d, s)| eps * s * d).collect();
                 self.solve_once(&mut t);
                 for (d, tt) in dx.iter_mut().zip(&t) {
                     *d -= tt;

@@ -180,9 +180,9 @@ impl BlockLdl {
                 let k = count[side as usize];
                 k == 1
                     || (k <= SMALL_INCIDENCE
-                        && body_list(side).iter().all(|&d| {
-                            eliminated[d as usize] || a.dyn_bodies[d as usize].contains(&other)
-                        }))
+                        && body_list(side)
+                            .iter()
+                            .all(|&d| eliminated[d as usize] || a.dyn_bodies[d as usize].contains(&other)))
             };
             covered(b1, b0) || covered(b0, b1)
         };
@@ -222,8 +222,7 @@ impl BlockLdl {
                 if count[b as usize] <= SMALL_INCIDENCE {
                     for &d in body_list(b) {
                         let du = d as usize;
-                        if !eliminated[du] && !queued[du] && is_simplicial(du, &count, &eliminated)
-                        {
+                        if !eliminated[du] && !queued[du] && is_simplicial(du, &count, &eliminated) {
                             queued[du] = true;
                             queue.push_back(d);
                         }
@@ -339,8 +338,7 @@ impl BlockLdl {
         for p in 0..n {
             let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
             let start = self.row_idx.len();
-            self.row_idx
-                .extend(col_c[s..e].iter().map(|&c| self.iperm[c as usize]));
+            self.row_idx.extend(col_c[s..e].iter().map(|&c| self.iperm[c as usize]));
             self.row_idx[start..].sort_unstable();
         }
         self.fill = self.row_idx.len() - a.off_i.len();
@@ -372,15 +370,8 @@ impl BlockLdl {
         self.a_tr.clear();
         for (&i, &j) in a.off_i.iter().zip(a.off_j.iter()) {
             let (pi, pj) = (self.iperm[i as usize], self.iperm[j as usize]);
-            let (row, col, tr) = if pi > pj {
-                (pi, pj, false)
-            } else {
-                (pj, pi, true)
-            };
-            let (s, e) = (
-                self.col_ptr[col as usize] as usize,
-                self.col_ptr[col as usize + 1] as usize,
-            );
+            let (row, col, tr) = if pi > pj { (pi, pj, false) } else { (pj, pi, true) };
+            let (s, e) = (self.col_ptr[col as usize] as usize, self.col_ptr[col as usize + 1] as usize);
             let idx = match self.row_idx[s..e].binary_search(&row) {
                 Ok(k) => s + k,
                 Err(_) => unreachable!("A block missing from L"),
@@ -388,10 +379,7 @@ impl BlockLdl {
             self.a_map.push(idx as u32);
             self.a_tr.push(tr);
         }
-        let max_col = (0..n)
-            .map(|p| (self.col_ptr[p + 1] - self.col_ptr[p]) as usize)
-            .max()
-            .unwrap_or(0);
+        let max_col = (0..n).map(|p| (self.col_ptr[p + 1] - self.col_ptr[p]) as usize).max().unwrap_or(0);
         self.w.resize(max_col, ZERO);
         self.lval.resize(self.row_idx.len(), ZERO);
         self.dinv.resize(n, ZERO);
@@ -400,11 +388,7 @@ impl BlockLdl {
     }
 
     /// Numeric factorisation of `a` (analysing first if its pattern changed).
-    pub fn factor(
-        &mut self,
-        a: &BlockSparseSymmetric,
-        settings: &SolverSettings,
-    ) -> Result<FactorReport, SolverError> {
+    pub fn factor(&mut self, a: &BlockSparseSymmetric, settings: &SolverSettings) -> Result<FactorReport, SolverError> {
         let analyzed = self.needs_analysis(a);
         if analyzed {
             self.analyze(a);
@@ -449,34 +433,17 @@ impl BlockLdl {
         if found {
             // pass 2: A + ε diag(A), static pivot floor ε·scale
             self.regularized = true;
-            self.numeric(
-                a,
-                settings.regularization,
-                0.1 * settings.regularization,
-                SmallPivot::Floor,
-                false,
-            );
+            self.numeric(a, settings.regularization, 0.1 * settings.regularization, SmallPivot::Floor, false);
         }
         self.rank_deficient.sort_unstable();
         self.rank_deficient.dedup();
         self.factored = true;
-        Ok(FactorReport {
-            analyzed,
-            rank_deficient: self.rank_deficient.clone(),
-            regularized: self.regularized,
-        })
+        Ok(FactorReport { analyzed, rank_deficient: self.rank_deficient.clone(), regularized: self.regularized })
     }
 
     /// One numeric pass. `eps`: diagonal regularisation relative to the row scale;
     /// pivots `<= thresh_rel × scale` are small. Returns whether any was small.
-    fn numeric(
-        &mut self,
-        a: &BlockSparseSymmetric,
-        eps: f64,
-        thresh_rel: f64,
-        mode: SmallPivot,
-        record: bool,
-    ) -> bool {
+    fn numeric(&mut self, a: &BlockSparseSymmetric, eps: f64, thresh_rel: f64, mode: SmallPivot, record: bool) -> bool {
         // constraints of at most 2 rows (revolute joints, contacts): 2×2 kernels
         if self.max_rows <= 2 {
             self.numeric_r::<2>(a, eps, thresh_rel, mode, record)
@@ -512,11 +479,7 @@ impl BlockLdl {
             *v = ZERO;
         }
         for (k, blk) in a.off.iter().enumerate() {
-            self.lval[self.a_map[k] as usize] = if self.a_tr[k] {
-                block::transpose(blk)
-            } else {
-                *blk
-            };
+            self.lval[self.a_map[k] as usize] = if self.a_tr[k] { block::transpose(blk) } else { *blk };
         }
         let mut any_small = false;
         for p in 0..n {
@@ -559,21 +522,12 @@ impl BlockLdl {
         any_small
     }
 
-    fn scale_by_constraint<'s>(
-        &'s self,
-        _a: &BlockSparseSymmetric,
-    ) -> std::slice::Iter<'s, [f64; 3]> {
+    fn scale_by_constraint<'s>(&'s self, _a: &BlockSparseSymmetric) -> std::slice::Iter<'s, [f64; 3]> {
         self.scale_c.iter()
     }
 
     /// Forward substitution, diagonal, backward substitution on a permuted vector.
-    fn sweep<const R: usize>(
-        col_ptr: &[u32],
-        row_idx: &[u32],
-        lval: &[Block],
-        dinv: &[Block],
-        y: &mut [[f64; 3]],
-    ) {
+    fn sweep<const R: usize>(col_ptr: &[u32], row_idx: &[u32], lval: &[Block], dinv: &[Block], y: &mut [[f64; 3]]) {
         let n = dinv.len().min(y.len());
         // forward: z = L⁻¹ y, column-oriented
         for p in 0..n {
@@ -689,9 +643,9 @@ impl BlockLdl {
                 for _ in 0..2 {
                     t.clear();
                     t.extend(
-                        dx.iter().zip(self.scale_by_constraint(a)).map(|(d, s)| {
-                            [eps * s[0] * d[0], eps * s[1] * d[1], eps * s[2] * d[2]]
-                        }),
+                        dx.iter()
+                            .zip(self.scale_by_constraint(a))
+                            .map(|(d, s)| [eps * s[0] * d[0], eps * s[1] * d[1], eps * s[2] * d[2]]),
                     );
                     self.solve_padded(&mut t);
                     for (d, tt) in dx.iter_mut().zip(t.iter()) {
@@ -746,10 +700,7 @@ fn sub3(u: &[f64; 3], v: &[f64; 3]) -> [f64; 3] {
 }
 
 fn norm(v: &[[f64; 3]]) -> f64 {
-    v.iter()
-        .map(|x| x[0] * x[0] + x[1] * x[1] + x[2] * x[2])
-        .sum::<f64>()
-        .sqrt()
+    v.iter().map(|x| x[0] * x[0] + x[1] * x[1] + x[2] * x[2]).sum::<f64>().sqrt()
 }
 
 /// `r = b − A x`; returns |r|.

@@ -179,11 +179,7 @@ impl ConstraintSolver {
     /// Solves A λ = `rhs` with the factors of the last [`factor`](Self::factor)
     /// (any number of right-hand sides). `rhs` and `lambda` are indexed by rows
     /// (see [`SparseJacobian::row_offset`]).
-    pub fn solve_factored(
-        &mut self,
-        rhs: &[f64],
-        lambda: &mut [f64],
-    ) -> Result<SolveReport, SolverError> {
+    pub fn solve_factored(&mut self, rhs: &[f64], lambda: &mut [f64]) -> Result<SolveReport, SolverError> {
         self.ldl.solve(&self.a, &self.settings, rhs, lambda)
     }
 

@@ -68,11 +68,7 @@ impl SparseJacobian {
     /// are read. Rows are numbered consecutively in push order: the constraint's
     /// rows in λ and in the right-hand side start at
     /// [`row_offset`](Self::row_offset).
-    pub fn push(
-        &mut self,
-        rows: usize,
-        blocks: &[(usize, [[f64; 3]; 3])],
-    ) -> Result<ConstraintId, SolverError> {
+    pub fn push(&mut self, rows: usize, blocks: &[(usize, [[f64; 3]; 3])]) -> Result<ConstraintId, SolverError> {
         if !(1..=3).contains(&rows) {
             return Err(SolverError::InvalidRows(rows));
         }
@@ -81,10 +77,7 @@ impl SparseJacobian {
         }
         for &(b, ref m) in blocks {
             if b >= self.n_bodies {
-                return Err(SolverError::BodyOutOfRange {
-                    body: b,
-                    n_bodies: self.n_bodies,
-                });
+                return Err(SolverError::BodyOutOfRange { body: b, n_bodies: self.n_bodies });
             }
             if m[..rows].iter().flatten().any(|v| !v.is_finite()) {
                 return Err(SolverError::NonFinite("Jacobian block"));
@@ -109,11 +102,7 @@ impl SparseJacobian {
         if blocks.len() == 1 {
             self.blocks.push(ZERO);
         }
-        self.cons.push(ConstraintInfo {
-            rows: rows as u32,
-            bodies,
-            row_offset: self.n_rows as u32,
-        });
+        self.cons.push(ConstraintInfo { rows: rows as u32, bodies, row_offset: self.n_rows as u32 });
         self.n_rows += rows;
         Ok(id)
     }
@@ -145,11 +134,7 @@ impl SparseJacobian {
 
     /// The bodies touched by constraint `c` (one or two).
     pub fn bodies(&self, c: ConstraintId) -> impl Iterator<Item = usize> + '_ {
-        self.cons[c.index()]
-            .bodies
-            .iter()
-            .filter(|&&b| b != NO_BODY)
-            .map(|&b| b as usize)
+        self.cons[c.index()].bodies.iter().filter(|&&b| b != NO_BODY).map(|&b| b as usize)
     }
 
     /// `out = J v`; `v` has length `3 * n_bodies`, `out` length [`n_rows`](Self::n_rows).
@@ -203,20 +188,8 @@ impl SparseJacobian {
     }
 }
 
-pub(crate) fn check_len(
-    what: &'static str,
-    expected: usize,
-    got: usize,
-) -> Result<(), SolverError> {
-    if expected == got {
-        Ok(())
-    } else {
-        Err(SolverError::LengthMismatch {
-            what,
-            expected,
-            got,
-        })
-    }
+pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), SolverError> {
+    if expected == got { Ok(()) } else { Err(SolverError::LengthMismatch { what, expected, got }) }
 }
 
 /// One product J_ci M_b⁻¹ J_djᵀ contributing to an off-diagonal block of A.
@@ -309,19 +282,11 @@ impl BlockSparseSymmetric {
         if let Some(c) = compliance {
             check_len("compliance", jac.n_rows, c.len())?;
             if c.iter().any(|v| !(v.is_finite() && *v >= 0.0)) {
-                return Err(SolverError::NonFinite(
-                    "compliance (must be finite and >= 0)",
-                ));
+                return Err(SolverError::NonFinite("compliance (must be finite and >= 0)"));
             }
         }
-        if inv_mass
-            .iter()
-            .flatten()
-            .any(|v| !(v.is_finite() && *v >= 0.0))
-        {
-            return Err(SolverError::NonFinite(
-                "inverse mass (must be finite and >= 0)",
-            ));
+        if inv_mass.iter().flatten().any(|v| !(v.is_finite() && *v >= 0.0)) {
+            return Err(SolverError::NonFinite("inverse mass (must be finite and >= 0)"));
         }
         let changed = self.update_pattern(jac, inv_mass);
         // diagonal blocks: Σ over touched dynamic bodies of J_cb M_b⁻¹ J_cbᵀ
@@ -367,16 +332,8 @@ impl BlockSparseSymmetric {
             && self.key[3 * n] == jac.n_bodies as u32
             && jac.cons.iter().enumerate().all(|(c, info)| {
                 let k = &self.key[3 * c..3 * c + 3];
-                let b0 = if is_dyn(info.bodies[0]) {
-                    info.bodies[0]
-                } else {
-                    NO_BODY
-                };
-                let b1 = if is_dyn(info.bodies[1]) {
-                    info.bodies[1]
-                } else {
-                    NO_BODY
-                };
+                let b0 = if is_dyn(info.bodies[0]) { info.bodies[0] } else { NO_BODY };
+                let b1 = if is_dyn(info.bodies[1]) { info.bodies[1] } else { NO_BODY };
                 k[0] == info.rows && k[1] == b0 && k[2] == b1
             });
         if same {
@@ -390,16 +347,8 @@ impl BlockSparseSymmetric {
         self.row_offset.clear();
         self.dyn_bodies.clear();
         for info in &jac.cons {
-            let b0 = if is_dyn(info.bodies[0]) {
-                info.bodies[0]
-            } else {
-                NO_BODY
-            };
-            let b1 = if is_dyn(info.bodies[1]) {
-                info.bodies[1]
-            } else {
-                NO_BODY
-            };
+            let b0 = if is_dyn(info.bodies[0]) { info.bodies[0] } else { NO_BODY };
+            let b1 = if is_dyn(info.bodies[1]) { info.bodies[1] } else { NO_BODY };
             self.key.extend_from_slice(&[info.rows, b0, b1]);
             self.rows.push(info.rows);
             self.row_offset.push(info.row_offset);
@@ -449,10 +398,7 @@ impl BlockSparseSymmetric {
                 if b == NO_BODY {
                     continue;
                 }
-                let (s, e) = (
-                    self.body_ptr[b as usize] as usize,
-                    self.body_ptr[b as usize + 1] as usize,
-                );
+                let (s, e) = (self.body_ptr[b as usize] as usize, self.body_ptr[b as usize + 1] as usize);
                 for t in s..e {
                     let j = self.body_cons[t] as usize;
                     if j >= i {
@@ -490,9 +436,7 @@ impl BlockSparseSymmetric {
 
     /// The stored off-diagonal blocks as `(i, j, block)` with `i > j`, block `A_ij`
     /// (rows of constraint i, columns of constraint j).
-    pub fn off_diagonal_blocks(
-        &self,
-    ) -> impl Iterator<Item = (ConstraintId, ConstraintId, &[f64; 9])> {
+    pub fn off_diagonal_blocks(&self) -> impl Iterator<Item = (ConstraintId, ConstraintId, &[f64; 9])> {
         self.off_i
             .iter()
             .zip(self.off_j.iter())

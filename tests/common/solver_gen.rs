@@ -30,11 +30,7 @@ impl Rng {
 /// Velocity Jacobian of the anchor point at offset `r` of a body: v + ω × r =
 /// [I₂ | −r⊥] (vx, vy, ω), i.e. rows (1, 0, −r_y) and (0, 1, r_x).
 pub fn point_block(r: [f64; 2], sign: f64) -> [[f64; 3]; 3] {
-    [
-        [sign, 0.0, -sign * r[1]],
-        [0.0, sign, sign * r[0]],
-        [0.0; 3],
-    ]
+    [[sign, 0.0, -sign * r[1]], [0.0, sign, sign * r[0]], [0.0; 3]]
 }
 
 /// Random inverse masses of well-conditioned bodies (mass 0.5–2, inertia 0.05–0.5).
@@ -56,15 +52,13 @@ fn anchor(rng: &mut Rng) -> [f64; 2] {
 pub fn push_revolute(jac: &mut SparseJacobian, rng: &mut Rng, a: usize, b: usize) {
     let ra = anchor(rng);
     let rb = anchor(rng);
-    jac.push(2, &[(a, point_block(ra, 1.0)), (b, point_block(rb, -1.0))])
-        .expect("valid revolute");
+    jac.push(2, &[(a, point_block(ra, 1.0)), (b, point_block(rb, -1.0))]).expect("valid revolute");
 }
 
 /// Revolute joint of body a to the world (2 rows).
 pub fn push_pin(jac: &mut SparseJacobian, rng: &mut Rng, a: usize) {
     let ra = anchor(rng);
-    jac.push(2, &[(a, point_block(ra, 1.0))])
-        .expect("valid pin");
+    jac.push(2, &[(a, point_block(ra, 1.0))]).expect("valid pin");
 }
 
 /// Chain of n bodies: body 0 pinned to the world, body i hinged to body i − 1.
@@ -88,13 +82,7 @@ pub fn tree(rng: &mut Rng, n: usize, jac: &mut SparseJacobian) {
 
 /// A tree built to fool plain minimum degree: hubs with many leaves, joined by
 /// long paths (path nodes have degree 2 but are not simplicial).
-pub fn hub_tree(
-    rng: &mut Rng,
-    hubs: usize,
-    leaves: usize,
-    path: usize,
-    jac: &mut SparseJacobian,
-) -> usize {
+pub fn hub_tree(rng: &mut Rng, hubs: usize, leaves: usize, path: usize, jac: &mut SparseJacobian) -> usize {
     let n = hubs * (1 + leaves) + (hubs - 1) * path;
     jac.clear(n);
     let mut next = 0;
@@ -130,14 +118,8 @@ pub fn hub_tree(
 pub fn grid(rng: &mut Rng, w: usize, h: usize, jac: &mut SparseJacobian, all_revolute: bool) {
     let n = w * h;
     jac.clear(n);
-    let pos: Vec<[f64; 2]> = (0..n)
-        .map(|k| {
-            [
-                (k % w) as f64 + rng.range(-0.1, 0.1),
-                (k / w) as f64 + rng.range(-0.1, 0.1),
-            ]
-        })
-        .collect();
+    let pos: Vec<[f64; 2]> =
+        (0..n).map(|k| [(k % w) as f64 + rng.range(-0.1, 0.1), (k / w) as f64 + rng.range(-0.1, 0.1)]).collect();
     push_pin(jac, rng, 0);
     let mut hinge = |jac: &mut SparseJacobian, a: usize, b: usize, slot: bool| {
         let mid = [
@@ -150,17 +132,11 @@ pub fn grid(rng: &mut Rng, w: usize, h: usize, jac: &mut SparseJacobian, all_rev
             let th = rng.range(0.0, std::f64::consts::PI);
             let nrm = [th.cos(), th.sin()];
             let row = |r: [f64; 2], s: f64| {
-                [
-                    [s * nrm[0], s * nrm[1], s * (r[0] * nrm[1] - r[1] * nrm[0])],
-                    [0.0; 3],
-                    [0.0; 3],
-                ]
+                [[s * nrm[0], s * nrm[1], s * (r[0] * nrm[1] - r[1] * nrm[0])], [0.0; 3], [0.0; 3]]
             };
-            jac.push(1, &[(a, row(ra, 1.0)), (b, row(rb, -1.0))])
-                .expect("valid slot");
+            jac.push(1, &[(a, row(ra, 1.0)), (b, row(rb, -1.0))]).expect("valid slot");
         } else {
-            jac.push(2, &[(a, point_block(ra, 1.0)), (b, point_block(rb, -1.0))])
-                .expect("valid hinge");
+            jac.push(2, &[(a, point_block(ra, 1.0)), (b, point_block(rb, -1.0))]).expect("valid hinge");
         }
     };
     for y in 0..h {
@@ -184,13 +160,7 @@ pub fn ring(rng: &mut Rng, n: usize, jac: &mut SparseJacobian) {
 
 /// Random graph: m constraints of 1–2 random rows between random distinct pairs
 /// of n bodies, plus a few one-body constraints; `inv_mass` gets a few static bodies.
-pub fn random_graph(
-    rng: &mut Rng,
-    n: usize,
-    m: usize,
-    jac: &mut SparseJacobian,
-    inv_mass: &mut [[f64; 3]],
-) {
+pub fn random_graph(rng: &mut Rng, n: usize, m: usize, jac: &mut SparseJacobian, inv_mass: &mut [[f64; 3]]) {
     jac.clear(n);
     for im in inv_mass.iter_mut() {
         if rng.f() < 0.05 {
