@@ -3,3 +3,6 @@
 pub mod field;
 pub mod math;
 pub mod shape;
+pub mod broadphase;
+pub mod gpu;
+pub mod bench;

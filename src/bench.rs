@@ -1,0 +1,1 @@
+//! `mx2d bench` (placeholder while the GPU path lands).
