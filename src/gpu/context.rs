@@ -36,6 +36,14 @@ pub enum GpuError {
         /// What the device reported.
         message: String,
     },
+    /// A dispatch needs more workgroups than an `x × y` grid allows.
+    #[error("a dispatch of {workgroups} workgroups exceeds the {limit}² grid this adapter allows")]
+    DispatchTooLarge {
+        /// Workgroups needed.
+        workgroups: u64,
+        /// Per-dimension limit.
+        limit: u64,
+    },
     /// A buffer would exceed the adapter's limits.
     #[error("{what} needs {bytes} bytes, over this adapter's limit of {limit} bytes")]
     TooLarge {
@@ -206,11 +214,7 @@ impl GpuContext {
         }
         let y = groups.div_ceil(limit);
         if y > limit {
-            return Err(GpuError::TooLarge {
-                what: "dispatch grid (workgroups)",
-                bytes: groups,
-                limit: limit * limit,
-            });
+            return Err(GpuError::DispatchTooLarge { workgroups: groups, limit });
         }
         Ok((limit as u32, y as u32))
     }
