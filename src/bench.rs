@@ -99,18 +99,48 @@ pub fn bench_population(n: usize) -> Vec<GpuBody> {
 pub fn bench_fields(n: usize) -> Vec<Field> {
     let half = f64::from((n as f32 / 0.6).sqrt()) / 2.0;
     vec![
-        Field { kind: FieldKind::Uniform { force: DVec2::new(0.0, -9.81), per_mass: true }, region: Region::Everywhere },
         Field {
-            kind: FieldKind::Radial { center: DVec2::ZERO, strength: -50.0, falloff: Falloff::InverseSquare, softening: 0.5, per_mass: true },
-            region: Region::Circle { center: DVec2::ZERO, radius: half / 2.0 },
+            kind: FieldKind::Uniform {
+                force: DVec2::new(0.0, -9.81),
+                per_mass: true,
+            },
+            region: Region::Everywhere,
         },
         Field {
-            kind: FieldKind::Vortex { center: DVec2::new(half / 3.0, 0.0), strength: 2.0, falloff: Falloff::Linear, softening: 0.0, per_mass: false },
-            region: Region::Rect { min: DVec2::new(0.0, -half), max: DVec2::new(half, half) },
+            kind: FieldKind::Radial {
+                center: DVec2::ZERO,
+                strength: -50.0,
+                falloff: Falloff::InverseSquare,
+                softening: 0.5,
+                per_mass: true,
+            },
+            region: Region::Circle {
+                center: DVec2::ZERO,
+                radius: half / 2.0,
+            },
         },
         Field {
-            kind: FieldKind::Drag { coefficient: 0.3, stokes: true },
-            region: Region::HalfPlane { point: DVec2::ZERO, normal: DVec2::new(-1.0, 1.0) },
+            kind: FieldKind::Vortex {
+                center: DVec2::new(half / 3.0, 0.0),
+                strength: 2.0,
+                falloff: Falloff::Linear,
+                softening: 0.0,
+                per_mass: false,
+            },
+            region: Region::Rect {
+                min: DVec2::new(0.0, -half),
+                max: DVec2::new(half, half),
+            },
+        },
+        Field {
+            kind: FieldKind::Drag {
+                coefficient: 0.3,
+                stokes: true,
+            },
+            region: Region::HalfPlane {
+                point: DVec2::ZERO,
+                normal: DVec2::new(-1.0, 1.0),
+            },
         },
     ]
 }
@@ -123,7 +153,9 @@ fn median(mut samples: Vec<f64>) -> f64 {
 /// Runs `f` once to warm up, then `repeats` times; median of what it returns (ms).
 fn time_median(repeats: usize, mut f: impl FnMut() -> anyhow::Result<f64>) -> anyhow::Result<f64> {
     f()?;
-    let samples = (0..repeats.max(1)).map(|_| f()).collect::<anyhow::Result<Vec<f64>>>()?;
+    let samples = (0..repeats.max(1))
+        .map(|_| f())
+        .collect::<anyhow::Result<Vec<f64>>>()?;
     Ok(median(samples))
 }
 
@@ -136,17 +168,32 @@ fn wall_ms(f: impl FnOnce()) -> f64 {
 /// Largest |ΔF| / Σ_k|F_k| over bodies (the test's error measure).
 fn max_force_error(fields: &[Field], bodies: &[GpuBody], a: &[Vec2], b: &[Vec2]) -> f64 {
     use rayon::prelude::*;
-    let rounded: Vec<Field> = fields.iter().map(|f| crate::gpu::GpuField::from(f).to_field()).collect();
+    let rounded: Vec<Field> = fields
+        .iter()
+        .map(|f| crate::gpu::GpuField::from(f).to_field())
+        .collect();
     bodies
         .par_iter()
         .zip(a.par_iter().zip(b))
         .map(|(body, (fa, fb))| {
             let scale: f64 = rounded
                 .iter()
-                .map(|f| f.force(body.position.as_dvec2(), body.velocity.as_dvec2(), f64::from(body.mass), f64::from(body.radius)).length())
+                .map(|f| {
+                    f.force(
+                        body.position.as_dvec2(),
+                        body.velocity.as_dvec2(),
+                        f64::from(body.mass),
+                        f64::from(body.radius),
+                    )
+                    .length()
+                })
                 .sum();
             let err = (fa.as_dvec2() - fb.as_dvec2()).length();
-            if err == 0.0 { 0.0 } else { err / scale.max(1e-30) }
+            if err == 0.0 {
+                0.0
+            } else {
+                err / scale.max(1e-30)
+            }
         })
         .reduce(|| 0.0, f64::max)
 }
@@ -159,7 +206,10 @@ struct GpuSide {
 }
 
 /// Runs the measurements and returns the rows (`gpu` None: CPU only).
-pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow::Result<Vec<BenchRow>> {
+pub fn measure(
+    args: &BenchArgs,
+    mut gpu: Option<&mut GpuSideHandle>,
+) -> anyhow::Result<Vec<BenchRow>> {
     let threads = rayon::current_num_threads();
     let mut rows = Vec::new();
     let mut cpu_grid = GridBroadphase::new();
@@ -167,14 +217,25 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
     for &n in &args.sizes {
         let bodies = bench_population(n);
         let fields = bench_fields(n);
-        let aabbs: Vec<Aabb> = bodies.iter().map(|b| Aabb::from_disc(b.position, b.radius)).collect();
+        let aabbs: Vec<Aabb> = bodies
+            .iter()
+            .map(|b| Aabb::from_disc(b.position, b.radius))
+            .collect();
         let (mut cpu_forces, mut gpu_forces) = (Vec::new(), Vec::new());
         let (mut cpu_pairs, mut gpu_pairs, mut sap_pairs) = (Vec::new(), Vec::new(), Vec::new());
 
-        let cpu_fields_ms = time_median(args.repeats, || Ok(wall_ms(|| cpu_field_forces(&fields, &bodies, &mut cpu_forces))))?;
-        let cpu_grid_ms = time_median(args.repeats, || Ok(wall_ms(|| cpu_grid.find_pairs(&aabbs, &mut cpu_pairs))))?;
+        let cpu_fields_ms = time_median(args.repeats, || {
+            Ok(wall_ms(|| {
+                cpu_field_forces(&fields, &bodies, &mut cpu_forces)
+            }))
+        })?;
+        let cpu_grid_ms = time_median(args.repeats, || {
+            Ok(wall_ms(|| cpu_grid.find_pairs(&aabbs, &mut cpu_pairs)))
+        })?;
         let sap_ms = if n <= args.sap_max {
-            Some(time_median(args.repeats, || Ok(wall_ms(|| sap.find_pairs(&aabbs, &mut sap_pairs))))?)
+            Some(time_median(args.repeats, || {
+                Ok(wall_ms(|| sap.find_pairs(&aabbs, &mut sap_pairs)))
+            })?)
         } else {
             None
         };
@@ -200,14 +261,23 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
             agree: sap_ms.map(|_| sap_pairs == cpu_pairs),
             ..field_row.clone()
         };
-        let mut both_row = BenchRow { kernel: "fields+broadphase", cpu_ms: cpu_fields_ms + cpu_grid_ms, ..field_row.clone() };
+        let mut both_row = BenchRow {
+            kernel: "fields+broadphase",
+            cpu_ms: cpu_fields_ms + cpu_grid_ms,
+            ..field_row.clone()
+        };
 
         if let Some(handle) = gpu.as_deref_mut() {
-            let GpuSide { ctx, fields: eval, grid } = &mut handle.0;
+            let GpuSide {
+                ctx,
+                fields: eval,
+                grid,
+            } = &mut handle.0;
             let e = |e: crate::gpu::GpuError| anyhow::anyhow!(e);
             let field_e2e = time_median(args.repeats, || {
                 let t = Instant::now();
-                eval.compute(ctx, &fields, &bodies, &mut gpu_forces).map_err(e)?;
+                eval.compute(ctx, &fields, &bodies, &mut gpu_forces)
+                    .map_err(e)?;
                 Ok(t.elapsed().as_secs_f64() * 1e3)
             })?;
             let mut source = "wall";
@@ -230,7 +300,8 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
             field_row.gpu_e2e_ms = Some(field_e2e);
             field_row.max_force_rel_error = Some(error);
             field_row.agree = Some(error <= 1e-5);
-            let pairs_agree = gpu_pairs == cpu_pairs && sap_ms.is_none_or(|_| sap_pairs == cpu_pairs);
+            let pairs_agree =
+                gpu_pairs == cpu_pairs && sap_ms.is_none_or(|_| sap_pairs == cpu_pairs);
             grid_row.gpu_ms = Some(grid_gpu);
             grid_row.gpu_e2e_ms = Some(grid_e2e);
             grid_row.agree = Some(pairs_agree);
@@ -276,7 +347,17 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 pub fn table(rows: &[BenchRow]) -> String {
     let mut s = format!(
         "{:<18} {:>9} {:>10} {:>10} {:>10} {:>11} {:>8} {:>10} {:>9} {:>10} {:>6}\n",
-        "kernel", "N", "cpu_ms", "sap_ms", "gpu_ms", "gpu_e2e_ms", "speedup", "timing", "pairs", "max_rel", "agree"
+        "kernel",
+        "N",
+        "cpu_ms",
+        "sap_ms",
+        "gpu_ms",
+        "gpu_e2e_ms",
+        "speedup",
+        "timing",
+        "pairs",
+        "max_rel",
+        "agree"
     );
     for r in rows {
         s += &format!(
@@ -290,7 +371,8 @@ pub fn table(rows: &[BenchRow]) -> String {
             opt(r.speedup, 2),
             r.gpu_timing.unwrap_or("-"),
             r.pairs.map_or("-".into(), |p| p.to_string()),
-            r.max_force_rel_error.map_or("-".into(), |e| format!("{e:.1e}")),
+            r.max_force_rel_error
+                .map_or("-".into(), |e| format!("{e:.1e}")),
             r.agree.map_or("-", |a| if a { "yes" } else { "NO" }),
         );
     }
@@ -322,10 +404,12 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     print!("{}", table(&rows));
     if let Some(path) = &args.json {
         let doc = serde_json::json!({ "adapter": adapter, "cpu_threads": threads, "rows": rows });
-        std::fs::write(path, serde_json::to_string_pretty(&doc)?).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, serde_json::to_string_pretty(&doc)?)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &args.plot {
-        plot::write_plot(path, &rows, &adapter).with_context(|| format!("writing {}", path.display()))?;
+        plot::write_plot(path, &rows, &adapter)
+            .with_context(|| format!("writing {}", path.display()))?;
     }
     if rows.iter().any(|r| r.agree == Some(false)) {
         anyhow::bail!("the CPU and GPU paths disagree (see the `agree` column)");

@@ -28,7 +28,10 @@ fn grid_and_sap_agree_on_large_scenes() {
     for (name, boxes) in scene_suite(&[10_000, 100_000]) {
         grid.find_pairs(&boxes, &mut g);
         sap.find_pairs(&boxes, &mut s);
-        assert!(boxes.len() < 10_000 || !g.is_empty(), "{name} should have pairs");
+        assert!(
+            boxes.len() < 10_000 || !g.is_empty(),
+            "{name} should have pairs"
+        );
         assert_eq!(g.len(), s.len(), "pair count: {name}");
         assert_eq!(g, s, "grid vs sweep-and-prune: {name}");
     }
@@ -39,7 +42,10 @@ fn touching_counts_and_invalid_boxes_never_pair() {
     let boxes = vec![
         Aabb::new(Vec2::new(0.0, 0.0), Vec2::new(1.0, 1.0)),
         Aabb::new(Vec2::new(1.0, 1.0), Vec2::new(2.0, 2.0)), // touches box 0 at a corner
-        Aabb::new(Vec2::new(2.0 + f32::EPSILON * 2.0, 0.0), Vec2::new(3.0, 1.0)),
+        Aabb::new(
+            Vec2::new(2.0 + f32::EPSILON * 2.0, 0.0),
+            Vec2::new(3.0, 1.0),
+        ),
         Aabb::new(Vec2::new(0.5, 0.5), Vec2::new(0.2, 0.7)), // min.x > max.x: invalid
         Aabb::new(Vec2::new(f32::NAN, 0.0), Vec2::new(1.0, 1.0)),
         Aabb::new(Vec2::new(-1.0, -1.0), Vec2::new(-0.0, 0.0)), // touches box 0 at the origin
@@ -57,7 +63,15 @@ fn grid_reuse_across_calls_of_different_sizes() {
     let mut grid = GridBroadphase::new();
     let mut out = Vec::new();
     for (n, seed) in [(5000, 1), (50, 2), (20_000, 3), (0, 4), (700, 5)] {
-        let boxes = discs(n, Layout::Spread { origin: Vec2::new(-3.0, 4.0), density: 1.0 }, Radii::Varying(0.1, 1.0), seed);
+        let boxes = discs(
+            n,
+            Layout::Spread {
+                origin: Vec2::new(-3.0, 4.0),
+                density: 1.0,
+            },
+            Radii::Varying(0.1, 1.0),
+            seed,
+        );
         grid.find_pairs(&boxes, &mut out);
         let mut expected = Vec::new();
         SweepAndPrune::new().find_pairs(&boxes, &mut expected);
@@ -68,8 +82,24 @@ fn grid_reuse_across_calls_of_different_sizes() {
 #[test]
 fn hashed_grid_handles_a_sparse_unbounded_world() {
     // Two far-apart clusters force hashed keys (the occupied rectangle is huge).
-    let mut boxes = discs(2000, Layout::OneCell { origin: Vec2::new(-1.0e6, -1.0e6), extent: 30.0 }, Radii::Uniform(0.5), 7);
-    boxes.extend(discs(2000, Layout::OneCell { origin: Vec2::new(1.0e6, 3.0e5), extent: 30.0 }, Radii::Uniform(0.5), 8));
+    let mut boxes = discs(
+        2000,
+        Layout::OneCell {
+            origin: Vec2::new(-1.0e6, -1.0e6),
+            extent: 30.0,
+        },
+        Radii::Uniform(0.5),
+        7,
+    );
+    boxes.extend(discs(
+        2000,
+        Layout::OneCell {
+            origin: Vec2::new(1.0e6, 3.0e5),
+            extent: 30.0,
+        },
+        Radii::Uniform(0.5),
+        8,
+    ));
     let mut grid = GridBroadphase::new();
     let mut out = Vec::new();
     grid.find_pairs(&boxes, &mut out);

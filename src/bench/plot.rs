@@ -20,7 +20,9 @@ struct Canvas {
 
 impl Canvas {
     fn new() -> Self {
-        Self { pixels: vec![255; WIDTH * HEIGHT * 4] }
+        Self {
+            pixels: vec![255; WIDTH * HEIGHT * 4],
+        }
     }
 
     fn set(&mut self, x: i64, y: i64, color: Rgba) {
@@ -44,7 +46,13 @@ impl Canvas {
         let (sx, sy) = (if x0 < x1 { 1 } else { -1 }, if y0 < y1 { 1 } else { -1 });
         let (mut x, mut y, mut err) = (x0, y0, dx + dy);
         loop {
-            self.rect(x - thickness / 2, y - thickness / 2, thickness, thickness, color);
+            self.rect(
+                x - thickness / 2,
+                y - thickness / 2,
+                thickness,
+                thickness,
+                color,
+            );
             if x == x1 && y == y1 {
                 break;
             }
@@ -177,12 +185,22 @@ pub(super) fn write_plot(path: &Path, rows: &[BenchRow], adapter: &str) -> anyho
     let all = series.iter().flat_map(|(_, p)| p.iter().copied());
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     for (x, y) in all {
-        (x0, x1, y0, y1) = (x0.min(x.log10()), x1.max(x.log10()), y0.min(y.log10()), y1.max(y.log10()));
+        (x0, x1, y0, y1) = (
+            x0.min(x.log10()),
+            x1.max(x.log10()),
+            y0.min(y.log10()),
+            y1.max(y.log10()),
+        );
     }
     if x0 > x1 {
         (x0, x1, y0, y1) = (3.0, 6.0, -2.0, 3.0);
     }
-    let (x0, x1, y0, y1) = (x0.floor(), x1.ceil().max(x0.floor() + 1.0), y0.floor(), y1.ceil().max(y0.floor() + 1.0));
+    let (x0, x1, y0, y1) = (
+        x0.floor(),
+        x1.ceil().max(x0.floor() + 1.0),
+        y0.floor(),
+        y1.ceil().max(y0.floor() + 1.0),
+    );
     let plot_w = (WIDTH - LEFT - RIGHT) as f64;
     let plot_h = (HEIGHT - TOP - BOTTOM) as f64;
     let to_px = |x: f64, y: f64| {
@@ -194,7 +212,12 @@ pub(super) fn write_plot(path: &Path, rows: &[BenchRow], adapter: &str) -> anyho
     let mut c = Canvas::new();
     let black = [0, 0, 0, 255];
     let grey = [225, 225, 225, 255];
-    let (l, t, r, b) = (LEFT as i64, TOP as i64, (WIDTH - RIGHT) as i64, (HEIGHT - BOTTOM) as i64);
+    let (l, t, r, b) = (
+        LEFT as i64,
+        TOP as i64,
+        (WIDTH - RIGHT) as i64,
+        (HEIGHT - BOTTOM) as i64,
+    );
     for d in x0 as i64..=x1 as i64 {
         let (px, _) = to_px(10f64.powi(d as i32), 1.0);
         c.line((px, t), (px, b), grey, 1);

@@ -7,15 +7,19 @@
 //!    (the world is unbounded; collisions only cost time, never correctness).
 //! 2. Count: every valid box adds 1 to the bucket of every cell it covers.
 //! 3. Exclusive prefix sum of the bucket counts → bucket starts.
-//! 4. Scatter: every (box, cell) entry takes a slot with an atomic increment of
-//!    its bucket's cursor; afterwards the cursor of bucket k is its end, and
-//!    the start of bucket k is the end of bucket k − 1 (one table, no copy).
-//! 5. Pairs: box `a` looks at the buckets of its cells; entry `(b, cell)` makes
-//!    the pair `[a, b]` iff `b > a`, the entry's cell is the cell being looked
-//!    at (hash collisions), the boxes overlap, and that cell is the *reference
-//!    cell* of the pair: the cell containing `max(a.min, b.min)`, the lower-left
-//!    corner of the intersection. That corner lies in exactly one cell and in
-//!    both boxes, so each pair is found exactly once without any dedupe pass.
+//! 4. Scatter: every (box, cell) entry takes the next slot of its bucket.
+//! 5. Pairs: two entries of one bucket make the pair iff they are in the same
+//!    cell (hash collisions share buckets), the boxes overlap, and that cell is
+//!    the *reference cell* of the pair: the cell containing `max(a.min, b.min)`,
+//!    the lower-left corner of the intersection. That corner lies in exactly
+//!    one cell and in both boxes, so each pair is found exactly once without
+//!    any dedupe pass.
+//!
+//! The loops are arranged differently on the two sides, the results are not:
+//! the GPU counts and scatters with atomics (one thread per box, the cursor
+//! of bucket k ends as its end, so one table serves as starts and ends) and
+//! finds pairs per box; the CPU uses one private count table per thread (no
+//! atomics) and sweeps bucket by bucket.
 //!
 //! Cell coordinates are `floor(x · inv_cell_size)` in f32 with a correctly
 //! rounded product, clamped to ±2³⁰; the product is monotone in `x`, so the
@@ -25,7 +29,6 @@
 use super::Aabb;
 use bytemuck::{Pod, Zeroable};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// Largest cell coordinate magnitude; keeps `ix − origin` and the row-major
 /// index inside i32/u32 arithmetic for any finite input.
@@ -142,7 +145,12 @@ impl GridParams {
     #[inline]
     pub fn cell_range(&self, a: &Aabb) -> (i32, i32, i32, i32) {
         let inv = self.inv_cell_size;
-        (cell_coord(a.min.x, inv), cell_coord(a.min.y, inv), cell_coord(a.max.x, inv), cell_coord(a.max.y, inv))
+        (
+            cell_coord(a.min.x, inv),
+            cell_coord(a.min.y, inv),
+            cell_coord(a.max.x, inv),
+            cell_coord(a.max.y, inv),
+        )
     }
 }
 
@@ -190,41 +198,55 @@ impl BoxStats {
     }
 }
 
-/// One (box, cell) entry of the sorted table (12 bytes, as in the shader).
+/// One (box, cell) entry of the CPU's sorted table. The box is stored inline
+/// so that the pair pass streams through memory instead of chasing indices.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
-pub(crate) struct CellEntry {
-    /// Index of the box.
-    pub body: u32,
-    /// Cell x of this entry.
-    pub ix: i32,
-    /// Cell y of this entry.
-    pub iy: i32,
+#[derive(Clone, Copy, Debug, Default)]
+struct CellEntry {
+    aabb: Aabb,
+    body: u32,
+    ix: i32,
+    iy: i32,
 }
 
 /// A raw pointer that may be shared across rayon tasks because every task
-/// writes disjoint slots (handed out by atomic increments).
+/// writes disjoint slots (its own cursor range of every bucket).
 #[derive(Clone, Copy)]
 struct SharedSlots(*mut CellEntry);
-// SAFETY: used only to write distinct indices, each claimed once by fetch_add.
+// SAFETY: used only to write slots that the prefix sum gave to one part alone.
 unsafe impl Send for SharedSlots {}
 // SAFETY: see above.
 unsafe impl Sync for SharedSlots {}
 
-/// Boxes handed to one rayon task in the count/scatter/pair passes: large
-/// enough to amortise scheduling, small enough to balance clustered scenes.
-const BOXES_PER_TASK: usize = 8192;
+impl SharedSlots {
+    /// The base pointer (a method, so closures capture the whole wrapper).
+    fn base(&self) -> *mut CellEntry {
+        self.0
+    }
+}
+
+/// Buckets handed to one rayon task in the pair pass: enough work to
+/// amortise scheduling, small enough to balance clustered scenes.
+const BUCKETS_PER_TASK: usize = 4096;
 
 /// Reusable CPU grid broadphase: keeps its tables and pair buffers between
-/// calls, so a steady-state step allocates nothing.
+/// calls, so a steady-state call allocates nothing.
+///
+/// The CPU runs the same stages as the GPU but arranged for caches rather
+/// than for thousands of threads: the counting sort splits the boxes into one
+/// part per thread with private counts and cursors (no atomics, so cache
+/// misses overlap), entries carry their box, and pairs are found bucket by
+/// bucket (a sequential sweep), then sorted.
 #[derive(Default)]
 pub struct GridBroadphase {
     params: GridParams,
-    /// Bucket counts → exclusive starts → ends (after the scatter).
-    buckets: Vec<AtomicU32>,
+    /// Per part: bucket counts, then that part's write cursors.
+    part_cursors: Vec<Vec<u32>>,
+    /// Start of every bucket, plus the total at the end.
+    bucket_start: Vec<u32>,
     /// Entries sorted by bucket.
     sorted: Vec<CellEntry>,
-    /// Pairs found by each task, concatenated in task order.
+    /// Pairs found by each task.
     task_pairs: Vec<Vec<[u32; 2]>>,
 }
 
@@ -249,116 +271,169 @@ impl GridBroadphase {
         let params = GridParams::for_aabbs(aabbs);
         self.params = params;
         let table = params.table_size as usize;
+        let parts = rayon::current_num_threads().max(1);
+        let per_part = aabbs.len().div_ceil(parts);
 
-        // Count entries per bucket.
-        if self.buckets.len() < table {
-            self.buckets.resize_with(table, || AtomicU32::new(0));
+        // Count entries per bucket, one private table per part.
+        if self.part_cursors.len() < parts {
+            self.part_cursors.resize_with(parts, Vec::new);
         }
-        let buckets = &mut self.buckets[..table];
-        buckets.par_iter_mut().with_min_len(1 << 16).for_each(|b| *b.get_mut() = 0);
-        let buckets = &*buckets;
-        aabbs.par_chunks(BOXES_PER_TASK).for_each(|chunk| {
-            for a in chunk.iter().filter(|a| a.is_valid()) {
-                let (x0, y0, x1, y1) = params.cell_range(a);
-                for iy in y0..=y1 {
-                    for ix in x0..=x1 {
-                        buckets[params.key(ix, iy) as usize].fetch_add(1, Relaxed);
+        self.part_cursors[..parts]
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(p, counts)| {
+                counts.clear();
+                counts.resize(table, 0);
+                let first = (p * per_part).min(aabbs.len());
+                let last = (first + per_part).min(aabbs.len());
+                for a in aabbs[first..last].iter().filter(|a| a.is_valid()) {
+                    let (x0, y0, x1, y1) = params.cell_range(a);
+                    for iy in y0..=y1 {
+                        for ix in x0..=x1 {
+                            counts[params.key(ix, iy) as usize] += 1;
+                        }
                     }
                 }
-            }
-        });
+            });
 
-        // Exclusive prefix sum in place: per-block totals, block offsets, block scans.
-        let buckets = &mut self.buckets[..table];
-        let block = table.div_ceil(rayon::current_num_threads() * 4).max(1 << 12);
-        let mut block_sums: Vec<u32> = buckets
-            .par_chunks_mut(block)
-            .map(|c| c.iter_mut().map(|b| *b.get_mut()).sum())
+        // Exclusive prefix sum over (bucket, part), in parallel blocks of
+        // buckets: block totals, block offsets, then per-block cursors.
+        self.bucket_start.clear();
+        self.bucket_start.resize(table + 1, 0);
+        let block = table.div_ceil(parts * 4).max(1 << 12);
+        let counts = &self.part_cursors[..parts];
+        let block_totals: Vec<u32> = (0..table.div_ceil(block))
+            .into_par_iter()
+            .map(|b| {
+                let range = b * block..((b + 1) * block).min(table);
+                counts
+                    .iter()
+                    .map(|c| c[range.clone()].iter().sum::<u32>())
+                    .sum()
+            })
             .collect();
+        let mut block_offsets = Vec::with_capacity(block_totals.len());
         let mut running = 0u32;
-        for s in &mut block_sums {
-            let total = *s;
-            *s = running;
+        for total in block_totals {
+            block_offsets.push(running);
             running += total;
         }
         let entry_count = running as usize;
-        buckets.par_chunks_mut(block).zip(&block_sums).for_each(|(c, &offset)| {
-            let mut acc = offset;
-            for b in c {
-                let count = *b.get_mut();
-                *b.get_mut() = acc;
-                acc += count;
+        self.bucket_start[table] = running;
+        {
+            // Each block rewrites its range of every part's table, so hand the
+            // blocks disjoint mutable slices of all of them.
+            let mut part_slices: Vec<std::slice::ChunksMut<'_, u32>> = self.part_cursors[..parts]
+                .iter_mut()
+                .map(|c| c.chunks_mut(block))
+                .collect();
+            let mut jobs = Vec::with_capacity(block_offsets.len());
+            for (start_chunk, &offset) in self.bucket_start[..table]
+                .chunks_mut(block)
+                .zip(&block_offsets)
+            {
+                let cursors: Vec<&mut [u32]> =
+                    part_slices.iter_mut().filter_map(Iterator::next).collect();
+                jobs.push((start_chunk, cursors, offset));
             }
-        });
+            jobs.into_par_iter()
+                .for_each(|(starts, mut cursors, offset)| {
+                    let mut acc = offset;
+                    for (k, start) in starts.iter_mut().enumerate() {
+                        *start = acc;
+                        for part in cursors.iter_mut() {
+                            let count = part[k];
+                            part[k] = acc;
+                            acc += count;
+                        }
+                    }
+                });
+        }
 
-        // Scatter entries into their buckets.
+        // Scatter: each part writes through its own cursors (disjoint slots).
+        // No zero fill: every slot below entry_count is written exactly once
+        // by the scatter (the counts summed to entry_count).
         self.sorted.clear();
-        self.sorted.resize(entry_count, CellEntry::default());
+        self.sorted.reserve(entry_count);
         let slots = SharedSlots(self.sorted.as_mut_ptr());
-        let buckets = &self.buckets[..table];
-        aabbs.par_chunks(BOXES_PER_TASK).enumerate().for_each(|(c, chunk)| {
-            let slots = slots;
-            for (k, a) in chunk.iter().enumerate() {
-                if !a.is_valid() {
-                    continue;
-                }
-                let body = (c * BOXES_PER_TASK + k) as u32;
-                let (x0, y0, x1, y1) = params.cell_range(a);
-                for iy in y0..=y1 {
-                    for ix in x0..=x1 {
-                        let slot = buckets[params.key(ix, iy) as usize].fetch_add(1, Relaxed) as usize;
-                        debug_assert!(slot < entry_count);
-                        // SAFETY: `slot` < entry_count (the counts summed to it) and
-                        // fetch_add hands every slot out exactly once.
-                        unsafe { slots.0.add(slot).write(CellEntry { body, ix, iy }) };
+        self.part_cursors[..parts]
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(p, cursors)| {
+                let first = (p * per_part).min(aabbs.len());
+                let last = (first + per_part).min(aabbs.len());
+                for (body, a) in aabbs.iter().enumerate().take(last).skip(first) {
+                    if !a.is_valid() {
+                        continue;
+                    }
+                    let (x0, y0, x1, y1) = params.cell_range(a);
+                    for iy in y0..=y1 {
+                        for ix in x0..=x1 {
+                            let cursor = &mut cursors[params.key(ix, iy) as usize];
+                            let slot = *cursor as usize;
+                            *cursor += 1;
+                            debug_assert!(slot < entry_count);
+                            // SAFETY: the prefix sum gave this part the slots
+                            // [cursor, cursor + its count) of this bucket, all
+                            // < entry_count and owned by no other part.
+                            unsafe {
+                                slots.base().add(slot).write(CellEntry {
+                                    aabb: *a,
+                                    body: body as u32,
+                                    ix,
+                                    iy,
+                                })
+                            };
+                        }
                     }
                 }
-            }
-        });
+            });
 
-        // Pairs, one task per chunk of boxes, each task's pairs sorted by (a, b).
-        let tasks = aabbs.len().div_ceil(BOXES_PER_TASK);
+        // SAFETY: the scatter initialised all entry_count slots (see above).
+        unsafe { self.sorted.set_len(entry_count) };
+
+        // Pairs, bucket by bucket: each pair from its reference cell only.
+        let tasks = table.div_ceil(BUCKETS_PER_TASK);
         if self.task_pairs.len() < tasks {
             self.task_pairs.resize_with(tasks, Vec::new);
         }
         let sorted = &self.sorted[..];
-        let bucket_end = |k: u32| buckets[k as usize].load(Relaxed) as usize;
-        let bucket_start = |k: u32| if k == 0 { 0 } else { bucket_end(k - 1) };
-        self.task_pairs[..tasks].par_iter_mut().enumerate().for_each(|(t, pairs)| {
-            pairs.clear();
-            let first = t * BOXES_PER_TASK;
-            let last = (first + BOXES_PER_TASK).min(aabbs.len());
-            for ai in first..last {
-                let a = &aabbs[ai];
-                if !a.is_valid() {
-                    continue;
-                }
-                let begin = pairs.len();
-                let (x0, y0, x1, y1) = params.cell_range(a);
-                for iy in y0..=y1 {
-                    for ix in x0..=x1 {
-                        let key = params.key(ix, iy);
-                        for e in &sorted[bucket_start(key)..bucket_end(key)] {
-                            if e.body as usize <= ai || e.ix != ix || e.iy != iy {
-                                continue;
-                            }
-                            let b = &aabbs[e.body as usize];
-                            if a.overlaps(b)
-                                && cell_coord(a.min.x.max(b.min.x), params.inv_cell_size) == ix
-                                && cell_coord(a.min.y.max(b.min.y), params.inv_cell_size) == iy
+        let starts = &self.bucket_start[..];
+        let inv = params.inv_cell_size;
+        self.task_pairs[..tasks]
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(t, pairs)| {
+                pairs.clear();
+                let first = t * BUCKETS_PER_TASK;
+                let last = (first + BUCKETS_PER_TASK).min(table);
+                let entries = &sorted[starts[first] as usize..starts[last] as usize];
+                let base = starts[first] as usize;
+                for k in first..last {
+                    let bucket = &entries[starts[k] as usize - base..starts[k + 1] as usize - base];
+                    for (u, e) in bucket.iter().enumerate() {
+                        for f in &bucket[u + 1..] {
+                            if e.ix == f.ix
+                                && e.iy == f.iy
+                                && e.aabb.overlaps(&f.aabb)
+                                && cell_coord(e.aabb.min.x.max(f.aabb.min.x), inv) == e.ix
+                                && cell_coord(e.aabb.min.y.max(f.aabb.min.y), inv) == e.iy
                             {
-                                pairs.push([ai as u32, e.body]);
+                                pairs.push(if e.body < f.body {
+                                    [e.body, f.body]
+                                } else {
+                                    [f.body, e.body]
+                                });
                             }
                         }
                     }
                 }
-                pairs[begin..].sort_unstable();
-            }
-        });
+            });
         let total: usize = self.task_pairs[..tasks].iter().map(Vec::len).sum();
         out.reserve(total);
         for p in &self.task_pairs[..tasks] {
             out.extend_from_slice(p);
         }
+        out.par_sort_unstable_by_key(|&[i, j]| (u64::from(i) << 32) | u64::from(j));
     }
 }

@@ -47,7 +47,10 @@ impl Aabb {
     #[inline]
     pub fn from_disc(center: Vec2, radius: f32) -> Self {
         let r = Vec2::splat(radius);
-        Self { min: center - r, max: center + r }
+        Self {
+            min: center - r,
+            max: center + r,
+        }
     }
 
     /// A box takes part in the broadphase iff `min ≤ max` on both axes (which
@@ -77,7 +80,12 @@ impl Aabb {
 pub fn aabbs_from_discs(centers: &[Vec2], radii: &[f32], out: &mut Vec<Aabb>) {
     assert_eq!(centers.len(), radii.len(), "one radius per disc centre");
     out.clear();
-    out.extend(centers.iter().zip(radii).map(|(&c, &r)| Aabb::from_disc(c, r)));
+    out.extend(
+        centers
+            .iter()
+            .zip(radii)
+            .map(|(&c, &r)| Aabb::from_disc(c, r)),
+    );
 }
 
 /// Every overlapping pair by testing all N(N−1)/2 pairs; sorted. For tests.

@@ -64,35 +64,51 @@ const PAIR_BYTES: u64 = 8;
 impl GpuGridBroadphase {
     /// Compiles the kernels and builds the pipelines.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        let shader = ctx.shader_module("broadphase.wgsl", wgpu::include_wgsl!("../../shaders/broadphase.wgsl"))?;
+        let shader = ctx.shader_module(
+            "broadphase.wgsl",
+            wgpu::include_wgsl!("../../shaders/broadphase.wgsl"),
+        )?;
         let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
+            ty: wgpu::BindingType::Buffer {
+                ty,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
             count: None,
         };
         let uniform = wgpu::BufferBindingType::Uniform;
         let read = wgpu::BufferBindingType::Storage { read_only: true };
         let write = wgpu::BufferBindingType::Storage { read_only: false };
-        let layout = ctx.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("broadphase"),
-            entries: &[
-                entry(0, uniform),
-                entry(1, uniform),
-                entry(2, read),
-                entry(3, write),
-                entry(4, write),
-                entry(5, write),
-                entry(6, write),
-            ],
-        });
-        let pipeline_layout = ctx.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("broadphase"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
+        let layout = ctx
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("broadphase"),
+                entries: &[
+                    entry(0, uniform),
+                    entry(1, uniform),
+                    entry(2, read),
+                    entry(3, write),
+                    entry(4, write),
+                    entry(5, write),
+                    entry(6, write),
+                ],
+            });
+        let pipeline_layout = ctx
+            .device
+            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some("broadphase"),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
         let small = |label, usage| {
-            ctx.device.create_buffer(&wgpu::BufferDescriptor { label: Some(label), size: 256, usage, mapped_at_creation: false })
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: 256,
+                usage,
+                mapped_at_creation: false,
+            })
         };
         let uniform_usage = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
         let storage = wgpu::BufferUsages::STORAGE;
@@ -108,8 +124,14 @@ impl GpuGridBroadphase {
             buckets: GrowableBuffer::new("buckets", storage | wgpu::BufferUsages::COPY_DST),
             sorted: GrowableBuffer::new("sorted cell entries", storage),
             pairs: GrowableBuffer::new("pairs", storage | wgpu::BufferUsages::COPY_SRC),
-            counters: GrowableBuffer::new("counters", storage | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST),
-            counters_read: small("counters readback", wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
+            counters: GrowableBuffer::new(
+                "counters",
+                storage | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            ),
+            counters_read: small(
+                "counters readback",
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            ),
             bind_group: None,
             params: GridParams::default(),
             entry_capacity: 0,
@@ -144,8 +166,12 @@ impl GpuGridBroadphase {
         self.params = GridParams::for_aabbs(aabbs);
         let n = aabbs.len() as u64;
         let mut rebind = self.aabbs.upload(ctx, aabbs)?;
-        if self.buckets.ensure(ctx, u64::from(self.params.table_size) * 4)? {
-            self.scan.bind(ctx, self.buckets.get(), self.buckets.capacity() / 4)?;
+        if self
+            .buckets
+            .ensure(ctx, u64::from(self.params.table_size) * 4)?
+        {
+            self.scan
+                .bind(ctx, self.buckets.get(), self.buckets.capacity() / 4)?;
             rebind = true;
         }
         // First guesses; an overflow reruns with the exact sizes.
@@ -158,7 +184,12 @@ impl GpuGridBroadphase {
     }
 
     /// Grows the sorted-entry and pair buffers to at least these capacities.
-    fn grow_outputs(&mut self, ctx: &GpuContext, entries: u64, pairs: u64) -> Result<bool, GpuError> {
+    fn grow_outputs(
+        &mut self,
+        ctx: &GpuContext,
+        entries: u64,
+        pairs: u64,
+    ) -> Result<bool, GpuError> {
         let mut grew = false;
         if entries > self.entry_capacity {
             grew |= self.sorted.ensure(ctx, entries * ENTRY_BYTES)?;
@@ -179,7 +210,12 @@ impl GpuGridBroadphase {
             let timing = self.run_once(ctx)?;
             let (entries, pairs) = self.read_counters(ctx)?;
             if entries <= self.entry_capacity && pairs <= self.pair_capacity {
-                return Ok(GpuPairsReport { pairs: pairs as usize, entries: entries as usize, reruns, timing });
+                return Ok(GpuPairsReport {
+                    pairs: pairs as usize,
+                    entries: entries as usize,
+                    reruns,
+                    timing,
+                });
             }
             reruns += 1;
             // Exact sizes plus slack for the next, similar, step.
@@ -190,7 +226,12 @@ impl GpuGridBroadphase {
     }
 
     /// Reads the first `count` pairs of the last run into `out` and sorts them.
-    pub fn read_pairs(&mut self, ctx: &GpuContext, count: usize, out: &mut Vec<[u32; 2]>) -> Result<(), GpuError> {
+    pub fn read_pairs(
+        &mut self,
+        ctx: &GpuContext,
+        count: usize,
+        out: &mut Vec<[u32; 2]>,
+    ) -> Result<(), GpuError> {
         self.readback.read(ctx, self.pairs.get(), count, out)?;
         out.par_sort_unstable();
         Ok(())
@@ -198,16 +239,21 @@ impl GpuGridBroadphase {
 
     fn run_once(&mut self, ctx: &GpuContext) -> Result<GpuTiming, GpuError> {
         let params = self.params;
-        ctx.queue.write_buffer(&self.grid_uniform, 0, bytemuck::bytes_of(&params));
+        ctx.queue
+            .write_buffer(&self.grid_uniform, 0, bytemuck::bytes_of(&params));
         let caps = Capacities {
             entries: self.entry_capacity.min(u64::from(u32::MAX)) as u32,
             pairs: self.pair_capacity.min(u64::from(u32::MAX)) as u32,
             _pad: [0; 2],
         };
-        ctx.queue.write_buffer(&self.capacity_uniform, 0, bytemuck::bytes_of(&caps));
+        ctx.queue
+            .write_buffer(&self.capacity_uniform, 0, bytemuck::bytes_of(&caps));
         if self.bind_group.is_none() {
             fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
-                wgpu::BindGroupEntry { binding, resource: buffer.as_entire_binding() }
+                wgpu::BindGroupEntry {
+                    binding,
+                    resource: buffer.as_entire_binding(),
+                }
             }
             self.bind_group = Some(ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("broadphase"),
@@ -225,7 +271,11 @@ impl GpuGridBroadphase {
         }
         let table = u64::from(params.table_size);
         let boxes = u64::from(params.box_count);
-        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("broadphase") });
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("broadphase"),
+            });
         encoder.clear_buffer(self.buckets.get(), 0, Some(table * 4));
         encoder.clear_buffer(self.counters.get(), 0, None);
         {
@@ -262,7 +312,10 @@ impl GpuGridBroadphase {
         map_read(ctx, &self.counters_read, 2, &mut self.counter_values)?;
         match self.counter_values[..] {
             [entries, pairs] => Ok((u64::from(entries), u64::from(pairs))),
-            _ => Err(GpuError::Runtime { kernel: "broadphase counters", message: "short readback".into() }),
+            _ => Err(GpuError::Runtime {
+                kernel: "broadphase counters",
+                message: "short readback".into(),
+            }),
         }
     }
 }

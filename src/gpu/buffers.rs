@@ -25,7 +25,12 @@ pub struct GrowableBuffer {
 impl GrowableBuffer {
     /// An empty buffer with these usages.
     pub fn new(label: &'static str, usage: wgpu::BufferUsages) -> Self {
-        Self { buffer: None, capacity: 0, usage, label }
+        Self {
+            buffer: None,
+            capacity: 0,
+            usage,
+            label,
+        }
     }
 
     /// Makes room for `bytes` (at least one granule). Returns true when the
@@ -36,9 +41,17 @@ impl GrowableBuffer {
             return Ok(false);
         }
         let storage = self.usage.contains(wgpu::BufferUsages::STORAGE);
-        let limit = if storage { ctx.max_binding_bytes() } else { ctx.limits().max_buffer_size };
+        let limit = if storage {
+            ctx.max_binding_bytes()
+        } else {
+            ctx.limits().max_buffer_size
+        };
         if bytes > limit {
-            return Err(GpuError::TooLarge { what: self.label, bytes, limit });
+            return Err(GpuError::TooLarge {
+                what: self.label,
+                bytes,
+                limit,
+            });
         }
         self.buffer = Some(ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some(self.label),
@@ -55,7 +68,9 @@ impl GrowableBuffer {
     /// # Panics
     /// If never allocated (a bug in the caller's ordering, not a GPU failure).
     pub fn get(&self) -> &wgpu::Buffer {
-        self.buffer.as_ref().expect("GrowableBuffer::ensure must be called before use")
+        self.buffer
+            .as_ref()
+            .expect("GrowableBuffer::ensure must be called before use")
     }
 
     /// Allocated bytes.
@@ -114,7 +129,11 @@ impl Readback {
         let bytes = (count * size_of::<T>()) as u64;
         let copy = bytes.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
         self.staging.ensure(ctx, copy)?;
-        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("readback"),
+            });
         encoder.copy_buffer_to_buffer(source, 0, self.staging.get(), 0, copy);
         ctx.queue.submit([encoder.finish()]);
         map_read(ctx, self.staging.get(), count, out)
@@ -123,25 +142,41 @@ impl Readback {
 
 /// Maps `buffer` (MAP_READ, copies already submitted), copies its first
 /// `count` elements into `out`, and unmaps.
-pub fn map_read<T: Pod>(ctx: &GpuContext, buffer: &wgpu::Buffer, count: usize, out: &mut Vec<T>) -> Result<(), GpuError> {
+pub fn map_read<T: Pod>(
+    ctx: &GpuContext,
+    buffer: &wgpu::Buffer,
+    count: usize,
+    out: &mut Vec<T>,
+) -> Result<(), GpuError> {
     let bytes = (count * size_of::<T>()) as u64;
-    let mapped = bytes.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT).max(wgpu::COPY_BUFFER_ALIGNMENT);
+    let mapped = bytes
+        .next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
+        .max(wgpu::COPY_BUFFER_ALIGNMENT);
     let (sender, receiver) = std::sync::mpsc::channel();
-    buffer.slice(..mapped).map_async(wgpu::MapMode::Read, move |result| {
-        // The receiver lives until after the poll below; a failed send only
-        // means the caller already returned with an error.
-        let _ = sender.send(result);
-    });
+    buffer
+        .slice(..mapped)
+        .map_async(wgpu::MapMode::Read, move |result| {
+            // The receiver lives until after the poll below; a failed send only
+            // means the caller already returned with an error.
+            let _ = sender.send(result);
+        });
     ctx.wait("readback")?;
-    let status = receiver
-        .recv()
-        .map_err(|e| GpuError::Runtime { kernel: "readback", message: e.to_string() })?;
-    status.map_err(|e| GpuError::Runtime { kernel: "readback", message: e.to_string() })?;
+    let status = receiver.recv().map_err(|e| GpuError::Runtime {
+        kernel: "readback",
+        message: e.to_string(),
+    })?;
+    status.map_err(|e| GpuError::Runtime {
+        kernel: "readback",
+        message: e.to_string(),
+    })?;
     {
         let view = buffer
             .slice(..mapped)
             .get_mapped_range()
-            .map_err(|e| GpuError::Runtime { kernel: "readback", message: e.to_string() })?;
+            .map_err(|e| GpuError::Runtime {
+                kernel: "readback",
+                message: e.to_string(),
+            })?;
         out.clear();
         out.resize(count, T::zeroed());
         // Copy bytewise: the mapped range's alignment is not guaranteed to suit T.

@@ -10,7 +10,9 @@ use std::time::Instant;
 pub enum GpuError {
     /// No adapter matched (no GPU, no software Vulkan, or filtered out by
     /// `WGPU_BACKEND` / `WGPU_ADAPTER_NAME`).
-    #[error("no GPU adapter available ({0}); install a Vulkan driver (e.g. mesa-vulkan-drivers) or use the CPU path")]
+    #[error(
+        "no GPU adapter available ({0}); install a Vulkan driver (e.g. mesa-vulkan-drivers) or use the CPU path"
+    )]
     NoAdapter(String),
     /// The adapter refused to create a device.
     #[error("GPU device request failed on {adapter}: {message}")]
@@ -101,7 +103,9 @@ pub struct GpuContext {
 
 impl std::fmt::Debug for GpuContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GpuContext").field("adapter", &self.summary()).finish()
+        f.debug_struct("GpuContext")
+            .field("adapter", &self.summary())
+            .finish()
     }
 }
 
@@ -116,22 +120,29 @@ impl GpuContext {
     /// device requesting the adapter's real limits (not the WebGPU defaults
     /// with their 128 MiB storage bindings) and timestamp queries when offered.
     pub fn with_options(options: GpuOptions) -> Result<Self, GpuError> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = match pollster::block_on(wgpu::util::initialize_adapter_from_env(&instance, None)) {
-            Ok(adapter) => adapter,
-            Err(_) => pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
-                power_preference: wgpu::PowerPreference::HighPerformance,
-                force_fallback_adapter: false,
-                compatible_surface: None,
-                ..Default::default()
-            }))
-            .map_err(|e| GpuError::NoAdapter(e.to_string()))?,
-        };
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter =
+            match pollster::block_on(wgpu::util::initialize_adapter_from_env(&instance, None)) {
+                Ok(adapter) => adapter,
+                Err(_) => {
+                    pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+                        power_preference: wgpu::PowerPreference::HighPerformance,
+                        force_fallback_adapter: false,
+                        compatible_surface: None,
+                        ..Default::default()
+                    }))
+                    .map_err(|e| GpuError::NoAdapter(e.to_string()))?
+                }
+            };
         let info = adapter.get_info();
         let limits = adapter.limits();
         let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
-        let required_features =
-            if timestamps { wgpu::Features::TIMESTAMP_QUERY } else { wgpu::Features::empty() };
+        let required_features = if timestamps {
+            wgpu::Features::TIMESTAMP_QUERY
+        } else {
+            wgpu::Features::empty()
+        };
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("mx2d compute"),
             required_features,
@@ -140,7 +151,10 @@ impl GpuContext {
             memory_hints: wgpu::MemoryHints::Performance,
             trace: wgpu::Trace::Off,
         }))
-        .map_err(|e| GpuError::Device { adapter: info.name.clone(), message: e.to_string() })?;
+        .map_err(|e| GpuError::Device {
+            adapter: info.name.clone(),
+            message: e.to_string(),
+        })?;
 
         // wgpu's default handlers panic; record the failure and report it as an
         // error at the next synchronisation point instead.
@@ -165,9 +179,20 @@ impl GpuContext {
             });
         let binding_bytes = options
             .max_binding_bytes
-            .map_or(limits.max_storage_buffer_binding_size, |m| m.min(limits.max_storage_buffer_binding_size))
+            .map_or(limits.max_storage_buffer_binding_size, |m| {
+                m.min(limits.max_storage_buffer_binding_size)
+            })
             .min(limits.max_buffer_size);
-        Ok(Self { device, queue, info, limits, workgroups_per_dimension, binding_bytes, timestamps, failure })
+        Ok(Self {
+            device,
+            queue,
+            info,
+            limits,
+            workgroups_per_dimension,
+            binding_bytes,
+            timestamps,
+            failure,
+        })
     }
 
     /// The adapter's name, e.g. "NVIDIA H100" or "llvmpipe (LLVM 15.0.7, 256 bits)".
@@ -179,7 +204,11 @@ impl GpuContext {
     pub fn summary(&self) -> String {
         format!(
             "{} ({:?}, {:?}, {} {})",
-            self.info.name, self.info.backend, self.info.device_type, self.info.driver, self.info.driver_info
+            self.info.name,
+            self.info.backend,
+            self.info.device_type,
+            self.info.driver,
+            self.info.driver_info
         )
     }
 
@@ -207,14 +236,19 @@ impl GpuContext {
     /// Workgroup grid `(x, y)` covering `invocations` threads in workgroups of
     /// [`super::WORKGROUP_SIZE`]; 2D once x would pass the per-dimension limit.
     pub fn dispatch_grid(&self, invocations: u64) -> Result<(u32, u32), GpuError> {
-        let groups = invocations.div_ceil(u64::from(super::WORKGROUP_SIZE)).max(1);
+        let groups = invocations
+            .div_ceil(u64::from(super::WORKGROUP_SIZE))
+            .max(1);
         let limit = u64::from(self.workgroups_per_dimension);
         if groups <= limit {
             return Ok((groups as u32, 1));
         }
         let y = groups.div_ceil(limit);
         if y > limit {
-            return Err(GpuError::DispatchTooLarge { workgroups: groups, limit });
+            return Err(GpuError::DispatchTooLarge {
+                workgroups: groups,
+                limit,
+            });
         }
         Ok((limit as u32, y as u32))
     }
@@ -228,16 +262,21 @@ impl GpuContext {
         layout: &wgpu::PipelineLayout,
     ) -> Result<wgpu::ComputePipeline, GpuError> {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let pipeline = self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some(entry_point),
-            layout: Some(layout),
-            module: shader,
-            entry_point: Some(entry_point),
-            compilation_options: Default::default(),
-            cache: None,
-        });
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry_point),
+                layout: Some(layout),
+                module: shader,
+                entry_point: Some(entry_point),
+                compilation_options: Default::default(),
+                cache: None,
+            });
         match pollster::block_on(scope.pop()) {
-            Some(error) => Err(GpuError::Kernel { kernel: entry_point, message: error.to_string() }),
+            Some(error) => Err(GpuError::Kernel {
+                kernel: entry_point,
+                message: error.to_string(),
+            }),
             None => Ok(pipeline),
         }
     }
@@ -252,7 +291,10 @@ impl GpuContext {
         let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let module = self.device.create_shader_module(descriptor);
         match pollster::block_on(scope.pop()) {
-            Some(error) => Err(GpuError::Kernel { kernel: name, message: error.to_string() }),
+            Some(error) => Err(GpuError::Kernel {
+                kernel: name,
+                message: error.to_string(),
+            }),
             None => Ok(module),
         }
     }
@@ -262,7 +304,10 @@ impl GpuContext {
     pub fn wait(&self, kernel: &'static str) -> Result<(), GpuError> {
         self.device
             .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| GpuError::Runtime { kernel, message: e.to_string() })?;
+            .map_err(|e| GpuError::Runtime {
+                kernel,
+                message: e.to_string(),
+            })?;
         self.check(kernel)
     }
 
@@ -306,16 +351,22 @@ impl PassTimer {
             });
             (set, resolve, read)
         });
-        Self { queries, period_ns: f64::from(ctx.queue.get_timestamp_period()), started: None }
+        Self {
+            queries,
+            period_ns: f64::from(ctx.queue.get_timestamp_period()),
+            started: None,
+        }
     }
 
     /// Timestamp writes for the pass to time (None without timestamp support).
     pub(crate) fn pass_writes(&self) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
-        self.queries.as_ref().map(|(set, _, _)| wgpu::ComputePassTimestampWrites {
-            query_set: set,
-            beginning_of_pass_write_index: Some(0),
-            end_of_pass_write_index: Some(1),
-        })
+        self.queries
+            .as_ref()
+            .map(|(set, _, _)| wgpu::ComputePassTimestampWrites {
+                query_set: set,
+                beginning_of_pass_write_index: Some(0),
+                end_of_pass_write_index: Some(1),
+            })
     }
 
     /// Appends the query resolve to the encoder (after the timed pass).
@@ -333,19 +384,25 @@ impl PassTimer {
 
     /// Call after the submission completed (after [`GpuContext::wait`]).
     pub(crate) fn finish(&mut self, ctx: &GpuContext) -> Result<GpuTiming, GpuError> {
-        let wall_ms = self.started.take().map_or(0.0, |t| t.elapsed().as_secs_f64() * 1e3);
+        let wall_ms = self
+            .started
+            .take()
+            .map_or(0.0, |t| t.elapsed().as_secs_f64() * 1e3);
         if let Some((_, _, read)) = &self.queries {
             let mut ticks = Vec::<u64>::new();
             super::buffers::map_read(ctx, read, 2, &mut ticks)?;
-            if let [begin, end] = ticks[..] {
-                if end > begin {
-                    return Ok(GpuTiming {
-                        ms: (end - begin) as f64 * self.period_ns * 1e-6,
-                        source: TimingSource::Timestamps,
-                    });
-                }
+            if let [begin, end] = ticks[..]
+                && end > begin
+            {
+                return Ok(GpuTiming {
+                    ms: (end - begin) as f64 * self.period_ns * 1e-6,
+                    source: TimingSource::Timestamps,
+                });
             }
         }
-        Ok(GpuTiming { ms: wall_ms, source: TimingSource::Wall })
+        Ok(GpuTiming {
+            ms: wall_ms,
+            source: TimingSource::Wall,
+        })
     }
 }

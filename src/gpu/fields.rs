@@ -72,14 +72,40 @@ impl From<&Field> for GpuField {
         let v = |a: f64, b: f64, c: f64, d: f64| [a as f32, b as f32, c as f32, d as f32];
         let flag = |on: bool, bit: u32| if on { bit } else { 0 };
         let (kind, falloff, flags, params) = match field.kind {
-            FieldKind::Uniform { force, per_mass } => (0, 0, flag(per_mass, PER_MASS), v(force.x, force.y, 0.0, 0.0)),
-            FieldKind::Radial { center, strength, falloff, softening, per_mass } => {
-                (1, falloff_code(falloff), flag(per_mass, PER_MASS), v(center.x, center.y, strength, softening))
-            }
-            FieldKind::Vortex { center, strength, falloff, softening, per_mass } => {
-                (2, falloff_code(falloff), flag(per_mass, PER_MASS), v(center.x, center.y, strength, softening))
-            }
-            FieldKind::Drag { coefficient, stokes } => (3, 0, flag(stokes, STOKES), v(coefficient, 0.0, 0.0, 0.0)),
+            FieldKind::Uniform { force, per_mass } => (
+                0,
+                0,
+                flag(per_mass, PER_MASS),
+                v(force.x, force.y, 0.0, 0.0),
+            ),
+            FieldKind::Radial {
+                center,
+                strength,
+                falloff,
+                softening,
+                per_mass,
+            } => (
+                1,
+                falloff_code(falloff),
+                flag(per_mass, PER_MASS),
+                v(center.x, center.y, strength, softening),
+            ),
+            FieldKind::Vortex {
+                center,
+                strength,
+                falloff,
+                softening,
+                per_mass,
+            } => (
+                2,
+                falloff_code(falloff),
+                flag(per_mass, PER_MASS),
+                v(center.x, center.y, strength, softening),
+            ),
+            FieldKind::Drag {
+                coefficient,
+                stokes,
+            } => (3, 0, flag(stokes, STOKES), v(coefficient, 0.0, 0.0, 0.0)),
         };
         let (region_kind, region) = match field.region {
             Region::Everywhere => (0, [0.0; 4]),
@@ -87,7 +113,14 @@ impl From<&Field> for GpuField {
             Region::Circle { center, radius } => (2, v(center.x, center.y, radius, 0.0)),
             Region::HalfPlane { point, normal } => (3, v(point.x, point.y, normal.x, normal.y)),
         };
-        Self { kind, falloff, flags, region_kind, params, region }
+        Self {
+            kind,
+            falloff,
+            flags,
+            region_kind,
+            params,
+            region,
+        }
     }
 }
 
@@ -100,15 +133,42 @@ impl GpuField {
         let per_mass = self.flags & PER_MASS != 0;
         let falloff = falloff_from_code(self.falloff);
         let kind = match self.kind {
-            1 => FieldKind::Radial { center: DVec2::new(p[0], p[1]), strength: p[2], falloff, softening: p[3], per_mass },
-            2 => FieldKind::Vortex { center: DVec2::new(p[0], p[1]), strength: p[2], falloff, softening: p[3], per_mass },
-            3 => FieldKind::Drag { coefficient: p[0], stokes: self.flags & STOKES != 0 },
-            _ => FieldKind::Uniform { force: DVec2::new(p[0], p[1]), per_mass },
+            1 => FieldKind::Radial {
+                center: DVec2::new(p[0], p[1]),
+                strength: p[2],
+                falloff,
+                softening: p[3],
+                per_mass,
+            },
+            2 => FieldKind::Vortex {
+                center: DVec2::new(p[0], p[1]),
+                strength: p[2],
+                falloff,
+                softening: p[3],
+                per_mass,
+            },
+            3 => FieldKind::Drag {
+                coefficient: p[0],
+                stokes: self.flags & STOKES != 0,
+            },
+            _ => FieldKind::Uniform {
+                force: DVec2::new(p[0], p[1]),
+                per_mass,
+            },
         };
         let region = match self.region_kind {
-            1 => Region::Rect { min: DVec2::new(r[0], r[1]), max: DVec2::new(r[2], r[3]) },
-            2 => Region::Circle { center: DVec2::new(r[0], r[1]), radius: r[2] },
-            3 => Region::HalfPlane { point: DVec2::new(r[0], r[1]), normal: DVec2::new(r[2], r[3]) },
+            1 => Region::Rect {
+                min: DVec2::new(r[0], r[1]),
+                max: DVec2::new(r[2], r[3]),
+            },
+            2 => Region::Circle {
+                center: DVec2::new(r[0], r[1]),
+                radius: r[2],
+            },
+            3 => Region::HalfPlane {
+                point: DVec2::new(r[0], r[1]),
+                normal: DVec2::new(r[2], r[3]),
+            },
             _ => Region::Everywhere,
         };
         Field { kind, region }
@@ -119,19 +179,26 @@ impl GpuField {
 /// by [`crate::field::total_force`] in f64 on the f32 inputs and the
 /// f32-rounded fields, in parallel over bodies. Replaces `forces`.
 pub fn cpu_field_forces(fields: &[Field], bodies: &[GpuBody], forces: &mut Vec<Vec2>) {
-    let rounded: Vec<Field> = fields.iter().map(|f| GpuField::from(f).to_field()).collect();
+    let rounded: Vec<Field> = fields
+        .iter()
+        .map(|f| GpuField::from(f).to_field())
+        .collect();
     forces.clear();
     forces.resize(bodies.len(), Vec2::ZERO);
-    forces.par_iter_mut().with_min_len(1024).zip(bodies).for_each(|(force, b)| {
-        let f = crate::field::total_force(
-            &rounded,
-            b.position.as_dvec2(),
-            b.velocity.as_dvec2(),
-            f64::from(b.mass),
-            f64::from(b.radius),
-        );
-        *force = f.as_vec2();
-    });
+    forces
+        .par_iter_mut()
+        .with_min_len(1024)
+        .zip(bodies)
+        .for_each(|(force, b)| {
+            let f = crate::field::total_force(
+                &rounded,
+                b.position.as_dvec2(),
+                b.velocity.as_dvec2(),
+                f64::from(b.mass),
+                f64::from(b.radius),
+            );
+            *force = f.as_vec2();
+        });
 }
 
 /// Uniform of the field kernel (WGSL `Params`).
@@ -170,7 +237,10 @@ pub struct GpuFieldEvaluator {
 impl GpuFieldEvaluator {
     /// Compiles `shaders/fields.wgsl` and builds the pipeline.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        let shader = ctx.shader_module("fields.wgsl", wgpu::include_wgsl!("../../shaders/fields.wgsl"))?;
+        let shader = ctx.shader_module(
+            "fields.wgsl",
+            wgpu::include_wgsl!("../../shaders/fields.wgsl"),
+        )?;
         let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::COMPUTE,
@@ -181,29 +251,33 @@ impl GpuFieldEvaluator {
             },
             count: None,
         };
-        let layout = ctx.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("field_forces"),
-            entries: &[
-                wgpu::BindGroupLayoutEntry {
-                    binding: 0,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
+        let layout = ctx
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("field_forces"),
+                entries: &[
+                    wgpu::BindGroupLayoutEntry {
+                        binding: 0,
+                        visibility: wgpu::ShaderStages::COMPUTE,
+                        ty: wgpu::BindingType::Buffer {
+                            ty: wgpu::BufferBindingType::Uniform,
+                            has_dynamic_offset: false,
+                            min_binding_size: None,
+                        },
+                        count: None,
                     },
-                    count: None,
-                },
-                storage(1, true),
-                storage(2, true),
-                storage(3, false),
-            ],
-        });
-        let pipeline_layout = ctx.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("field_forces"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
+                    storage(1, true),
+                    storage(2, true),
+                    storage(3, false),
+                ],
+            });
+        let pipeline_layout = ctx
+            .device
+            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some("field_forces"),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
         let pipeline = ctx.compute_pipeline(&shader, "field_forces", &pipeline_layout)?;
         // Bodies are the larger record (24 bytes); whole workgroups per chunk.
         let per_binding = (ctx.max_binding_bytes() / size_of::<GpuBody>() as u64) as usize;
@@ -233,7 +307,11 @@ impl GpuFieldEvaluator {
     pub fn set_fields(&mut self, ctx: &GpuContext, fields: &[Field]) -> Result<(), GpuError> {
         let encoded: Vec<GpuField> = fields.iter().map(GpuField::from).collect();
         // An empty storage binding is invalid: keep at least one (unused) record.
-        let data = if encoded.is_empty() { vec![GpuField::default()] } else { encoded };
+        let data = if encoded.is_empty() {
+            vec![GpuField::default()]
+        } else {
+            encoded
+        };
         if self.fields.upload(ctx, &data)? {
             self.chunks.iter_mut().for_each(|c| c.bind_group = None);
         }
@@ -246,8 +324,14 @@ impl GpuFieldEvaluator {
         let needed = bodies.len().div_ceil(self.bodies_per_chunk).max(1);
         while self.chunks.len() < needed {
             self.chunks.push(FieldChunk {
-                bodies: GrowableBuffer::new("bodies", wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST),
-                forces: GrowableBuffer::new("forces", wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC),
+                bodies: GrowableBuffer::new(
+                    "bodies",
+                    wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                ),
+                forces: GrowableBuffer::new(
+                    "forces",
+                    wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                ),
                 params: ctx.device.create_buffer(&wgpu::BufferDescriptor {
                     label: Some("field params"),
                     size: size_of::<FieldParams>() as u64,
@@ -267,7 +351,9 @@ impl GpuFieldEvaluator {
                 continue;
             }
             let grew_bodies = chunk.bodies.upload(ctx, slice)?;
-            let grew_forces = chunk.forces.ensure(ctx, (slice.len() * size_of::<Vec2>()) as u64)?;
+            let grew_forces = chunk
+                .forces
+                .ensure(ctx, (slice.len() * size_of::<Vec2>()) as u64)?;
             if grew_bodies || grew_forces {
                 chunk.bind_group = None;
             }
@@ -282,22 +368,47 @@ impl GpuFieldEvaluator {
             self.set_fields(ctx, &[])?;
         }
         for chunk in self.chunks.iter().filter(|c| c.count > 0) {
-            let params = FieldParams { body_count: chunk.count as u32, field_count: self.field_count as u32, _pad: [0; 2] };
-            ctx.queue.write_buffer(&chunk.params, 0, bytemuck::bytes_of(&params));
+            let params = FieldParams {
+                body_count: chunk.count as u32,
+                field_count: self.field_count as u32,
+                _pad: [0; 2],
+            };
+            ctx.queue
+                .write_buffer(&chunk.params, 0, bytemuck::bytes_of(&params));
         }
-        for chunk in self.chunks.iter_mut().filter(|c| c.count > 0 && c.bind_group.is_none()) {
+        for chunk in self
+            .chunks
+            .iter_mut()
+            .filter(|c| c.count > 0 && c.bind_group.is_none())
+        {
             chunk.bind_group = Some(ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("field_forces"),
                 layout: &self.layout,
                 entries: &[
-                    wgpu::BindGroupEntry { binding: 0, resource: chunk.params.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 1, resource: self.fields.get().as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 2, resource: chunk.bodies.get().as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 3, resource: chunk.forces.get().as_entire_binding() },
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: chunk.params.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: self.fields.get().as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 2,
+                        resource: chunk.bodies.get().as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 3,
+                        resource: chunk.forces.get().as_entire_binding(),
+                    },
                 ],
             }));
         }
-        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("field_forces") });
+        let mut encoder = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("field_forces"),
+            });
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("field_forces"),
@@ -321,7 +432,8 @@ impl GpuFieldEvaluator {
     pub fn read_forces(&mut self, ctx: &GpuContext, out: &mut Vec<Vec2>) -> Result<(), GpuError> {
         out.clear();
         for chunk in self.chunks.iter().filter(|c| c.count > 0) {
-            self.readback.read(ctx, chunk.forces.get(), chunk.count, &mut self.scratch)?;
+            self.readback
+                .read(ctx, chunk.forces.get(), chunk.count, &mut self.scratch)?;
             out.extend_from_slice(&self.scratch);
         }
         Ok(())

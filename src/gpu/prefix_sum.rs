@@ -5,9 +5,9 @@
 //! synchronises workgroups, so it is portable to adapters without
 //! forward-progress guarantees.
 
+use super::WORKGROUP_SIZE;
 use super::buffers::GrowableBuffer;
 use super::context::{GpuContext, GpuError};
-use super::WORKGROUP_SIZE;
 use bytemuck::{Pod, Zeroable};
 
 #[repr(C)]
@@ -49,26 +49,45 @@ fn level_counts(count: u64) -> Vec<u64> {
 impl PrefixSum {
     /// Compiles the scan kernels.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        let shader = ctx.shader_module("prefix_sum.wgsl", wgpu::include_wgsl!("../../shaders/prefix_sum.wgsl"))?;
+        let shader = ctx.shader_module(
+            "prefix_sum.wgsl",
+            wgpu::include_wgsl!("../../shaders/prefix_sum.wgsl"),
+        )?;
         let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::COMPUTE,
-            ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
+            ty: wgpu::BindingType::Buffer {
+                ty,
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
             count: None,
         };
         let storage = wgpu::BufferBindingType::Storage { read_only: false };
-        let layout = ctx.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-            label: Some("prefix_sum"),
-            entries: &[entry(0, wgpu::BufferBindingType::Uniform), entry(1, storage), entry(2, storage)],
-        });
-        let pipeline_layout = ctx.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-            label: Some("prefix_sum"),
-            bind_group_layouts: &[Some(&layout)],
-            immediate_size: 0,
-        });
+        let layout = ctx
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("prefix_sum"),
+                entries: &[
+                    entry(0, wgpu::BufferBindingType::Uniform),
+                    entry(1, storage),
+                    entry(2, storage),
+                ],
+            });
+        let pipeline_layout = ctx
+            .device
+            .create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some("prefix_sum"),
+                bind_group_layouts: &[Some(&layout)],
+                immediate_size: 0,
+            });
         Ok(Self {
             scan_blocks: ctx.compute_pipeline(&shader, "scan_blocks", &pipeline_layout)?,
-            add_block_offsets: ctx.compute_pipeline(&shader, "add_block_offsets", &pipeline_layout)?,
+            add_block_offsets: ctx.compute_pipeline(
+                &shader,
+                "add_block_offsets",
+                &pipeline_layout,
+            )?,
             layout,
             levels: Vec::new(),
             capacity: 0,
@@ -77,13 +96,19 @@ impl PrefixSum {
 
     /// Binds the scan to `data` (capacity `capacity` elements); call again
     /// whenever that buffer is reallocated.
-    pub fn bind(&mut self, ctx: &GpuContext, data: &wgpu::Buffer, capacity: u64) -> Result<(), GpuError> {
+    pub fn bind(
+        &mut self,
+        ctx: &GpuContext,
+        data: &wgpu::Buffer,
+        capacity: u64,
+    ) -> Result<(), GpuError> {
         self.levels.clear();
         self.capacity = capacity;
         let counts = level_counts(capacity.max(1));
         let mut level_data = data.clone();
         for &count in &counts {
-            let mut sums = GrowableBuffer::new("prefix_sum block sums", wgpu::BufferUsages::STORAGE);
+            let mut sums =
+                GrowableBuffer::new("prefix_sum block sums", wgpu::BufferUsages::STORAGE);
             sums.ensure(ctx, count.div_ceil(u64::from(WORKGROUP_SIZE)) * 4)?;
             let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("prefix_sum params"),
@@ -95,33 +120,58 @@ impl PrefixSum {
                 label: Some("prefix_sum"),
                 layout: &self.layout,
                 entries: &[
-                    wgpu::BindGroupEntry { binding: 0, resource: params.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 1, resource: level_data.as_entire_binding() },
-                    wgpu::BindGroupEntry { binding: 2, resource: sums.get().as_entire_binding() },
+                    wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: params.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 1,
+                        resource: level_data.as_entire_binding(),
+                    },
+                    wgpu::BindGroupEntry {
+                        binding: 2,
+                        resource: sums.get().as_entire_binding(),
+                    },
                 ],
             });
             level_data = sums.get().clone();
-            self.levels.push(Level { params, _sums: sums, bind_group });
+            self.levels.push(Level {
+                params,
+                _sums: sums,
+                bind_group,
+            });
         }
         Ok(())
     }
 
     /// Records the scan of the first `count` elements into `pass` (and queues
     /// the level sizes, which take effect at the next submission).
-    pub fn encode(&self, ctx: &GpuContext, pass: &mut wgpu::ComputePass<'_>, count: u64) -> Result<(), GpuError> {
+    pub fn encode(
+        &self,
+        ctx: &GpuContext,
+        pass: &mut wgpu::ComputePass<'_>,
+        count: u64,
+    ) -> Result<(), GpuError> {
         if count == 0 {
             return Ok(());
         }
         if count > self.capacity {
             return Err(GpuError::Runtime {
                 kernel: "scan_blocks",
-                message: format!("prefix sum bound to {} elements, asked for {count}", self.capacity),
+                message: format!(
+                    "prefix sum bound to {} elements, asked for {count}",
+                    self.capacity
+                ),
             });
         }
         let counts = level_counts(count);
         for (level, &n) in self.levels.iter().zip(&counts) {
-            let params = ScanParams { count: n as u32, _pad: [0; 3] };
-            ctx.queue.write_buffer(&level.params, 0, bytemuck::bytes_of(&params));
+            let params = ScanParams {
+                count: n as u32,
+                _pad: [0; 3],
+            };
+            ctx.queue
+                .write_buffer(&level.params, 0, bytemuck::bytes_of(&params));
         }
         pass.set_pipeline(&self.scan_blocks);
         for (level, &n) in self.levels.iter().zip(&counts) {

@@ -45,7 +45,11 @@ pub enum Layout {
     /// Uniform in a square sized for ~`density` discs per unit area, offset by `origin`.
     Spread { origin: Vec2, density: f32 },
     /// Gaussian blobs of this standard deviation around `clusters` centres.
-    Clustered { clusters: usize, sigma: f32, origin: Vec2 },
+    Clustered {
+        clusters: usize,
+        sigma: f32,
+        origin: Vec2,
+    },
     /// All centres within `extent` of `origin` (everything in one cell).
     OneCell { origin: Vec2, extent: f32 },
 }
@@ -55,19 +59,26 @@ pub fn discs(n: usize, layout: Layout, radii: Radii, seed: u64) -> Vec<Aabb> {
     let centres: Vec<Vec2> = match layout {
         Layout::Spread { origin, density } => {
             let side = (n as f32 / density).sqrt().max(1.0);
-            (0..n).map(|_| origin + Vec2::new(rng.range(0.0, side), rng.range(0.0, side))).collect()
+            (0..n)
+                .map(|_| origin + Vec2::new(rng.range(0.0, side), rng.range(0.0, side)))
+                .collect()
         }
-        Layout::Clustered { clusters, sigma, origin } => {
+        Layout::Clustered {
+            clusters,
+            sigma,
+            origin,
+        } => {
             let side = (n as f32).sqrt() * 4.0;
-            let hubs: Vec<Vec2> =
-                (0..clusters).map(|_| origin + Vec2::new(rng.range(-side, side), rng.range(-side, side))).collect();
+            let hubs: Vec<Vec2> = (0..clusters)
+                .map(|_| origin + Vec2::new(rng.range(-side, side), rng.range(-side, side)))
+                .collect();
             (0..n)
                 .map(|i| hubs[i % clusters] + Vec2::new(rng.gaussian(), rng.gaussian()) * sigma)
                 .collect()
         }
-        Layout::OneCell { origin, extent } => {
-            (0..n).map(|_| origin + Vec2::new(rng.range(0.0, extent), rng.range(0.0, extent))).collect()
-        }
+        Layout::OneCell { origin, extent } => (0..n)
+            .map(|_| origin + Vec2::new(rng.range(0.0, extent), rng.range(0.0, extent)))
+            .collect(),
     };
     centres
         .into_iter()
@@ -85,31 +96,82 @@ pub fn discs(n: usize, layout: Layout, radii: Radii, seed: u64) -> Vec<Aabb> {
 pub fn scene_suite(sizes: &[usize]) -> Vec<(String, Vec<Aabb>)> {
     let mut scenes = vec![
         ("empty".to_string(), Vec::new()),
-        ("one".to_string(), vec![Aabb::from_disc(Vec2::new(-3.0, 2.0), 0.5)]),
-        ("two touching".to_string(), vec![Aabb::from_disc(Vec2::ZERO, 0.5), Aabb::from_disc(Vec2::new(1.0, 1.0), 0.5)]),
+        (
+            "one".to_string(),
+            vec![Aabb::from_disc(Vec2::new(-3.0, 2.0), 0.5)],
+        ),
+        (
+            "two touching".to_string(),
+            vec![
+                Aabb::from_disc(Vec2::ZERO, 0.5),
+                Aabb::from_disc(Vec2::new(1.0, 1.0), 0.5),
+            ],
+        ),
     ];
     for &n in sizes {
         let s = n as u64;
         scenes.push((
             format!("spread uniform {n}"),
-            discs(n, Layout::Spread { origin: Vec2::ZERO, density: 0.6 }, Radii::Uniform(0.5), s),
+            discs(
+                n,
+                Layout::Spread {
+                    origin: Vec2::ZERO,
+                    density: 0.6,
+                },
+                Radii::Uniform(0.5),
+                s,
+            ),
         ));
         scenes.push((
             format!("spread varying negative {n}"),
-            discs(n, Layout::Spread { origin: Vec2::new(-5000.0, -2500.0), density: 0.3 }, Radii::Varying(0.02, 3.0), s + 1),
+            discs(
+                n,
+                Layout::Spread {
+                    origin: Vec2::new(-5000.0, -2500.0),
+                    density: 0.3,
+                },
+                Radii::Varying(0.02, 3.0),
+                s + 1,
+            ),
         ));
         scenes.push((
             format!("clustered varying {n}"),
-            discs(n, Layout::Clustered { clusters: 7, sigma: 6.0, origin: Vec2::new(-40.0, 10.0) }, Radii::Varying(0.05, 1.0), s + 2),
+            discs(
+                n,
+                Layout::Clustered {
+                    clusters: 7,
+                    sigma: 6.0,
+                    origin: Vec2::new(-40.0, 10.0),
+                },
+                Radii::Varying(0.05, 1.0),
+                s + 2,
+            ),
         ));
         scenes.push((
             format!("clustered uniform negative {n}"),
-            discs(n, Layout::Clustered { clusters: 3, sigma: 20.0, origin: Vec2::new(-1.0e4, -3.0e4) }, Radii::Uniform(0.25), s + 3),
+            discs(
+                n,
+                Layout::Clustered {
+                    clusters: 3,
+                    sigma: 20.0,
+                    origin: Vec2::new(-1.0e4, -3.0e4),
+                },
+                Radii::Uniform(0.25),
+                s + 3,
+            ),
         ));
     }
     scenes.push((
         "one cell".to_string(),
-        discs(300, Layout::OneCell { origin: Vec2::new(-7.5, -7.5), extent: 0.01 }, Radii::Uniform(0.2), 99),
+        discs(
+            300,
+            Layout::OneCell {
+                origin: Vec2::new(-7.5, -7.5),
+                extent: 0.01,
+            },
+            Radii::Uniform(0.2),
+            99,
+        ),
     ));
     scenes
 }
