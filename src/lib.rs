@@ -1,8 +1,11 @@
 //! mx2d
 #![warn(missing_docs)]
+pub mod bench;
 pub mod body;
+pub mod broadphase;
 pub mod constraint;
 pub mod field;
+pub mod gpu;
 pub mod integrator;
 pub mod inverse;
 pub mod load;

@@ -19,6 +19,8 @@ struct Cli {
 enum Command {
     /// Run a scene.
     Run(RunArgs),
+    /// CPU against GPU: force fields, broadphase, both (table, --json, --plot).
+    Bench(mx2d::bench::BenchArgs),
     /// Validate a scene file and exit.
     Check {
         /// Scene file (RON).
@@ -98,6 +100,13 @@ fn main() -> ExitCode {
             }
         },
         Some(Command::Run(args)) => run(args),
+        Some(Command::Bench(args)) => match mx2d::bench::run(&args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        },
     }
 }
 

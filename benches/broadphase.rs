@@ -1,0 +1,52 @@
+//! Broadphase benchmarks: CPU grid and sweep-and-prune for 10³…10⁶ discs
+//! (SAP up to 10⁵: it grows ≈ N^1.5), and the GPU grid when an adapter exists.
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use mx2d::bench::bench_population;
+use mx2d::broadphase::{Aabb, GridBroadphase, SweepAndPrune};
+use std::hint::black_box;
+
+fn discs(n: usize) -> Vec<Aabb> {
+    bench_population(n).iter().map(|b| Aabb::from_disc(b.position, b.radius)).collect()
+}
+
+fn broadphase(c: &mut Criterion) {
+    let mut group = c.benchmark_group("broadphase");
+    group.sample_size(10);
+    let gpu =
+        mx2d::gpu::GpuContext::new().and_then(|ctx| mx2d::gpu::GpuGridBroadphase::new(&ctx).map(|grid| (ctx, grid)));
+    let mut gpu = match gpu {
+        Ok(g) => Some(g),
+        Err(e) => {
+            eprintln!("GPU grid not benchmarked: {e}");
+            None
+        }
+    };
+    for n in [1_000, 10_000, 100_000, 1_000_000] {
+        let aabbs = discs(n);
+        let mut pairs = Vec::new();
+        let mut grid = GridBroadphase::new();
+        group.bench_with_input(BenchmarkId::new("cpu_grid", n), &aabbs, |b, a| {
+            b.iter(|| grid.find_pairs(black_box(a), &mut pairs))
+        });
+        if n <= 100_000 {
+            let mut sap = SweepAndPrune::new();
+            group.bench_with_input(BenchmarkId::new("cpu_sap", n), &aabbs, |b, a| {
+                b.iter(|| sap.find_pairs(black_box(a), &mut pairs))
+            });
+        }
+        if let Some((ctx, grid)) = gpu.as_mut() {
+            group.bench_with_input(BenchmarkId::new("gpu_grid", n), &aabbs, |b, a| {
+                b.iter(|| {
+                    if let Err(e) = grid.find_pairs(ctx, black_box(a), &mut pairs) {
+                        panic!("GPU broadphase failed: {e}");
+                    }
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, broadphase);
+criterion_main!(benches);

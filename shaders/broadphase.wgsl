@@ -1,0 +1,186 @@
+// Uniform-grid broadphase: the GPU twin of src/broadphase/grid.rs (stage for
+// stage; read that file's documentation for the algorithm and the proof that
+// every pair is reported exactly once).
+//
+// Per call: clear buckets and counters; count_cells; exclusive prefix sum of
+// the buckets (prefix_sum.wgsl); scatter_cells; find_pairs. Afterwards the
+// bucket table holds bucket *ends* (start of bucket k = end of bucket k − 1).
+// Overflow of `sorted` or `pairs` is never silent: the counters keep counting
+// past the capacities, the host compares and reruns with larger buffers.
+
+struct GridParams {
+    cell_size: f32,
+    inv_cell_size: f32,
+    origin_x: i32,
+    origin_y: i32,
+    width: u32,
+    table_size: u32,
+    dense: u32,
+    box_count: u32,
+}
+
+struct Capacities {
+    entries: u32,
+    pairs: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+struct Aabb {
+    min: vec2<f32>,
+    max: vec2<f32>,
+}
+
+struct CellEntry {
+    body: u32,
+    ix: i32,
+    iy: i32,
+}
+
+struct Counters {
+    entries: atomic<u32>,
+    pairs: atomic<u32>,
+}
+
+@group(0) @binding(0) var<uniform> grid: GridParams;
+@group(0) @binding(1) var<uniform> capacity: Capacities;
+@group(0) @binding(2) var<storage, read> aabbs: array<Aabb>;
+@group(0) @binding(3) var<storage, read_write> buckets: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read_write> sorted: array<CellEntry>;
+@group(0) @binding(5) var<storage, read_write> pairs: array<vec2<u32>>;
+@group(0) @binding(6) var<storage, read_write> counters: Counters;
+
+const CELL_COORD_LIMIT: f32 = 1073741824.0; // 2^30, as in grid.rs
+
+fn cell_coord(x: f32) -> i32 {
+    return i32(clamp(floor(x * grid.inv_cell_size), -CELL_COORD_LIMIT, CELL_COORD_LIMIT));
+}
+
+fn hash_cell(ix: i32, iy: i32) -> u32 {
+    var h = (bitcast<u32>(ix) * 0x8da6b343u) ^ (bitcast<u32>(iy) * 0xd8163841u);
+    h ^= h >> 16u;
+    h *= 0x7feb352du;
+    return h ^ (h >> 15u);
+}
+
+fn cell_key(ix: i32, iy: i32) -> u32 {
+    if grid.dense != 0u {
+        let k = bitcast<u32>(iy - grid.origin_y) * grid.width + bitcast<u32>(ix - grid.origin_x);
+        return min(k, grid.table_size - 1u);
+    }
+    return hash_cell(ix, iy) & (grid.table_size - 1u);
+}
+
+fn is_valid(a: Aabb) -> bool {
+    return a.min.x <= a.max.x && a.min.y <= a.max.y;
+}
+
+// Closed intervals: touching counts (Aabb::overlaps).
+fn overlaps(a: Aabb, b: Aabb) -> bool {
+    return a.min.x <= b.max.x && b.min.x <= a.max.x && a.min.y <= b.max.y && b.min.y <= a.max.y;
+}
+
+fn box_index(workgroup: vec3<u32>, groups: vec3<u32>, local: u32) -> u32 {
+    return (workgroup.y * groups.x + workgroup.x) * 256u + local;
+}
+
+@compute @workgroup_size(256)
+fn count_cells(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) local: u32,
+) {
+    let i = box_index(workgroup, groups, local);
+    if i >= grid.box_count {
+        return;
+    }
+    let a = aabbs[i];
+    if !is_valid(a) {
+        return;
+    }
+    let x0 = cell_coord(a.min.x);
+    let y0 = cell_coord(a.min.y);
+    let x1 = cell_coord(a.max.x);
+    let y1 = cell_coord(a.max.y);
+    atomicAdd(&counters.entries, u32((x1 - x0 + 1) * (y1 - y0 + 1)));
+    for (var iy = y0; iy <= y1; iy++) {
+        for (var ix = x0; ix <= x1; ix++) {
+            atomicAdd(&buckets[cell_key(ix, iy)], 1u);
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn scatter_cells(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) local: u32,
+) {
+    let i = box_index(workgroup, groups, local);
+    if i >= grid.box_count {
+        return;
+    }
+    let a = aabbs[i];
+    if !is_valid(a) {
+        return;
+    }
+    let x0 = cell_coord(a.min.x);
+    let y0 = cell_coord(a.min.y);
+    let x1 = cell_coord(a.max.x);
+    let y1 = cell_coord(a.max.y);
+    for (var iy = y0; iy <= y1; iy++) {
+        for (var ix = x0; ix <= x1; ix++) {
+            let slot = atomicAdd(&buckets[cell_key(ix, iy)], 1u);
+            if slot < capacity.entries {
+                sorted[slot] = CellEntry(i, ix, iy);
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn find_pairs(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) local: u32,
+) {
+    let i = box_index(workgroup, groups, local);
+    if i >= grid.box_count {
+        return;
+    }
+    let a = aabbs[i];
+    if !is_valid(a) {
+        return;
+    }
+    let x0 = cell_coord(a.min.x);
+    let y0 = cell_coord(a.min.y);
+    let x1 = cell_coord(a.max.x);
+    let y1 = cell_coord(a.max.y);
+    for (var iy = y0; iy <= y1; iy++) {
+        for (var ix = x0; ix <= x1; ix++) {
+            let key = cell_key(ix, iy);
+            var start = 0u;
+            if key > 0u {
+                start = atomicLoad(&buckets[key - 1u]);
+            }
+            // Past an overflow the tail of `sorted` was never written.
+            let end = min(atomicLoad(&buckets[key]), capacity.entries);
+            for (var s = start; s < end; s++) {
+                let e = sorted[s];
+                if e.body <= i || e.ix != ix || e.iy != iy {
+                    continue;
+                }
+                let b = aabbs[e.body];
+                // Report from the reference cell only: the cell holding the
+                // lower-left corner of the intersection.
+                if overlaps(a, b) && cell_coord(max(a.min.x, b.min.x)) == ix
+                    && cell_coord(max(a.min.y, b.min.y)) == iy {
+                    let p = atomicAdd(&counters.pairs, 1u);
+                    if p < capacity.pairs {
+                        pairs[p] = vec2<u32>(i, e.body);
+                    }
+                }
+            }
+        }
+    }
+}

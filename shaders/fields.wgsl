@@ -1,0 +1,119 @@
+// Force fields in regions, one invocation per body: the GPU twin of
+// src/field.rs (keep the two in step, formula for formula). f32 throughout;
+// the CPU twin evaluates the same f32 inputs and f32-rounded parameters in
+// f64, so Rect edge decisions agree exactly and forces to f32 rounding.
+
+struct Body {
+    position: vec2<f32>,
+    velocity: vec2<f32>,
+    mass: f32,
+    radius: f32,
+}
+
+// kind: 0 uniform, 1 radial, 2 vortex, 3 drag
+// falloff: 0 constant, 1 linear, 2 inverse-linear, 3 inverse-square
+// flags: bit 0 per_mass, bit 1 stokes
+// region_kind: 0 everywhere, 1 rect (min.xy, max.xy), 2 circle (center.xy, radius),
+//              3 half-plane (point.xy, normal.xy)
+// params: uniform (force.xy); radial/vortex (center.xy, strength, softening); drag (k)
+struct Field {
+    kind: u32,
+    falloff: u32,
+    flags: u32,
+    region_kind: u32,
+    params: vec4<f32>,
+    region: vec4<f32>,
+}
+
+struct Params {
+    body_count: u32,
+    field_count: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+@group(0) @binding(1) var<storage, read> fields: array<Field>;
+@group(0) @binding(2) var<storage, read> bodies: array<Body>;
+@group(0) @binding(3) var<storage, read_write> forces: array<vec2<f32>>;
+
+// Closed regions: the boundary belongs to the region (Region::contains).
+fn region_contains(f: Field, p: vec2<f32>) -> bool {
+    switch f.region_kind {
+        case 1u: {
+            return p.x >= f.region.x && p.x <= f.region.z && p.y >= f.region.y && p.y <= f.region.w;
+        }
+        case 2u: {
+            let r = p - f.region.xy;
+            return dot(r, r) <= f.region.z * f.region.z;
+        }
+        case 3u: {
+            return dot(p - f.region.xy, f.region.zw) >= 0.0;
+        }
+        default: {
+            return true;
+        }
+    }
+}
+
+fn falloff_factor(falloff: u32, d: f32) -> f32 {
+    switch falloff {
+        case 1u: { return d; }
+        case 2u: { return 1.0 / d; }
+        case 3u: { return 1.0 / (d * d); }
+        default: { return 1.0; }
+    }
+}
+
+fn field_force(f: Field, b: Body) -> vec2<f32> {
+    if !region_contains(f, b.position) {
+        return vec2<f32>(0.0);
+    }
+    let scale = select(1.0, b.mass, (f.flags & 1u) != 0u);
+    switch f.kind {
+        case 0u: {
+            return f.params.xy * scale;
+        }
+        case 1u, 2u: {
+            // Softened distance; direction r/d (zero at the centre).
+            let r = b.position - f.params.xy;
+            let softening = f.params.w;
+            let d = sqrt(dot(r, r) + softening * softening);
+            if d <= 0.0 {
+                return vec2<f32>(0.0);
+            }
+            let dir = r / d;
+            let magnitude = f.params.z * falloff_factor(f.falloff, d) * scale;
+            if f.kind == 1u {
+                return dir * magnitude;
+            }
+            return vec2<f32>(-dir.y, dir.x) * magnitude;
+        }
+        case 3u: {
+            let k = f.params.x * select(1.0, b.radius, (f.flags & 2u) != 0u);
+            return -b.velocity * k;
+        }
+        default: {
+            return vec2<f32>(0.0);
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn field_forces(
+    @builtin(workgroup_id) workgroup: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) local: u32,
+) {
+    // Flattened 2D dispatch grid (past 65,535 workgroups per dimension).
+    let i = (workgroup.y * groups.x + workgroup.x) * 256u + local;
+    if i >= params.body_count {
+        return;
+    }
+    let body = bodies[i];
+    var total = vec2<f32>(0.0);
+    for (var k = 0u; k < params.field_count; k++) {
+        total += field_force(fields[k], body);
+    }
+    forces[i] = total;
+}

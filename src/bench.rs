@@ -1,0 +1,360 @@
+//! `mx2d bench`: every GPU kernel against its multithreaded CPU twin.
+//!
+//! For each N: force fields, the grid broadphase, and the two together on a
+//! random population (discs r = 0.5 at ~0.6 per m², so about one candidate
+//! pair per disc), timed on the CPU twin (rayon, threads reported) and on the
+//! GPU (adapter reported; timestamp queries when available, else wall clock
+//! from submission to completion — the `gpu_timing` column says which). The
+//! GPU kernel time excludes upload and readback; `gpu_e2e_ms` includes
+//! upload, kernels, readback and the final pair sort. Each row also checks
+//! that the two paths agree. Output: a table on stdout, optionally JSON and a
+//! log-log PNG plot.
+
+use crate::broadphase::{Aabb, GridBroadphase, SweepAndPrune};
+use crate::field::{Falloff, Field, FieldKind, Region};
+use crate::gpu::{GpuBody, GpuContext, GpuFieldEvaluator, GpuGridBroadphase, cpu_field_forces};
+use anyhow::Context as _;
+use glam::{DVec2, Vec2};
+use std::path::PathBuf;
+use std::time::Instant;
+
+mod plot;
+
+/// Command-line arguments of `mx2d bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Population sizes (comma-separated), e.g. `--sizes 1000,1000000,10000000`.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![1_000usize, 10_000, 100_000, 1_000_000])]
+    pub sizes: Vec<usize>,
+    /// Timed repetitions per measurement (the median is reported), after one warm-up.
+    #[arg(long, default_value_t = 5)]
+    pub repeats: usize,
+    /// Also time the sweep-and-prune reference up to this N (it grows ≈ N^1.5).
+    #[arg(long, default_value_t = 100_000)]
+    pub sap_max: usize,
+    /// CPU only, even when an adapter exists.
+    #[arg(long)]
+    pub no_gpu: bool,
+    /// Write the rows as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Draw time against N (log-log) into this PNG.
+    #[arg(long)]
+    pub plot: Option<PathBuf>,
+}
+
+/// One measurement: a kernel at one N on both paths.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct BenchRow {
+    /// "fields", "broadphase" or "fields+broadphase".
+    pub kernel: &'static str,
+    /// Bodies / discs.
+    pub n: usize,
+    /// CPU-twin time (ms, median).
+    pub cpu_ms: f64,
+    /// Rayon threads of the CPU twin.
+    pub cpu_threads: usize,
+    /// Sweep-and-prune time (ms), broadphase rows up to `--sap-max`.
+    pub sap_ms: Option<f64>,
+    /// GPU kernel time (ms, median).
+    pub gpu_ms: Option<f64>,
+    /// "timestamps" or "wall".
+    pub gpu_timing: Option<&'static str>,
+    /// GPU upload + kernels + readback (+ pair sort) (ms, median).
+    pub gpu_e2e_ms: Option<f64>,
+    /// cpu_ms / gpu_ms.
+    pub speedup: Option<f64>,
+    /// Candidate pairs found (broadphase rows).
+    pub pairs: Option<usize>,
+    /// Largest force error |ΔF| / Σ|F_k| between the paths (field rows).
+    pub max_force_rel_error: Option<f64>,
+    /// Whether the paths agree (pair sets equal; force error ≤ 1e-5).
+    pub agree: Option<bool>,
+}
+
+/// The benchmark population: positions uniform in a square at 0.6 discs per
+/// m², r = 0.5, random velocities and masses; deterministic.
+pub fn bench_population(n: usize) -> Vec<GpuBody> {
+    let mut state = 0x5eed_u64 ^ n as u64;
+    let mut next = move || {
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        ((z ^ (z >> 31)) >> 40) as f32 / (1u64 << 24) as f32
+    };
+    let side = (n as f32 / 0.6).sqrt();
+    (0..n)
+        .map(|_| GpuBody {
+            position: Vec2::new(next() * side - side / 2.0, next() * side - side / 2.0),
+            velocity: Vec2::new(next() * 4.0 - 2.0, next() * 4.0 - 2.0),
+            mass: 0.5 + next(),
+            radius: 0.5,
+        })
+        .collect()
+}
+
+/// The benchmark fields: gravity, a softened attractor in a disc, a vortex in
+/// a rectangle, Stokes drag in a half-plane.
+pub fn bench_fields(n: usize) -> Vec<Field> {
+    let half = f64::from((n as f32 / 0.6).sqrt()) / 2.0;
+    vec![
+        Field {
+            kind: FieldKind::Uniform { force: DVec2::new(0.0, -9.81), per_mass: true },
+            region: Region::Everywhere,
+        },
+        Field {
+            kind: FieldKind::Radial {
+                center: DVec2::ZERO,
+                strength: -50.0,
+                falloff: Falloff::InverseSquare,
+                softening: 0.5,
+                per_mass: true,
+            },
+            region: Region::Circle { center: DVec2::ZERO, radius: half / 2.0 },
+        },
+        Field {
+            kind: FieldKind::Vortex {
+                center: DVec2::new(half / 3.0, 0.0),
+                strength: 2.0,
+                falloff: Falloff::Linear,
+                softening: 0.0,
+                per_mass: false,
+            },
+            region: Region::Rect { min: DVec2::new(0.0, -half), max: DVec2::new(half, half) },
+        },
+        Field {
+            kind: FieldKind::Drag { coefficient: 0.3, stokes: true },
+            region: Region::HalfPlane { point: DVec2::ZERO, normal: DVec2::new(-1.0, 1.0) },
+        },
+    ]
+}
+
+fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+/// Runs `f` once to warm up, then `repeats` times; median of what it returns (ms).
+fn time_median(repeats: usize, mut f: impl FnMut() -> anyhow::Result<f64>) -> anyhow::Result<f64> {
+    f()?;
+    let samples = (0..repeats.max(1)).map(|_| f()).collect::<anyhow::Result<Vec<f64>>>()?;
+    Ok(median(samples))
+}
+
+fn wall_ms(f: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// Largest |ΔF| / Σ_k|F_k| over bodies (the test's error measure).
+fn max_force_error(fields: &[Field], bodies: &[GpuBody], a: &[Vec2], b: &[Vec2]) -> f64 {
+    use rayon::prelude::*;
+    let rounded: Vec<Field> = fields.iter().map(|f| crate::gpu::GpuField::from(f).to_field()).collect();
+    bodies
+        .par_iter()
+        .zip(a.par_iter().zip(b))
+        .map(|(body, (fa, fb))| {
+            let scale: f64 = rounded
+                .iter()
+                .map(|f| {
+                    f.force(
+                        body.position.as_dvec2(),
+                        body.velocity.as_dvec2(),
+                        f64::from(body.mass),
+                        f64::from(body.radius),
+                    )
+                    .length()
+                })
+                .sum();
+            let err = (fa.as_dvec2() - fb.as_dvec2()).length();
+            if err == 0.0 { 0.0 } else { err / scale.max(1e-30) }
+        })
+        .reduce(|| 0.0, f64::max)
+}
+
+/// GPU state for the benchmark.
+struct GpuSide {
+    ctx: GpuContext,
+    fields: GpuFieldEvaluator,
+    grid: GpuGridBroadphase,
+}
+
+/// Runs the measurements and returns the rows (`gpu` None: CPU only).
+pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow::Result<Vec<BenchRow>> {
+    let threads = rayon::current_num_threads();
+    let mut rows = Vec::new();
+    let mut cpu_grid = GridBroadphase::new();
+    let mut sap = SweepAndPrune::new();
+    for &n in &args.sizes {
+        let bodies = bench_population(n);
+        let fields = bench_fields(n);
+        let aabbs: Vec<Aabb> = bodies.iter().map(|b| Aabb::from_disc(b.position, b.radius)).collect();
+        let (mut cpu_forces, mut gpu_forces) = (Vec::new(), Vec::new());
+        let (mut cpu_pairs, mut gpu_pairs, mut sap_pairs) = (Vec::new(), Vec::new(), Vec::new());
+
+        let cpu_fields_ms =
+            time_median(args.repeats, || Ok(wall_ms(|| cpu_field_forces(&fields, &bodies, &mut cpu_forces))))?;
+        let cpu_grid_ms = time_median(args.repeats, || Ok(wall_ms(|| cpu_grid.find_pairs(&aabbs, &mut cpu_pairs))))?;
+        let sap_ms = if n <= args.sap_max {
+            Some(time_median(args.repeats, || Ok(wall_ms(|| sap.find_pairs(&aabbs, &mut sap_pairs))))?)
+        } else {
+            None
+        };
+        let mut field_row = BenchRow {
+            kernel: "fields",
+            n,
+            cpu_ms: cpu_fields_ms,
+            cpu_threads: threads,
+            sap_ms: None,
+            gpu_ms: None,
+            gpu_timing: None,
+            gpu_e2e_ms: None,
+            speedup: None,
+            pairs: None,
+            max_force_rel_error: None,
+            agree: None,
+        };
+        let mut grid_row = BenchRow {
+            kernel: "broadphase",
+            cpu_ms: cpu_grid_ms,
+            sap_ms,
+            pairs: Some(cpu_pairs.len()),
+            agree: sap_ms.map(|_| sap_pairs == cpu_pairs),
+            ..field_row.clone()
+        };
+        let mut both_row =
+            BenchRow { kernel: "fields+broadphase", cpu_ms: cpu_fields_ms + cpu_grid_ms, ..field_row.clone() };
+
+        if let Some(handle) = gpu.as_deref_mut() {
+            let GpuSide { ctx, fields: eval, grid } = &mut handle.0;
+            let e = |e: crate::gpu::GpuError| anyhow::anyhow!(e);
+            let field_e2e = time_median(args.repeats, || {
+                let t = Instant::now();
+                eval.compute(ctx, &fields, &bodies, &mut gpu_forces).map_err(e)?;
+                Ok(t.elapsed().as_secs_f64() * 1e3)
+            })?;
+            let mut source = "wall";
+            let field_gpu = time_median(args.repeats, || {
+                let timing = eval.run(ctx).map_err(e)?;
+                source = match timing.source {
+                    crate::gpu::TimingSource::Timestamps => "timestamps",
+                    crate::gpu::TimingSource::Wall => "wall",
+                };
+                Ok(timing.ms)
+            })?;
+            let grid_e2e = time_median(args.repeats, || {
+                let t = Instant::now();
+                grid.find_pairs(ctx, &aabbs, &mut gpu_pairs).map_err(e)?;
+                Ok(t.elapsed().as_secs_f64() * 1e3)
+            })?;
+            let grid_gpu = time_median(args.repeats, || Ok(grid.run(ctx).map_err(e)?.timing.ms))?;
+            let error = max_force_error(&fields, &bodies, &cpu_forces, &gpu_forces);
+            field_row.gpu_ms = Some(field_gpu);
+            field_row.gpu_e2e_ms = Some(field_e2e);
+            field_row.max_force_rel_error = Some(error);
+            field_row.agree = Some(error <= 1e-5);
+            let pairs_agree = gpu_pairs == cpu_pairs && sap_ms.is_none_or(|_| sap_pairs == cpu_pairs);
+            grid_row.gpu_ms = Some(grid_gpu);
+            grid_row.gpu_e2e_ms = Some(grid_e2e);
+            grid_row.agree = Some(pairs_agree);
+            both_row.gpu_ms = Some(field_gpu + grid_gpu);
+            both_row.gpu_e2e_ms = Some(field_e2e + grid_e2e);
+            both_row.agree = Some(pairs_agree && error <= 1e-5);
+            both_row.pairs = Some(cpu_pairs.len());
+            both_row.max_force_rel_error = Some(error);
+            for row in [&mut field_row, &mut grid_row, &mut both_row] {
+                row.gpu_timing = Some(source);
+                row.speedup = row.gpu_ms.map(|g| row.cpu_ms / g);
+            }
+        }
+        eprintln!("bench: N = {n} done");
+        rows.extend([field_row, grid_row, both_row]);
+    }
+    Ok(rows)
+}
+
+/// The GPU side of the benchmark, opened once (opaque).
+pub struct GpuSideHandle(GpuSide);
+
+impl GpuSideHandle {
+    /// Opens the GPU and builds the pipelines.
+    pub fn open() -> Result<Self, crate::gpu::GpuError> {
+        let ctx = GpuContext::new()?;
+        let fields = GpuFieldEvaluator::new(&ctx)?;
+        let grid = GpuGridBroadphase::new(&ctx)?;
+        Ok(Self(GpuSide { ctx, fields, grid }))
+    }
+
+    /// The adapter line for reports.
+    pub fn summary(&self) -> String {
+        self.0.ctx.summary()
+    }
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
+/// The rows as a text table.
+pub fn table(rows: &[BenchRow]) -> String {
+    let mut s = format!(
+        "{:<18} {:>9} {:>10} {:>10} {:>10} {:>11} {:>8} {:>10} {:>9} {:>10} {:>6}\n",
+        "kernel", "N", "cpu_ms", "sap_ms", "gpu_ms", "gpu_e2e_ms", "speedup", "timing", "pairs", "max_rel", "agree"
+    );
+    for r in rows {
+        s += &format!(
+            "{:<18} {:>9} {:>10.3} {:>10} {:>10} {:>11} {:>8} {:>10} {:>9} {:>10} {:>6}\n",
+            r.kernel,
+            r.n,
+            r.cpu_ms,
+            opt(r.sap_ms, 3),
+            opt(r.gpu_ms, 3),
+            opt(r.gpu_e2e_ms, 3),
+            opt(r.speedup, 2),
+            r.gpu_timing.unwrap_or("-"),
+            r.pairs.map_or("-".into(), |p| p.to_string()),
+            r.max_force_rel_error.map_or("-".into(), |e| format!("{e:.1e}")),
+            r.agree.map_or("-", |a| if a { "yes" } else { "NO" }),
+        );
+    }
+    s
+}
+
+/// `mx2d bench`: measures, prints the table, writes JSON and the plot.
+pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    let mut gpu = None;
+    let adapter = if args.no_gpu {
+        "none (--no-gpu)".to_string()
+    } else {
+        match GpuSideHandle::open() {
+            Ok(handle) => {
+                let summary = handle.summary();
+                gpu = Some(handle);
+                summary
+            }
+            Err(e) => {
+                eprintln!("GPU unavailable, benchmarking the CPU path only: {e}");
+                format!("none ({e})")
+            }
+        }
+    };
+    let threads = rayon::current_num_threads();
+    let rows = measure(args, gpu.as_mut())?;
+    println!("adapter: {adapter}");
+    println!("cpu: {threads} rayon threads");
+    print!("{}", table(&rows));
+    if let Some(path) = &args.json {
+        let doc = serde_json::json!({ "adapter": adapter, "cpu_threads": threads, "rows": rows });
+        std::fs::write(path, serde_json::to_string_pretty(&doc)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &args.plot {
+        plot::write_plot(path, &rows, &adapter).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if rows.iter().any(|r| r.agree == Some(false)) {
+        anyhow::bail!("the CPU and GPU paths disagree (see the `agree` column)");
+    }
+    Ok(())
+}

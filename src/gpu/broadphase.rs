@@ -1,0 +1,277 @@
+//! The grid broadphase on the GPU (`shaders/broadphase.wgsl`), twin of
+//! [`crate::broadphase::GridBroadphase`]: same grid ([`GridParams`]), same key
+//! function, same counting sort, same reference-cell rule, so the pair sets
+//! are identical. Only the order in which pairs are found differs (atomics);
+//! [`GpuGridBroadphase::find_pairs`] sorts them after readback.
+
+use super::buffers::{GrowableBuffer, Readback, map_read};
+use super::context::{GpuContext, GpuError, GpuTiming, PassTimer};
+use super::prefix_sum::PrefixSum;
+use crate::broadphase::{Aabb, GridParams};
+use bytemuck::{Pod, Zeroable};
+use rayon::prelude::*;
+
+/// Capacities of the output buffers, as the shader's `Capacities` uniform.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct Capacities {
+    entries: u32,
+    pairs: u32,
+    _pad: [u32; 2],
+}
+
+/// What one GPU broadphase call did.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct GpuPairsReport {
+    /// Pairs found.
+    pub pairs: usize,
+    /// (box, cell) entries sorted.
+    pub entries: usize,
+    /// Reruns after an output buffer overflowed (then grown to fit).
+    pub reruns: u32,
+    /// GPU time of the final (complete) run.
+    pub timing: GpuTiming,
+}
+
+/// Reusable GPU grid broadphase: pipelines built once, buffers grown on
+/// demand and kept, nothing allocated in a steady-state call.
+pub struct GpuGridBroadphase {
+    count_cells: wgpu::ComputePipeline,
+    scatter_cells: wgpu::ComputePipeline,
+    find_pairs: wgpu::ComputePipeline,
+    layout: wgpu::BindGroupLayout,
+    scan: PrefixSum,
+    grid_uniform: wgpu::Buffer,
+    capacity_uniform: wgpu::Buffer,
+    aabbs: GrowableBuffer,
+    buckets: GrowableBuffer,
+    sorted: GrowableBuffer,
+    pairs: GrowableBuffer,
+    counters: GrowableBuffer,
+    counters_read: wgpu::Buffer,
+    bind_group: Option<wgpu::BindGroup>,
+    params: GridParams,
+    entry_capacity: u64,
+    pair_capacity: u64,
+    readback: Readback,
+    counter_values: Vec<u32>,
+    timer: PassTimer,
+}
+
+const ENTRY_BYTES: u64 = 12;
+const PAIR_BYTES: u64 = 8;
+
+impl GpuGridBroadphase {
+    /// Compiles the kernels and builds the pipelines.
+    pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        let shader = ctx.shader_module("broadphase.wgsl", wgpu::include_wgsl!("../../shaders/broadphase.wgsl"))?;
+        let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
+            count: None,
+        };
+        let uniform = wgpu::BufferBindingType::Uniform;
+        let read = wgpu::BufferBindingType::Storage { read_only: true };
+        let write = wgpu::BufferBindingType::Storage { read_only: false };
+        let layout = ctx.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("broadphase"),
+            entries: &[
+                entry(0, uniform),
+                entry(1, uniform),
+                entry(2, read),
+                entry(3, write),
+                entry(4, write),
+                entry(5, write),
+                entry(6, write),
+            ],
+        });
+        let pipeline_layout = ctx.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("broadphase"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let small = |label, usage| {
+            ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: 256,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let uniform_usage = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+        let storage = wgpu::BufferUsages::STORAGE;
+        Ok(Self {
+            count_cells: ctx.compute_pipeline(&shader, "count_cells", &pipeline_layout)?,
+            scatter_cells: ctx.compute_pipeline(&shader, "scatter_cells", &pipeline_layout)?,
+            find_pairs: ctx.compute_pipeline(&shader, "find_pairs", &pipeline_layout)?,
+            layout,
+            scan: PrefixSum::new(ctx)?,
+            grid_uniform: small("grid params", uniform_usage),
+            capacity_uniform: small("capacities", uniform_usage),
+            aabbs: GrowableBuffer::new("aabbs", storage | wgpu::BufferUsages::COPY_DST),
+            buckets: GrowableBuffer::new("buckets", storage | wgpu::BufferUsages::COPY_DST),
+            sorted: GrowableBuffer::new("sorted cell entries", storage),
+            pairs: GrowableBuffer::new("pairs", storage | wgpu::BufferUsages::COPY_SRC),
+            counters: GrowableBuffer::new(
+                "counters",
+                storage | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+            ),
+            counters_read: small("counters readback", wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
+            bind_group: None,
+            params: GridParams::default(),
+            entry_capacity: 0,
+            pair_capacity: 0,
+            readback: Readback::new(),
+            counter_values: Vec::new(),
+            timer: PassTimer::new(ctx, "broadphase timer"),
+        })
+    }
+
+    /// The grid of the last upload.
+    pub fn params(&self) -> &GridParams {
+        &self.params
+    }
+
+    /// Replaces `out` with every overlapping pair `[i, j]`, `i < j`, sorted:
+    /// the same set as [`crate::broadphase::GridBroadphase::find_pairs`].
+    pub fn find_pairs(
+        &mut self,
+        ctx: &GpuContext,
+        aabbs: &[Aabb],
+        out: &mut Vec<[u32; 2]>,
+    ) -> Result<GpuPairsReport, GpuError> {
+        self.upload(ctx, aabbs)?;
+        let report = self.run(ctx)?;
+        self.read_pairs(ctx, report.pairs, out)?;
+        Ok(report)
+    }
+
+    /// Uploads the boxes and chooses the grid for them ([`GridParams::for_aabbs`]).
+    pub fn upload(&mut self, ctx: &GpuContext, aabbs: &[Aabb]) -> Result<(), GpuError> {
+        self.params = GridParams::for_aabbs(aabbs);
+        let n = aabbs.len() as u64;
+        let mut rebind = self.aabbs.upload(ctx, aabbs)?;
+        if self.buckets.ensure(ctx, u64::from(self.params.table_size) * 4)? {
+            self.scan.bind(ctx, self.buckets.get(), self.buckets.capacity() / 4)?;
+            rebind = true;
+        }
+        // First guesses; an overflow reruns with the exact sizes.
+        rebind |= self.grow_outputs(ctx, (4 * n).max(1024), (4 * n).max(1024))?;
+        rebind |= self.counters.ensure(ctx, 256)?;
+        if rebind {
+            self.bind_group = None;
+        }
+        Ok(())
+    }
+
+    /// Grows the sorted-entry and pair buffers to at least these capacities.
+    fn grow_outputs(&mut self, ctx: &GpuContext, entries: u64, pairs: u64) -> Result<bool, GpuError> {
+        let mut grew = false;
+        if entries > self.entry_capacity {
+            grew |= self.sorted.ensure(ctx, entries * ENTRY_BYTES)?;
+            self.entry_capacity = self.sorted.capacity() / ENTRY_BYTES;
+        }
+        if pairs > self.pair_capacity {
+            grew |= self.pairs.ensure(ctx, pairs * PAIR_BYTES)?;
+            self.pair_capacity = self.pairs.capacity() / PAIR_BYTES;
+        }
+        Ok(grew)
+    }
+
+    /// Runs the grid on the uploaded boxes, rerunning with larger buffers
+    /// until nothing overflows; the pairs stay on the GPU.
+    pub fn run(&mut self, ctx: &GpuContext) -> Result<GpuPairsReport, GpuError> {
+        let mut reruns = 0;
+        loop {
+            let timing = self.run_once(ctx)?;
+            let (entries, pairs) = self.read_counters(ctx)?;
+            if entries <= self.entry_capacity && pairs <= self.pair_capacity {
+                return Ok(GpuPairsReport { pairs: pairs as usize, entries: entries as usize, reruns, timing });
+            }
+            reruns += 1;
+            // Exact sizes plus slack for the next, similar, step.
+            if self.grow_outputs(ctx, entries + entries / 4, pairs + pairs / 4)? {
+                self.bind_group = None;
+            }
+        }
+    }
+
+    /// Reads the first `count` pairs of the last run into `out` and sorts them.
+    pub fn read_pairs(&mut self, ctx: &GpuContext, count: usize, out: &mut Vec<[u32; 2]>) -> Result<(), GpuError> {
+        self.readback.read(ctx, self.pairs.get(), count, out)?;
+        out.par_sort_unstable();
+        Ok(())
+    }
+
+    fn run_once(&mut self, ctx: &GpuContext) -> Result<GpuTiming, GpuError> {
+        let params = self.params;
+        ctx.queue.write_buffer(&self.grid_uniform, 0, bytemuck::bytes_of(&params));
+        let caps = Capacities {
+            entries: self.entry_capacity.min(u64::from(u32::MAX)) as u32,
+            pairs: self.pair_capacity.min(u64::from(u32::MAX)) as u32,
+            _pad: [0; 2],
+        };
+        ctx.queue.write_buffer(&self.capacity_uniform, 0, bytemuck::bytes_of(&caps));
+        if self.bind_group.is_none() {
+            fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
+                wgpu::BindGroupEntry { binding, resource: buffer.as_entire_binding() }
+            }
+            self.bind_group = Some(ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("broadphase"),
+                layout: &self.layout,
+                entries: &[
+                    entry(0, &self.grid_uniform),
+                    entry(1, &self.capacity_uniform),
+                    entry(2, self.aabbs.get()),
+                    entry(3, self.buckets.get()),
+                    entry(4, self.sorted.get()),
+                    entry(5, self.pairs.get()),
+                    entry(6, self.counters.get()),
+                ],
+            }));
+        }
+        let table = u64::from(params.table_size);
+        let boxes = u64::from(params.box_count);
+        let mut encoder =
+            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("broadphase") });
+        encoder.clear_buffer(self.buckets.get(), 0, Some(table * 4));
+        encoder.clear_buffer(self.counters.get(), 0, None);
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("broadphase"),
+                timestamp_writes: self.timer.pass_writes(),
+            });
+            // Dispatches in one pass are ordered, with storage writes visible
+            // to later dispatches (WebGPU usage scopes): no host round trip.
+            pass.set_bind_group(0, self.bind_group.as_ref(), &[]);
+            let (x, y) = ctx.dispatch_grid(boxes)?;
+            if boxes > 0 {
+                pass.set_pipeline(&self.count_cells);
+                pass.dispatch_workgroups(x, y, 1);
+            }
+            self.scan.encode(ctx, &mut pass, table)?;
+            if boxes > 0 {
+                pass.set_bind_group(0, self.bind_group.as_ref(), &[]);
+                pass.set_pipeline(&self.scatter_cells);
+                pass.dispatch_workgroups(x, y, 1);
+                pass.set_pipeline(&self.find_pairs);
+                pass.dispatch_workgroups(x, y, 1);
+            }
+        }
+        self.timer.resolve(&mut encoder);
+        encoder.copy_buffer_to_buffer(self.counters.get(), 0, &self.counters_read, 0, 8);
+        self.timer.submitted();
+        ctx.queue.submit([encoder.finish()]);
+        ctx.wait("broadphase")?;
+        self.timer.finish(ctx)
+    }
+
+    fn read_counters(&mut self, ctx: &GpuContext) -> Result<(u64, u64), GpuError> {
+        map_read(ctx, &self.counters_read, 2, &mut self.counter_values)?;
+        match self.counter_values[..] {
+            [entries, pairs] => Ok((u64::from(entries), u64::from(pairs))),
+            _ => Err(GpuError::Runtime { kernel: "broadphase counters", message: "short readback".into() }),
+        }
+    }
+}
