@@ -156,7 +156,7 @@ impl BodyBuilder {
             (Some(m), None) => m,
             (None, d) => d.unwrap_or(1.0) * shape.area(),
         };
-        if !self.fixed && !(mass.is_finite() && mass > 0.0) {
+        if !(self.fixed || mass.is_finite() && mass > 0.0) {
             return Err(format!(
                 "mass must be positive and finite, got {mass} (a bar of zero width needs an explicit mass)"
             ));
@@ -165,7 +165,7 @@ impl BodyBuilder {
             return Err("velocity: a fixed body cannot move: give it no velocity".into());
         }
         let inertia = self.inertia.unwrap_or(mass * shape.unit_inertia());
-        if !self.fixed && !(inertia.is_finite() && inertia > 0.0) {
+        if !(self.fixed || inertia.is_finite() && inertia > 0.0) {
             return Err(format!("moment of inertia must be positive and finite, got {inertia}"));
         }
         for (what, v) in [

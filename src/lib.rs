@@ -1,5 +1,88 @@
-//! mx2d
+//! # mx2d — planar mechanisms, exactly; ball populations, fast
+//!
+//! mx2d simulates mechanical systems in the plane. Its **mechanism tier** (f64)
+//! integrates rigid bodies — circles, ellipses, superellipses, polygons, bars —
+//! under gravity, loads and force fields, held by joints, rolling contacts and
+//! motors whose forces are Lagrange multipliers: the constraint Jacobian is
+//! assembled block-sparse and J M⁻¹ Jᵀ λ = b is solved by sparse Gaussian
+//! elimination ordered leaves-first. Its **population tier** (f32) evaluates
+//! force fields and finds collision pairs for millions of balls with WGSL
+//! compute shaders, each with a multithreaded CPU twin.
+//!
+//! ## Getting started
+//!
+//! ```
+//! use glam::DVec2;
+//! use mx2d::body::Body;
+//! use mx2d::constraint::{Constraint, ConstraintKind};
+//! use mx2d::integrator::Method;
+//! use mx2d::shape::Shape;
+//! use mx2d::world::World;
+//!
+//! // A 1 m bar pinned at one end, released horizontally.
+//! let mut world = World::new(DVec2::new(0.0, -9.81));
+//! world.set_integrator(Method::Rk4);
+//! world.dt = 1e-3;
+//! let bar = world
+//!     .add_body(Body::builder("bar", Shape::Bar { length: 1.0, width: 0.02 }).mass(2.0).position(DVec2::new(0.5, 0.0)).build()?)?;
+//! world.add_constraint(Constraint {
+//!     name: "pivot".into(),
+//!     body_a: bar,
+//!     body_b: None,
+//!     kind: ConstraintKind::Revolute { anchor_a: DVec2::new(-0.5, 0.0), anchor_b: DVec2::ZERO },
+//! })?;
+//! let e0 = world.energy().total;
+//! for _ in 0..1000 {
+//!     world.step()?;
+//! }
+//! // The pin's force does no work: the energy is kept.
+//! assert!((world.energy().total - e0).abs() < 1e-8 * e0.abs().max(1.0));
+//! assert!(world.constraint_error() < 1e-12);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Scenes are usually written as RON files (`scenes/*.ron`, schema in
+//! `docs/scene-format.md`) and run with `mx2d run SCENE --headless`.
+//!
+//! ## Features
+//!
+//! | area | what | where |
+//! |---|---|---|
+//! | bodies | circle, ellipse, superellipse, convex polygon, box, bar; mass from density | [`body`], [`shape`] |
+//! | surfaces | line, circle, ellipse, superellipse (inside or out), polyline | [`surface`] |
+//! | loads | forces at points, torques, time profiles, springs-dampers, Stokes drag | [`load`] |
+//! | fields | uniform, radial (falloff), vortex, drag in rectangles, discs, half-planes | [`field`] (CPU), [`gpu`] (WGSL) |
+//! | integrators | Euler, symplectic Euler, implicit midpoint, RK2, RK4, Adams–Bashforth 4 | [`integrator`] |
+//! | constraints | revolute, distance, prismatic, weld, angle, gear, motor, rolling, point-on-curve, user closures | [`constraint`] |
+//! | solver | block-sparse J, A = J M⁻¹ Jᵀ, leaves-first LDLᵀ, regularised minimal norm for redundancy | [`solver`] |
+//! | drift | Newton projection of positions and velocities, Baumgarte | [`constraint::system`] |
+//! | inverse problems | inverse kinematics, joint torques, impulsive constraints | [`inverse`], [`world::World::impulsive_constraint`] |
+//! | broadphase | uniform grid (CPU twin + WGSL), sweep-and-prune | [`broadphase`], [`gpu`] |
+//! | scenes and CLI | RON scenes with positioned errors, `--set` overrides, CSV/JSON outputs | [`scene`], [`run`], [`output`] |
+//!
+//! ## Conventions
+//! SI units; angles in radians, counter-clockwise; z-torque r × F. A body's
+//! position is its centre of mass; q = (x, y, φ), v = (vx, vy, ω), mass
+//! matrix diag(m, m, J). Constraint forces are Jᵀλ.
+//!
+//! ## FAQ
+//! - *Why does a free body fall through a floor?* Surfaces act through
+//!   constraints (rolling, point-on-curve). Contacts and impacts between free
+//!   bodies and surfaces are not modelled yet.
+//! - *My chain diverges with `symplectic`.* First-order methods cannot follow
+//!   links spinning at hundreds of rad/s at a millisecond step; use `rk4` or a
+//!   smaller step.
+//! - *A constraint is listed twice.* It works: the multipliers are the
+//!   regularised minimal-norm ones, the motion is unique, and a warning names
+//!   the constraints.
+//! - *The GPU path says it cannot run.* Without any Vulkan/Metal/DX12 adapter the
+//!   CPU twins run and the reason is printed once; `MX2D_REQUIRE_GPU=1` turns
+//!   that into an error (CI sets it, with Mesa's lavapipe installed).
 #![warn(missing_docs)]
+// Numerical kernels index several arrays with one loop variable; iterator
+// zips would hide the formulas they transcribe.
+#![allow(clippy::needless_range_loop)]
+
 pub mod bench;
 pub mod body;
 pub mod broadphase;

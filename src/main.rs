@@ -82,15 +82,16 @@ fn main() -> ExitCode {
             );
             ExitCode::from(2)
         }
-        Some(Command::Check { scene, set }) => match Scene::load(&scene, &set) {
-            Ok(s) => {
+        Some(Command::Check { scene, set }) => match Scene::load(&scene, &set).and_then(|s| s.build_world()) {
+            Ok(w) => {
                 println!(
-                    "{}: ok ({} bodies, {} surfaces, {} loads, {} fields)",
+                    "{}: ok ({} bodies, {} constraints, {} surfaces, {} loads, {} fields)",
                     scene.display(),
-                    s.file.bodies.len(),
-                    s.file.surfaces.len(),
-                    s.file.loads.len(),
-                    s.file.fields.len()
+                    w.bodies.len(),
+                    w.constraints.len(),
+                    w.surfaces.len(),
+                    w.loads.len(),
+                    w.fields.len()
                 );
                 ExitCode::SUCCESS
             }

@@ -77,7 +77,9 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         energy: open(&options.energy, ENERGY_HEADER)?,
         reactions: open(&options.reactions, REACTIONS_HEADER)?,
     };
-    world.prepare()?;
+    // An initial state the constraints cannot be projected onto stops the
+    // run like a failed step (exit 3), with the outputs of step 0 kept.
+    let prepared = world.prepare();
     let energy_initial = world.energy();
     let initial_constraint_error = world.constraint_error();
     recorder.record(&mut world)?;
@@ -92,7 +94,8 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         None
     };
     let started = Instant::now();
-    let mut error = None;
+    let mut error = prepared.err();
+    let steps = if error.is_some() { 0 } else { steps };
     for k in 1..=steps {
         if let Err(e) = world.step() {
             error = Some(e);

@@ -131,17 +131,11 @@ pub enum SimulationError {
 }
 
 /// When a run counts as diverged (besides any non-finite number).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct DivergenceLimits {
     /// Largest kinetic energy a single body may reach (J); `None`: derived at
     /// the first step as 1e12 × (1 J + the initial kinetic + |potential| energy).
     pub max_body_energy: Option<f64>,
-}
-
-impl Default for DivergenceLimits {
-    fn default() -> Self {
-        Self { max_body_energy: None }
-    }
 }
 
 /// A planar world: bodies, static surfaces, loads, fields and gravity, advanced

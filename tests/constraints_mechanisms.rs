@@ -251,7 +251,7 @@ fn projection_holds_the_constraints_without_it_they_drift() {
             let mut w = scene_world(name, &[extra, &format!("stabilization=(projection: {projection})")]);
             for _ in 0..100_000 {
                 w.step().unwrap_or_else(|e| panic!("{name}: {e}"));
-                if w.step_count() % 100 == 0 {
+                if w.step_count().is_multiple_of(100) {
                     worst[k] = worst[k].max(w.constraint_error());
                 }
             }

@@ -116,3 +116,26 @@ fn set_overrides_existing_missing_and_unknown_paths() {
         assert!(e.contains("unknown path") || e.contains("PATH=VALUE"), "{bad}: {e}");
     }
 }
+
+const JOINTED: &str = r#"Scene(
+    name: "j",
+    bodies: [
+        Body(name: "a", shape: Bar(length: 1.0, width: 0.1), mass: 1.0),
+        Body(name: "b", shape: Bar(length: 1.0, width: 0.1), mass: 1.0, position: (1.0, 0.0)),
+    ],
+    constraints: [
+        Revolute(name: "hinge", a: "b", b: "a", at: (0.5, 0.0)),
+    ],
+)
+"#;
+
+#[test]
+fn constraint_errors_are_located() {
+    assert!(Scene::parse(JOINTED, "j.ron").is_ok());
+    let e = Scene::parse(&JOINTED.replace("b: \"a\"", "b: \"b\""), "bad.ron").expect_err("self joint");
+    assert_error(&e, 8, 44, "constraints[0].b", "to itself");
+    let e = Scene::parse(&JOINTED.replace("(0.5, 0.0)", "(0.5, inf)"), "bad.ron").expect_err("inf");
+    assert_error(&e, 8, 53, "constraints[0].at", "must be finite");
+    let e = Scene::parse(&JOINTED.replace("a: \"b\"", "a: \"c\""), "bad.ron").expect_err("unknown");
+    assert_error(&e, 8, 36, "constraints[0].a", "unknown body 'c'");
+}

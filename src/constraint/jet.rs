@@ -143,6 +143,7 @@ impl Mul for Jet {
 impl Div for Jet {
     type Output = Jet;
     #[inline]
+    #[allow(clippy::suspicious_arithmetic_impl)] // a / b = a · (1/b): the chain rule lives in recip
     fn div(self, o: Jet) -> Jet {
         self * o.recip()
     }

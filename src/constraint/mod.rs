@@ -33,8 +33,10 @@ use crate::body::{Body, BodyHandle};
 use crate::surface::Surface;
 use jet::{Jet, JetPose};
 
-/// One row as the constraint kinds produce it.
+/// One row as the constraint kinds produce it (short-lived, on the stack: the
+/// size difference of the variants costs nothing).
 #[derive(Clone, Copy, Debug)]
+#[allow(clippy::large_enum_variant)]
 pub enum Row {
     /// Holonomic C(q, t) = 0.
     Position(Jet),

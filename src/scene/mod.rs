@@ -246,7 +246,7 @@ impl Scene {
                 .position(centre)
                 .angle(angle)
                 .build()
-                .map_err(|m| self.error_at(&at("link_length"), m))?;
+                .map_err(|m| self.error_at(&at(if m.contains("width") { "width" } else { "link_length" }), m))?;
             let h = world.add_body(body).map_err(|m| self.error_at(&at("prefix"), m))?;
             let (body_b, anchor_b) = match previous {
                 None => (None, c.anchor),
@@ -267,6 +267,11 @@ impl Scene {
 
     fn build_constraint(&self, world: &World, i: usize, c: &ConstraintDef) -> Result<Constraint, SceneError> {
         let at_path = |field: &str| format!("constraints[{i}].{field}");
+        for (field, values) in constraint_numbers(c) {
+            if let Some(v) = values.iter().find(|v| !v.is_finite()) {
+                return Err(self.error_at(&at_path(field), format!("must be finite, got {v}")));
+            }
+        }
         let handle = |field: &str, name: &str| self.body_handle(world, &at_path(field), name);
         let opt_handle = |name: &Option<String>| name.as_ref().map(|n| handle("b", n)).transpose();
         let body = |h: BodyHandle| world.body(h);
@@ -458,6 +463,31 @@ impl Scene {
     /// The default number of steps: `steps`, else `duration / dt` (default 1 s).
     pub fn default_steps(&self) -> u64 {
         self.file.steps.unwrap_or_else(|| (self.file.duration.unwrap_or(1.0) / self.file.dt).round() as u64)
+    }
+}
+
+/// Every number a constraint definition holds, by field, for the finiteness check.
+fn constraint_numbers(c: &ConstraintDef) -> Vec<(&'static str, Vec<f64>)> {
+    let v2 = |v: &DVec2| vec![v.x, v.y];
+    let opt2 = |v: &Option<DVec2>| v.as_ref().map(v2).unwrap_or_default();
+    let drive = |d: &crate::constraint::Drive| match *d {
+        crate::constraint::Drive::Speed { speed } => vec![speed],
+        crate::constraint::Drive::Oscillate { amplitude, frequency, phase } => vec![amplitude, frequency, phase],
+    };
+    match c {
+        ConstraintDef::Revolute { at, anchor_a, anchor_b, .. } => {
+            vec![("at", opt2(at)), ("anchor_a", opt2(anchor_a)), ("anchor_b", opt2(anchor_b))]
+        }
+        ConstraintDef::Distance { anchor_a, anchor_b, length, .. } => {
+            vec![("anchor_a", v2(anchor_a)), ("anchor_b", v2(anchor_b)), ("length", length.iter().copied().collect())]
+        }
+        ConstraintDef::Prismatic { axis, .. } => vec![("axis", v2(axis))],
+        ConstraintDef::Weld { at, .. } => vec![("at", opt2(at))],
+        ConstraintDef::Angle { angle, .. } => vec![("angle", angle.iter().copied().collect())],
+        ConstraintDef::Gear { ratio, .. } => vec![("ratio", vec![*ratio])],
+        ConstraintDef::Motor { drive: d, .. } => vec![("drive", drive(d))],
+        ConstraintDef::Rolling { .. } => vec![],
+        ConstraintDef::PointOnCurve { point, .. } => vec![("point", v2(point))],
     }
 }
 
