@@ -255,7 +255,7 @@ fn work_of_a_field_equals_kinetic_energy_gained() {
 /// back where it started (RK4, 2000 steps per orbit: error ~1e-9).
 #[test]
 fn radial_inverse_square_field_gives_a_kepler_orbit() {
-    let (mu, r) = (4.0, 2.0);
+    let (mu, r): (f64, f64) = (4.0, 2.0);
     let period = std::f64::consts::TAU * (r * r * r / mu).sqrt();
     let mut w = World::new(DVec2::ZERO);
     w.set_integrator(Method::Rk4);
