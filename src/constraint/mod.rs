@@ -196,6 +196,22 @@ impl Constraint {
             block.gamma[0] = gamma;
             return block;
         }
+        if let ConstraintKind::Revolute { anchor_a, anchor_b } = &self.kind {
+            return revolute::block(*anchor_a, *anchor_b, (qa, va), b);
+        }
+        self.evaluate_with_jets(t, (qa, va), b, bodies, surfaces)
+    }
+
+    /// [`Constraint::evaluate`] through automatic differentiation for every
+    /// kind (the hand-written revolute rows are checked against it).
+    pub fn evaluate_with_jets(
+        &self,
+        t: f64,
+        (qa, va): ([f64; 3], [f64; 3]),
+        b: Option<([f64; 3], [f64; 3])>,
+        bodies: &[Body],
+        surfaces: &[Surface],
+    ) -> RowBlock {
         let pose_a = JetPose::new(0, Some((qa, va)));
         let pose_b = JetPose::new(1, b);
         let time = Jet::variable(t, 6, 1.0);
