@@ -468,7 +468,7 @@ impl GridBroadphase {
         let task_pairs = &self.task_pairs[..tasks];
         let total: usize = task_pairs.iter().map(Vec::len).sum();
         out.reserve(total);
-        let dst = SharedSlots(out.as_mut_ptr());
+        let pair_slots = SharedSlots(out.as_mut_ptr());
         let mut offset = 0;
         let offsets: Vec<usize> = task_pairs
             .iter()
@@ -480,7 +480,7 @@ impl GridBroadphase {
         task_pairs.par_iter().zip(offsets).for_each(|(src, at)| {
             // SAFETY: [at, at + src.len()) lies within the reserved capacity
             // (the lengths sum to total) and belongs to this task alone.
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.base().add(at), src.len()) };
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), pair_slots.base().add(at), src.len()) };
         });
         // SAFETY: all `total` slots were written above.
         unsafe { out.set_len(total) };
@@ -607,14 +607,18 @@ impl GridBroadphase {
         }
         bounds.push(total);
         bounds.dedup();
+        // Each piece is sorted in place and written out as pairs at the same
+        // offset (one pass, no separate conversion).
+        out.reserve(total);
+        let pair_slots = SharedSlots(out.as_mut_ptr());
         let mut rest = &mut src[..];
         let mut pieces = Vec::with_capacity(bounds.len());
         for w in bounds.windows(2) {
             let (piece, tail) = rest.split_at_mut(w[1] - w[0]);
-            pieces.push(piece);
+            pieces.push((w[0], piece));
             rest = tail;
         }
-        pieces.into_par_iter().for_each(|piece| {
+        pieces.into_par_iter().for_each(|(at, piece)| {
             for u in 1..piece.len() {
                 let k = piece[u];
                 let mut v = u;
@@ -624,8 +628,14 @@ impl GridBroadphase {
                 }
                 piece[v] = k;
             }
+            for (o, &k) in piece.iter().enumerate() {
+                // SAFETY: [at, at + piece.len()) is within the reserved
+                // capacity (the pieces tile 0..total) and is this piece's alone.
+                unsafe { pair_slots.base().add(at + o).write([(k >> 32) as u32, k as u32]) };
+            }
         });
-        out.par_extend(src.par_iter().map(|&k| [(k >> 32) as u32, k as u32]));
+        // SAFETY: the pieces wrote all `total` slots.
+        unsafe { out.set_len(total) };
         self.keys_a = src;
         self.keys_b = dst;
     }
