@@ -1,6 +1,9 @@
-// Uniform-grid broadphase: the GPU twin of src/broadphase/grid.rs (stage for
-// stage; read that file's documentation for the algorithm and the proof that
-// every pair is reported exactly once).
+// Uniform-grid broadphase: the GPU twin of src/broadphase/grid.rs. Same pair
+// set, different algorithm. The GPU inserts every box into every cell it
+// covers and reports each pair from its reference cell. The CPU inserts each
+// box once, at its min corner, and sweeps with a half stencil. That file's
+// documentation describes both and proves that every pair is reported
+// exactly once.
 //
 // Per call: clear buckets and counters; count_cells; exclusive prefix sum of
 // the buckets (prefix_sum.wgsl); scatter_cells; find_pairs. Afterwards the

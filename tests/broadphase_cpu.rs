@@ -83,3 +83,28 @@ fn hashed_grid_handles_a_sparse_unbounded_world() {
     assert_eq!(grid.params().dense, 0);
     assert_eq!(out, brute_force_pairs(&boxes));
 }
+
+#[test]
+fn grid_handles_widely_mixed_sizes_and_huge_boxes() {
+    // A few boxes far larger than the rest force a large cell span S (or the
+    // sweep-and-prune fallback); the pair set must not change.
+    let mut boxes =
+        discs(3000, Layout::Spread { origin: Vec2::new(-20.0, 5.0), density: 0.8 }, Radii::Uniform(0.3), 11);
+    boxes.push(Aabb::new(Vec2::new(-1.0e4, -3.0), Vec2::new(1.0e4, 2.0))); // a long floor
+    boxes.push(Aabb::from_disc(Vec2::new(10.0, 30.0), 25.0));
+    boxes.push(Aabb::new(Vec2::new(f32::NEG_INFINITY, 40.0), Vec2::new(f32::INFINITY, 41.0)));
+    boxes.extend(discs(
+        500,
+        Layout::Spread { origin: Vec2::new(0.0, 0.0), density: 0.2 },
+        Radii::Varying(0.05, 4.0),
+        12,
+    ));
+    let mut grid = GridBroadphase::new();
+    let mut out = Vec::new();
+    grid.find_pairs(&boxes, &mut out);
+    assert_eq!(out, brute_force_pairs(&boxes));
+    // Without the outliers (moderate spread of sizes), the grid proper runs.
+    let moderate = &boxes[..3000];
+    grid.find_pairs(moderate, &mut out);
+    assert_eq!(out, brute_force_pairs(moderate));
+}

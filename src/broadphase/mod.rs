@@ -3,9 +3,12 @@
 //! Three implementations share one definition of a pair, so their outputs can
 //! be compared as sets, bit for bit:
 //!
-//! * [`GridBroadphase`]: a uniform grid with a counting sort by cell, run in
-//!   parallel with rayon. It is the CPU twin of the WGSL kernels in
-//!   `shaders/broadphase.wgsl` (see [`crate::gpu::broadphase`]).
+//! * [`GridBroadphase`]: a uniform grid, run in parallel with rayon. Each box
+//!   is inserted once, at its min-corner cell (counting sort). A half-stencil
+//!   sweep over the cells follows, then a radix sort of the pairs. It is the
+//!   CPU twin of the WGSL kernels in `shaders/broadphase.wgsl` (see
+//!   [`crate::gpu::broadphase`]): it reports the same pair set, although the
+//!   GPU uses multi-cell insertion with a reference cell.
 //! * [`SweepAndPrune`]: the classic sort along x and sweep, the reference.
 //! * [`brute_force_pairs`]: all N(N−1)/2 tests, for small N in tests.
 //!

@@ -1,8 +1,16 @@
 //! The grid broadphase on the GPU (`shaders/broadphase.wgsl`), twin of
-//! [`crate::broadphase::GridBroadphase`]: same grid ([`GridParams`]), same key
-//! function, same counting sort, same reference-cell rule, so the pair sets
-//! are identical. Only the order in which pairs are found differs (atomics);
-//! [`GpuGridBroadphase::find_pairs`] sorts them after readback.
+//! [`crate::broadphase::GridBroadphase`]. Both report the identical pair set
+//! (tests compare them exactly), but by different algorithms.
+//!
+//! The GPU inserts every box into every cell it covers
+//! ([`GridParams::for_aabbs`]). It counting-sorts with atomics and reports a
+//! pair only from its reference cell (the cell of the lower-left corner of
+//! the intersection), so that no thread coordinates with another.
+//! [`GpuGridBroadphase::find_pairs`] sorts the pairs after readback.
+//!
+//! The CPU inserts each box once, at its min corner, and sweeps cells with a
+//! half stencil. See `src/broadphase/grid.rs` for both algorithms and their
+//! proofs.
 
 use super::buffers::{GrowableBuffer, Readback, map_read};
 use super::context::{GpuContext, GpuError, GpuTiming, PassTimer};

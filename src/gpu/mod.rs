@@ -8,7 +8,9 @@
 //!   readback through a staging buffer.
 //! * [`fields`]: `shaders/fields.wgsl` and its CPU twin.
 //! * [`broadphase`]: `shaders/broadphase.wgsl`, twin of
-//!   [`crate::broadphase::GridBroadphase`].
+//!   [`crate::broadphase::GridBroadphase`]. It gives the same pair set, by a
+//!   different algorithm (multi-cell insertion and a reference cell, against
+//!   the CPU's single insertion and half-stencil sweep).
 //! * [`prefix_sum`]: `shaders/prefix_sum.wgsl`, a portable multi-level
 //!   scan-then-propagate exclusive prefix sum (no inter-workgroup waiting).
 //!
