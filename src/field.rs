@@ -164,68 +164,37 @@ impl Field {
         let scale = |per_mass: bool| if per_mass { mass } else { 1.0 };
         match self.kind {
             FieldKind::Uniform { force, per_mass } => force * scale(per_mass),
-            FieldKind::Radial {
-                center,
-                strength,
-                falloff,
-                softening,
-                per_mass,
-            } => {
+            FieldKind::Radial { center, strength, falloff, softening, per_mass } => {
                 let (dir, d) = central_direction(position - center, softening);
                 dir * (strength * falloff.factor(d) * scale(per_mass))
             }
-            FieldKind::Vortex {
-                center,
-                strength,
-                falloff,
-                softening,
-                per_mass,
-            } => {
+            FieldKind::Vortex { center, strength, falloff, softening, per_mass } => {
                 let (dir, d) = central_direction(position - center, softening);
                 dir.perp() * (strength * falloff.factor(d) * scale(per_mass))
             }
-            FieldKind::Drag {
-                coefficient,
-                stokes,
-            } => -velocity * (coefficient * if stokes { radius } else { 1.0 }),
+            FieldKind::Drag { coefficient, stokes } => {
+                -velocity * (coefficient * if stokes { radius } else { 1.0 })
+            }
         }
     }
 
     /// A description of what makes the field unphysical or ill-defined, if any.
     pub fn validate(&self) -> Result<(), String> {
         let finite = |name: &str, v: f64| {
-            if v.is_finite() {
-                Ok(())
-            } else {
-                Err(format!("{name} must be finite, got {v}"))
-            }
+            if v.is_finite() { Ok(()) } else { Err(format!("{name} must be finite, got {v}")) }
         };
         match self.kind {
             FieldKind::Uniform { force, .. } => {
                 finite("force.x", force.x)?;
                 finite("force.y", force.y)?;
             }
-            FieldKind::Radial {
-                center,
-                strength,
-                falloff,
-                softening,
-                ..
-            }
-            | FieldKind::Vortex {
-                center,
-                strength,
-                falloff,
-                softening,
-                ..
-            } => {
+            FieldKind::Radial { center, strength, falloff, softening, .. }
+            | FieldKind::Vortex { center, strength, falloff, softening, .. } => {
                 finite("center.x", center.x)?;
                 finite("center.y", center.y)?;
                 finite("strength", strength)?;
                 if !(softening.is_finite() && softening >= 0.0) {
-                    return Err(format!(
-                        "softening must be finite and >= 0, got {softening}"
-                    ));
+                    return Err(format!("softening must be finite and >= 0, got {softening}"));
                 }
                 let _ = falloff;
             }
@@ -243,18 +212,14 @@ impl Field {
                 if min.is_finite() && max.is_finite() && min.x <= max.x && min.y <= max.y {
                     Ok(())
                 } else {
-                    Err(format!(
-                        "rectangle needs finite min <= max, got min {min}, max {max}"
-                    ))
+                    Err(format!("rectangle needs finite min <= max, got min {min}, max {max}"))
                 }
             }
             Region::Circle { center, radius } => {
                 if center.is_finite() && radius.is_finite() && radius > 0.0 {
                     Ok(())
                 } else {
-                    Err(format!(
-                        "circle region needs a finite centre and radius > 0, got {radius}"
-                    ))
+                    Err(format!("circle region needs a finite centre and radius > 0, got {radius}"))
                 }
             }
             Region::HalfPlane { point, normal } => {
@@ -274,26 +239,13 @@ impl Field {
 #[inline]
 fn central_direction(r: DVec2, softening: f64) -> (DVec2, f64) {
     let d = (r.length_squared() + softening * softening).sqrt();
-    if d > 0.0 {
-        (r / d, d)
-    } else {
-        (DVec2::ZERO, 0.0)
-    }
+    if d > 0.0 { (r / d, d) } else { (DVec2::ZERO, 0.0) }
 }
 
 /// Sum of the forces of all `fields` on one body.
 #[inline]
-pub fn total_force(
-    fields: &[Field],
-    position: DVec2,
-    velocity: DVec2,
-    mass: f64,
-    radius: f64,
-) -> DVec2 {
-    fields
-        .iter()
-        .map(|f| f.force(position, velocity, mass, radius))
-        .sum()
+pub fn total_force(fields: &[Field], position: DVec2, velocity: DVec2, mass: f64, radius: f64) -> DVec2 {
+    fields.iter().map(|f| f.force(position, velocity, mass, radius)).sum()
 }
 
 #[cfg(test)]
@@ -303,27 +255,12 @@ mod tests {
     #[test]
     fn uniform_field_acts_inside_its_rectangle_only_boundary_included() {
         let f = Field {
-            kind: FieldKind::Uniform {
-                force: DVec2::new(2.0, 0.0),
-                per_mass: false,
-            },
-            region: Region::Rect {
-                min: DVec2::new(0.0, 0.0),
-                max: DVec2::new(1.0, 1.0),
-            },
+            kind: FieldKind::Uniform { force: DVec2::new(2.0, 0.0), per_mass: false },
+            region: Region::Rect { min: DVec2::new(0.0, 0.0), max: DVec2::new(1.0, 1.0) },
         };
-        assert_eq!(
-            f.force(DVec2::new(0.5, 0.5), DVec2::ZERO, 3.0, 0.1),
-            DVec2::new(2.0, 0.0)
-        );
-        assert_eq!(
-            f.force(DVec2::new(1.0, 1.0), DVec2::ZERO, 3.0, 0.1),
-            DVec2::new(2.0, 0.0)
-        );
-        assert_eq!(
-            f.force(DVec2::new(1.0 + 1e-12, 0.5), DVec2::ZERO, 3.0, 0.1),
-            DVec2::ZERO
-        );
+        assert_eq!(f.force(DVec2::new(0.5, 0.5), DVec2::ZERO, 3.0, 0.1), DVec2::new(2.0, 0.0));
+        assert_eq!(f.force(DVec2::new(1.0, 1.0), DVec2::ZERO, 3.0, 0.1), DVec2::new(2.0, 0.0));
+        assert_eq!(f.force(DVec2::new(1.0 + 1e-12, 0.5), DVec2::ZERO, 3.0, 0.1), DVec2::ZERO);
     }
 
     #[test]
@@ -357,31 +294,16 @@ mod tests {
                 softening: 0.0,
                 per_mass: false,
             },
-            region: Region::Circle {
-                center: DVec2::ZERO,
-                radius: 10.0,
-            },
+            region: Region::Circle { center: DVec2::ZERO, radius: 10.0 },
         };
         let p = DVec2::new(3.0, 4.0);
         let f = v.force(p, DVec2::ZERO, 1.0, 0.0);
         assert!(f.dot(p).abs() < 1e-12 && (f.length() - 5.0).abs() < 1e-12 && p.perp_dot(f) > 0.0);
         let d = Field {
-            kind: FieldKind::Drag {
-                coefficient: 0.5,
-                stokes: true,
-            },
-            region: Region::HalfPlane {
-                point: DVec2::ZERO,
-                normal: DVec2::Y,
-            },
+            kind: FieldKind::Drag { coefficient: 0.5, stokes: true },
+            region: Region::HalfPlane { point: DVec2::ZERO, normal: DVec2::Y },
         };
-        assert_eq!(
-            d.force(DVec2::new(0.0, 1.0), DVec2::new(2.0, 0.0), 1.0, 0.2),
-            DVec2::new(-0.2, 0.0)
-        );
-        assert_eq!(
-            d.force(DVec2::new(0.0, -1.0), DVec2::new(2.0, 0.0), 1.0, 0.2),
-            DVec2::ZERO
-        );
+        assert_eq!(d.force(DVec2::new(0.0, 1.0), DVec2::new(2.0, 0.0), 1.0, 0.2), DVec2::new(-0.2, 0.0));
+        assert_eq!(d.force(DVec2::new(0.0, -1.0), DVec2::new(2.0, 0.0), 1.0, 0.2), DVec2::ZERO);
     }
 }

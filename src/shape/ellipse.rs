@@ -24,11 +24,7 @@ pub(super) fn signed_distance(a: f64, b: f64, p: DVec2) -> f64 {
     let curve = |t: f64| DVec2::new(a * t.cos(), b * t.sin());
     let (_, c) = super::closest_on_parametric(curve, p);
     let d = (p - c).length();
-    if (p.x / a).powi(2) + (p.y / b).powi(2) < 1.0 {
-        -d
-    } else {
-        d
-    }
+    if (p.x / a).powi(2) + (p.y / b).powi(2) < 1.0 { -d } else { d }
 }
 pub(super) fn outline(a: f64, b: f64, n: usize) -> Vec<DVec2> {
     (0..n)

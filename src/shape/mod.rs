@@ -84,7 +84,9 @@ impl Shape {
         match self {
             Shape::Circle { radius } => circle::unit_inertia(*radius),
             Shape::Ellipse { a, b } => ellipse::unit_inertia(*a, *b),
-            Shape::Superellipse { a, b, exponent } => superellipse::unit_inertia(*a, *b, *exponent),
+            Shape::Superellipse { a, b, exponent } => {
+                superellipse::unit_inertia(*a, *b, *exponent)
+            }
             Shape::Polygon { vertices } => polygon::unit_inertia(vertices),
             Shape::Box { half_extents } => {
                 (half_extents.x * half_extents.x + half_extents.y * half_extents.y) / 3.0
@@ -102,9 +104,7 @@ impl Shape {
                 superellipse::support(*a, *b, *exponent, direction)
             }
             Shape::Polygon { vertices } => polygon::support(vertices, direction),
-            Shape::Box { half_extents } => {
-                polygon::support(&box_vertices(*half_extents), direction)
-            }
+            Shape::Box { half_extents } => polygon::support(&box_vertices(*half_extents), direction),
             Shape::Bar { length, width } => bar::support(*length, *width, direction),
         }
     }
@@ -118,9 +118,7 @@ impl Shape {
                 superellipse::signed_distance(*a, *b, *exponent, p)
             }
             Shape::Polygon { vertices } => polygon::signed_distance(vertices, p),
-            Shape::Box { half_extents } => {
-                polygon::signed_distance(&box_vertices(*half_extents), p)
-            }
+            Shape::Box { half_extents } => polygon::signed_distance(&box_vertices(*half_extents), p),
             Shape::Bar { length, width } => bar::signed_distance(*length, *width, p),
         }
     }
@@ -153,7 +151,9 @@ impl Shape {
                     _ => a.max(*b),
                 }
             }
-            Shape::Polygon { vertices } => vertices.iter().map(|v| v.length()).fold(0.0, f64::max),
+            Shape::Polygon { vertices } => {
+                vertices.iter().map(|v| v.length()).fold(0.0, f64::max)
+            }
             Shape::Box { half_extents } => half_extents.length(),
             Shape::Bar { length, width } => (0.25 * length * length + 0.25 * width * width).sqrt(),
         }
@@ -289,19 +289,9 @@ mod tests {
         let shapes = [
             Shape::Circle { radius: 0.7 },
             Shape::Ellipse { a: 1.3, b: 0.4 },
-            Shape::Superellipse {
-                a: 1.0,
-                b: 0.6,
-                exponent: 4.0,
-            },
-            Shape::Superellipse {
-                a: 0.8,
-                b: 0.8,
-                exponent: 1.5,
-            },
-            Shape::Box {
-                half_extents: DVec2::new(0.9, 0.3),
-            },
+            Shape::Superellipse { a: 1.0, b: 0.6, exponent: 4.0 },
+            Shape::Superellipse { a: 0.8, b: 0.8, exponent: 1.5 },
+            Shape::Box { half_extents: DVec2::new(0.9, 0.3) },
             Shape::Polygon {
                 vertices: vec![
                     DVec2::new(-0.5, -0.4),
@@ -311,18 +301,11 @@ mod tests {
             }
             .centred()
             .0,
-            Shape::Bar {
-                length: 2.0,
-                width: 0.2,
-            },
+            Shape::Bar { length: 2.0, width: 0.2 },
         ];
         for s in &shapes {
             let (area, k2) = grid_area_and_inertia(s);
-            assert!(
-                (area - s.area()).abs() / s.area() < 3e-3,
-                "{s:?}: area {area} vs {}",
-                s.area()
-            );
+            assert!((area - s.area()).abs() / s.area() < 3e-3, "{s:?}: area {area} vs {}", s.area());
             assert!(
                 (k2 - s.unit_inertia()).abs() / s.unit_inertia() < 3e-3,
                 "{s:?}: J/m {k2} vs {}",
@@ -336,24 +319,15 @@ mod tests {
         let shapes = [
             Shape::Circle { radius: 0.7 },
             Shape::Ellipse { a: 1.3, b: 0.4 },
-            Shape::Superellipse {
-                a: 1.0,
-                b: 0.6,
-                exponent: 4.0,
-            },
-            Shape::Box {
-                half_extents: DVec2::new(0.9, 0.3),
-            },
+            Shape::Superellipse { a: 1.0, b: 0.6, exponent: 4.0 },
+            Shape::Box { half_extents: DVec2::new(0.9, 0.3) },
         ];
         for s in &shapes {
             let outline = s.outline(720);
             for k in 0..36 {
                 let d = DVec2::from_angle(k as f64 * 0.1745 + 0.01);
                 let sp = s.support(d);
-                assert!(
-                    s.signed_distance(sp).abs() < 1e-9,
-                    "{s:?} support off boundary"
-                );
+                assert!(s.signed_distance(sp).abs() < 1e-9, "{s:?} support off boundary");
                 let best = outline.iter().map(|p| p.dot(d)).fold(f64::MIN, f64::max);
                 assert!(sp.dot(d) >= best - 1e-9, "{s:?}: support not extreme");
             }

@@ -14,10 +14,7 @@ fn edges(v: &[DVec2]) -> impl Iterator<Item = (DVec2, DVec2)> + '_ {
 /// Area centroid of a simple polygon.
 pub fn polygon_centroid(v: &[DVec2]) -> DVec2 {
     let a = area(v);
-    edges(v)
-        .map(|(p, q)| (p + q) * p.perp_dot(q))
-        .sum::<DVec2>()
-        / (6.0 * a)
+    edges(v).map(|(p, q)| (p + q) * p.perp_dot(q)).sum::<DVec2>() / (6.0 * a)
 }
 
 /// Polar second moment about the origin per unit area, divided by the area:
@@ -54,10 +51,7 @@ pub(super) fn signed_distance(v: &[DVec2], p: DVec2) -> f64 {
 
 pub(super) fn validate(v: &[DVec2]) -> Result<(), String> {
     if v.len() < 3 {
-        return Err(format!(
-            "a polygon needs at least 3 vertices, got {}",
-            v.len()
-        ));
+        return Err(format!("a polygon needs at least 3 vertices, got {}", v.len()));
     }
     if v.iter().any(|p| !p.is_finite()) {
         return Err("polygon vertices must be finite".into());

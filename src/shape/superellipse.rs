@@ -44,11 +44,7 @@ pub(super) fn point(a: f64, b: f64, n: f64, t: f64) -> DVec2 {
 pub(super) fn signed_distance(a: f64, b: f64, n: f64, p: DVec2) -> f64 {
     let (_, c) = super::closest_on_parametric(|t| point(a, b, n, t), p);
     let d = (p - c).length();
-    if (p.x / a).abs().powf(n) + (p.y / b).abs().powf(n) < 1.0 {
-        -d
-    } else {
-        d
-    }
+    if (p.x / a).abs().powf(n) + (p.y / b).abs().powf(n) < 1.0 { -d } else { d }
 }
 pub(super) fn outline(a: f64, b: f64, n: f64, segments: usize) -> Vec<DVec2> {
     (0..segments)
