@@ -147,6 +147,8 @@ impl DenseLdl {
         self.regularized
     }
 
+    // parallel arrays indexed by the same constraint / row: index loops are clearer
+    #[allow(clippy::needless_range_loop)]
     fn solve_once(&self, b: &mut [f64]) {
         let n = self.n;
         for i in 0..n {

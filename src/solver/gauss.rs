@@ -130,6 +130,8 @@ impl BlockLdl {
     }
 
     /// Symbolic analysis: elimination order, structure of L, update schedule.
+    // parallel arrays indexed by the same constraint / row: index loops are clearer
+    #[allow(clippy::needless_range_loop)]
     pub fn analyze(&mut self, a: &BlockSparseSymmetric) {
         let n = a.n_blocks();
         self.n = n;
@@ -569,6 +571,8 @@ impl BlockLdl {
     /// Solves A λ = `rhs` with the current factors (compact vectors of length
     /// `a.n_rows()`), refining iteratively when the factor is regularised (or when
     /// `settings.refine_steps > 0`). `a` must be the matrix that was factored.
+    // parallel arrays indexed by the same constraint / row: index loops are clearer
+    #[allow(clippy::needless_range_loop)]
     pub fn solve(
         &mut self,
         a: &BlockSparseSymmetric,
