@@ -2,15 +2,15 @@
 //! φ_a + k·φ_b = c (k the ratio: k = 1 meshes two equal gears turning in
 //! opposite senses).
 
-use super::Row;
 use super::jet::JetPose;
+use super::{Row, RowList};
 
 /// Fixed relative angle: one row.
-pub fn fixed_rows(angle: f64, a: &JetPose, b: &JetPose, out: &mut Vec<Row>) {
+pub fn fixed_rows(angle: f64, a: &JetPose, b: &JetPose, out: &mut RowList) {
     out.push(Row::Position(a.angle - b.angle - angle));
 }
 
 /// Gear: one row.
-pub fn gear_rows(ratio: f64, offset: f64, a: &JetPose, b: &JetPose, out: &mut Vec<Row>) {
+pub fn gear_rows(ratio: f64, offset: f64, a: &JetPose, b: &JetPose, out: &mut RowList) {
     out.push(Row::Position(a.angle + b.angle * ratio - offset));
 }

@@ -3,11 +3,11 @@
 
 use glam::DVec2;
 
-use super::Row;
 use super::jet::JetPose;
+use super::{Row, RowList};
 
 /// The bar's single position row.
-pub fn rows(anchor_a: DVec2, anchor_b: DVec2, length: f64, a: &JetPose, b: &JetPose, out: &mut Vec<Row>) {
+pub fn rows(anchor_a: DVec2, anchor_b: DVec2, length: f64, a: &JetPose, b: &JetPose, out: &mut RowList) {
     let d = a.point(anchor_a) - b.point(anchor_b);
     out.push(Row::Position(d.length() - length));
 }

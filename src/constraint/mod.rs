@@ -49,6 +49,36 @@ pub enum Row {
     },
 }
 
+/// Up to three rows, on the stack (a constraint evaluation allocates nothing).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RowList {
+    rows: [Option<Row>; 3],
+    len: usize,
+}
+
+impl RowList {
+    /// Appends a row (a constraint has at most three).
+    pub fn push(&mut self, row: Row) {
+        debug_assert!(self.len < 3, "a constraint has at most three rows");
+        if self.len < 3 {
+            self.rows[self.len] = Some(row);
+            self.len += 1;
+        }
+    }
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// The rows in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Row> {
+        self.rows[..self.len].iter().flatten()
+    }
+}
+
 /// What a constraint does.
 #[derive(Clone, Debug)]
 pub enum ConstraintKind {
@@ -215,7 +245,7 @@ impl Constraint {
         let pose_a = JetPose::new(0, Some((qa, va)));
         let pose_b = JetPose::new(1, b);
         let time = Jet::variable(t, 6, 1.0);
-        let mut rows = Vec::with_capacity(3);
+        let mut rows = RowList::default();
         match &self.kind {
             ConstraintKind::Revolute { anchor_a, anchor_b } => {
                 revolute::rows(*anchor_a, *anchor_b, &pose_a, &pose_b, &mut rows)
@@ -343,6 +373,10 @@ impl ConstraintSet {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
+    }
+    /// All constraints as a slice, in handle order.
+    pub fn as_slice(&self) -> &[Constraint] {
+        &self.items
     }
     /// All constraints in handle order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &Constraint> {

@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::Row;
 use super::jet::{Jet, JetPose};
+use super::{Row, RowList};
 
 /// The prescribed relative angle θ(t).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -41,6 +41,6 @@ impl Drive {
 }
 
 /// The motor's single position row.
-pub fn rows(drive: &Drive, initial: f64, a: &JetPose, b: &JetPose, t: Jet, out: &mut Vec<Row>) {
+pub fn rows(drive: &Drive, initial: f64, a: &JetPose, b: &JetPose, t: Jet, out: &mut RowList) {
     out.push(Row::Position(a.angle - b.angle - initial - drive.angle(t)));
 }

@@ -5,11 +5,11 @@
 
 use glam::DVec2;
 
-use super::Row;
 use super::jet::JetPose;
+use super::{Row, RowList};
 
 /// The slider's two position rows.
-pub fn rows(anchor_a: DVec2, anchor_b: DVec2, axis: DVec2, angle: f64, a: &JetPose, b: &JetPose, out: &mut Vec<Row>) {
+pub fn rows(anchor_a: DVec2, anchor_b: DVec2, axis: DVec2, angle: f64, a: &JetPose, b: &JetPose, out: &mut RowList) {
     let normal = b.rotate(axis.normalize_or(DVec2::X).perp());
     out.push(Row::Position((a.point(anchor_a) - b.point(anchor_b)).dot(normal)));
     out.push(Row::Position(a.angle - b.angle - angle));

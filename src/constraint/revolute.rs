@@ -4,10 +4,10 @@
 use glam::DVec2;
 
 use super::jet::JetPose;
-use super::{Row, RowBlock};
+use super::{Row, RowBlock, RowList};
 
 /// The pin's two position rows.
-pub fn rows(anchor_a: DVec2, anchor_b: DVec2, a: &JetPose, b: &JetPose, out: &mut Vec<Row>) {
+pub fn rows(anchor_a: DVec2, anchor_b: DVec2, a: &JetPose, b: &JetPose, out: &mut RowList) {
     let c = a.point(anchor_a) - b.point(anchor_b);
     out.push(Row::Position(c.x));
     out.push(Row::Position(c.y));

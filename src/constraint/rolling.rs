@@ -7,21 +7,14 @@
 //! A(q)·v = 0 whose acceleration term γ = Ȧ v comes from the jets. A sliding
 //! contact keeps row 1 only.
 
-use super::Row;
 use super::curve::{Toucher, contact};
 use super::jet::{Jet, JetPose};
+use super::{Row, RowList};
 use crate::shape::Shape;
 use crate::surface::SurfaceGeometry;
 
 /// Rows of a body touching `surface` at its outline or at a body point.
-pub fn rows(
-    shape: &Shape,
-    surface: &SurfaceGeometry,
-    toucher: Toucher,
-    sliding: bool,
-    a: &JetPose,
-    out: &mut Vec<Row>,
-) {
+pub fn rows(shape: &Shape, surface: &SurfaceGeometry, toucher: Toucher, sliding: bool, a: &JetPose, out: &mut RowList) {
     let c = contact(shape, surface, toucher, a);
     out.push(Row::Position(c.gap));
     if !sliding {

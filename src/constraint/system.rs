@@ -61,6 +61,7 @@ pub struct ConstraintSystem {
     lambda: Vec<f64>,
     scratch: Vec<f64>,
     scratch_dq: Vec<f64>,
+    scratch_rows: Vec<f64>,
     /// Warnings raised so far (redundant or singular constraints), each once.
     pub warnings: BTreeSet<String>,
 }
@@ -88,12 +89,12 @@ impl ConstraintSystem {
             let b = c.body_b.map(|h| (body_state(q, h.0), body_state(v, h.0)));
             c.evaluate(t, (body_state(q, a), body_state(v, a)), b, scene.bodies, scene.surfaces)
         };
-        let items: Vec<_> = scene.constraints.iter().collect();
+        let items = scene.constraints.as_slice();
         if items.len() >= PARALLEL_ROWS {
-            items.par_iter().map(|c| eval(c)).collect_into_vec(&mut self.blocks);
+            items.par_iter().map(&eval).collect_into_vec(&mut self.blocks);
         } else {
             self.blocks.clear();
-            self.blocks.extend(items.iter().map(|c| eval(c)));
+            self.blocks.extend(items.iter().map(&eval));
         }
         self.inv_mass.clear();
         self.inv_mass.extend(scene.bodies.iter().map(Body::inverse_mass));
@@ -130,7 +131,8 @@ impl ConstraintSystem {
         }
         self.rhs.resize(n, 0.0);
         self.jac.mul(&self.scratch, &mut self.rhs)?;
-        let mut jv = vec![0.0; if baumgarte.is_some() { n } else { 0 }];
+        let mut jv = std::mem::take(&mut self.scratch_rows);
+        jv.resize(if baumgarte.is_some() { n } else { 0 }, 0.0);
         if baumgarte.is_some() {
             self.jac.mul(v, &mut jv)?;
         }
@@ -149,6 +151,7 @@ impl ConstraintSystem {
                 row += 1;
             }
         }
+        self.scratch_rows = jv;
         self.lambda.resize(n, 0.0);
         let report = self.solver.solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
         if !report.rank_deficient.is_empty() {

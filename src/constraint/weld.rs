@@ -3,11 +3,11 @@
 
 use glam::DVec2;
 
-use super::Row;
 use super::jet::JetPose;
+use super::{Row, RowList};
 
 /// The weld's three position rows.
-pub fn rows(anchor_a: DVec2, anchor_b: DVec2, angle: f64, a: &JetPose, b: &JetPose, out: &mut Vec<Row>) {
+pub fn rows(anchor_a: DVec2, anchor_b: DVec2, angle: f64, a: &JetPose, b: &JetPose, out: &mut RowList) {
     super::revolute::rows(anchor_a, anchor_b, a, b, out);
     out.push(Row::Position(a.angle - b.angle - angle));
 }
