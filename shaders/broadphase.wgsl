@@ -10,6 +10,16 @@
 // bucket table holds bucket *ends* (start of bucket k = end of bucket k − 1).
 // Overflow of `sorted` or `pairs` is never silent: the counters keep counting
 // past the capacities, the host compares and reruns with larger buffers.
+//
+// Split buffers: `aabbs`, `sorted` and `pairs` can each exceed one storage
+// binding (max_storage_buffer_binding_size, 128 MiB on lavapipe; 10^7 boxes
+// are 160 MB of boxes alone). Each is bound as PAGES = 4 separate bindings of
+// at most the limit (src/gpu/buffers.rs, PagedBuffer); element i lives in
+// page i / page_size at i % page_size, and the load_/store_ helpers below
+// select the binding. WGSL has no binding arrays of storage buffers without
+// extra features, hence the fixed page count and the switch. The bucket
+// table is not paged: the host shrinks it to one binding (hashed keys; see
+// GpuGridBroadphase::upload), which also keeps the prefix sum single-binding.
 
 struct GridParams {
     cell_size: f32,
@@ -25,8 +35,13 @@ struct GridParams {
 struct Capacities {
     entries: u32,
     pairs: u32,
+    // Elements per page of each split array.
+    aabb_page: u32,
+    entry_page: u32,
+    pair_page: u32,
     _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
 }
 
 struct Aabb {
@@ -47,11 +62,68 @@ struct Counters {
 
 @group(0) @binding(0) var<uniform> grid: GridParams;
 @group(0) @binding(1) var<uniform> capacity: Capacities;
-@group(0) @binding(2) var<storage, read> aabbs: array<Aabb>;
-@group(0) @binding(3) var<storage, read_write> buckets: array<atomic<u32>>;
-@group(0) @binding(4) var<storage, read_write> sorted: array<CellEntry>;
-@group(0) @binding(5) var<storage, read_write> pairs: array<vec2<u32>>;
-@group(0) @binding(6) var<storage, read_write> counters: Counters;
+@group(0) @binding(2) var<storage, read> aabbs0: array<Aabb>;
+@group(0) @binding(3) var<storage, read> aabbs1: array<Aabb>;
+@group(0) @binding(4) var<storage, read> aabbs2: array<Aabb>;
+@group(0) @binding(5) var<storage, read> aabbs3: array<Aabb>;
+@group(0) @binding(6) var<storage, read_write> buckets: array<atomic<u32>>;
+@group(0) @binding(7) var<storage, read_write> sorted0: array<CellEntry>;
+@group(0) @binding(8) var<storage, read_write> sorted1: array<CellEntry>;
+@group(0) @binding(9) var<storage, read_write> sorted2: array<CellEntry>;
+@group(0) @binding(10) var<storage, read_write> sorted3: array<CellEntry>;
+@group(0) @binding(11) var<storage, read_write> pairs0: array<vec2<u32>>;
+@group(0) @binding(12) var<storage, read_write> pairs1: array<vec2<u32>>;
+@group(0) @binding(13) var<storage, read_write> pairs2: array<vec2<u32>>;
+@group(0) @binding(14) var<storage, read_write> pairs3: array<vec2<u32>>;
+@group(0) @binding(15) var<storage, read_write> counters: Counters;
+
+fn load_aabb(i: u32) -> Aabb {
+    let page = i / capacity.aabb_page;
+    let k = i - page * capacity.aabb_page;
+    var a: Aabb;
+    switch page {
+        case 0u: { a = aabbs0[k]; }
+        case 1u: { a = aabbs1[k]; }
+        case 2u: { a = aabbs2[k]; }
+        default: { a = aabbs3[k]; }
+    }
+    return a;
+}
+
+fn load_entry(s: u32) -> CellEntry {
+    let page = s / capacity.entry_page;
+    let k = s - page * capacity.entry_page;
+    var e: CellEntry;
+    switch page {
+        case 0u: { e = sorted0[k]; }
+        case 1u: { e = sorted1[k]; }
+        case 2u: { e = sorted2[k]; }
+        default: { e = sorted3[k]; }
+    }
+    return e;
+}
+
+fn store_entry(s: u32, e: CellEntry) {
+    let page = s / capacity.entry_page;
+    let k = s - page * capacity.entry_page;
+    switch page {
+        case 0u: { sorted0[k] = e; }
+        case 1u: { sorted1[k] = e; }
+        case 2u: { sorted2[k] = e; }
+        default: { sorted3[k] = e; }
+    }
+}
+
+fn store_pair(p: u32, v: vec2<u32>) {
+    let page = p / capacity.pair_page;
+    let k = p - page * capacity.pair_page;
+    switch page {
+        case 0u: { pairs0[k] = v; }
+        case 1u: { pairs1[k] = v; }
+        case 2u: { pairs2[k] = v; }
+        default: { pairs3[k] = v; }
+    }
+}
 
 const CELL_COORD_LIMIT: f32 = 1073741824.0; // 2^30, as in grid.rs
 
@@ -97,7 +169,7 @@ fn count_cells(
     if i >= grid.box_count {
         return;
     }
-    let a = aabbs[i];
+    let a = load_aabb(i);
     if !is_valid(a) {
         return;
     }
@@ -123,7 +195,7 @@ fn scatter_cells(
     if i >= grid.box_count {
         return;
     }
-    let a = aabbs[i];
+    let a = load_aabb(i);
     if !is_valid(a) {
         return;
     }
@@ -135,7 +207,7 @@ fn scatter_cells(
         for (var ix = x0; ix <= x1; ix++) {
             let slot = atomicAdd(&buckets[cell_key(ix, iy)], 1u);
             if slot < capacity.entries {
-                sorted[slot] = CellEntry(i, ix, iy);
+                store_entry(slot, CellEntry(i, ix, iy));
             }
         }
     }
@@ -151,7 +223,7 @@ fn find_pairs(
     if i >= grid.box_count {
         return;
     }
-    let a = aabbs[i];
+    let a = load_aabb(i);
     if !is_valid(a) {
         return;
     }
@@ -169,18 +241,18 @@ fn find_pairs(
             // Past an overflow the tail of `sorted` was never written.
             let end = min(atomicLoad(&buckets[key]), capacity.entries);
             for (var s = start; s < end; s++) {
-                let e = sorted[s];
+                let e = load_entry(s);
                 if e.body <= i || e.ix != ix || e.iy != iy {
                     continue;
                 }
-                let b = aabbs[e.body];
+                let b = load_aabb(e.body);
                 // Report from the reference cell only: the cell holding the
                 // lower-left corner of the intersection.
                 if overlaps(a, b) && cell_coord(max(a.min.x, b.min.x)) == ix
                     && cell_coord(max(a.min.y, b.min.y)) == iy {
                     let p = atomicAdd(&counters.pairs, 1u);
                     if p < capacity.pairs {
-                        pairs[p] = vec2<u32>(i, e.body);
+                        store_pair(p, vec2<u32>(i, e.body));
                     }
                 }
             }

@@ -11,8 +11,26 @@
 //! The CPU inserts each box once, at its min corner, and sweeps cells with a
 //! half stencil. See `src/broadphase/grid.rs` for both algorithms and their
 //! proofs.
+//!
+//! # Inputs larger than one storage binding
+//!
+//! Adapters cap each storage binding (`max_storage_buffer_binding_size`:
+//! 128 MiB on lavapipe and in WebGPU's defaults), while 10⁷ boxes are 160 MB
+//! of boxes, ~2–4·10⁷ cell entries of 12 bytes and as many pairs of 8 bytes.
+//! So the three per-box arrays (`aabbs`, sorted cell entries, `pairs`) are
+//! [`PagedBuffer`]s of [`PAGES`] bindings each, chosen in the shader by index
+//! range. Each is limited to `PAGES ×` the binding limit (512 MiB on
+//! lavapipe: 3.3·10⁷ boxes, 4.4·10⁷ entries, 6.7·10⁷ pairs); past that,
+//! [`GpuError::TooLargeSplit`] names the array. The bucket table is instead
+//! kept to one binding: when the grid of [`GridParams::for_aabbs`] needs more
+//! buckets than fit, the GPU switches to hashed keys with the largest
+//! power-of-two table that fits (2²⁵ buckets on lavapipe). The pair set does
+//! not depend on the table (hash collisions are filtered by cell
+//! coordinates), only the bucket load does. Workgroup counts past 65,535 use
+//! a 2D dispatch ([`GpuContext::dispatch_grid`]). All buffers only grow:
+//! nothing is allocated per step once the sizes have been seen.
 
-use super::buffers::{GrowableBuffer, Readback, map_read};
+use super::buffers::{BUFFER_ALIGNMENT, GrowableBuffer, PagedBuffer, Readback, map_read};
 use super::context::{GpuContext, GpuError, GpuTiming, PassTimer};
 use super::prefix_sum::PrefixSum;
 use crate::broadphase::{Aabb, GridParams};
@@ -25,8 +43,17 @@ use rayon::prelude::*;
 struct Capacities {
     entries: u32,
     pairs: u32,
-    _pad: [u32; 2],
+    aabb_page: u32,
+    entry_page: u32,
+    pair_page: u32,
+    _pad: [u32; 3],
 }
+
+/// Bindings (pages) of each split array; must match `shaders/broadphase.wgsl`.
+pub const PAGES: usize = 4;
+
+/// Storage bindings of the kernel: three split arrays, buckets, counters.
+const STORAGE_BINDINGS: u32 = 3 * PAGES as u32 + 2;
 
 /// What one GPU broadphase call did.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
@@ -51,14 +78,15 @@ pub struct GpuGridBroadphase {
     scan: PrefixSum,
     grid_uniform: wgpu::Buffer,
     capacity_uniform: wgpu::Buffer,
-    aabbs: GrowableBuffer,
+    aabbs: PagedBuffer,
     buckets: GrowableBuffer,
-    sorted: GrowableBuffer,
-    pairs: GrowableBuffer,
+    sorted: PagedBuffer,
+    pairs: PagedBuffer,
     counters: GrowableBuffer,
     counters_read: wgpu::Buffer,
     bind_group: Option<wgpu::BindGroup>,
     params: GridParams,
+    gpu_params: GridParams,
     entry_capacity: u64,
     pair_capacity: u64,
     readback: Readback,
@@ -68,10 +96,20 @@ pub struct GpuGridBroadphase {
 
 const ENTRY_BYTES: u64 = 12;
 const PAIR_BYTES: u64 = 8;
+const AABB_BYTES: u64 = size_of::<Aabb>() as u64;
 
 impl GpuGridBroadphase {
     /// Compiles the kernels and builds the pipelines.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
+        let available = ctx.limits().max_storage_buffers_per_shader_stage;
+        if available < STORAGE_BINDINGS {
+            return Err(GpuError::Kernel {
+                kernel: "broadphase",
+                message: format!(
+                    "needs {STORAGE_BINDINGS} storage buffers per shader stage, the adapter allows {available}"
+                ),
+            });
+        }
         let shader = ctx.shader_module("broadphase.wgsl", wgpu::include_wgsl!("../../shaders/broadphase.wgsl"))?;
         let entry = |binding, ty| wgpu::BindGroupLayoutEntry {
             binding,
@@ -88,10 +126,19 @@ impl GpuGridBroadphase {
                 entry(0, uniform),
                 entry(1, uniform),
                 entry(2, read),
-                entry(3, write),
-                entry(4, write),
-                entry(5, write),
+                entry(3, read),
+                entry(4, read),
+                entry(5, read),
                 entry(6, write),
+                entry(7, write),
+                entry(8, write),
+                entry(9, write),
+                entry(10, write),
+                entry(11, write),
+                entry(12, write),
+                entry(13, write),
+                entry(14, write),
+                entry(15, write),
             ],
         });
         let pipeline_layout = ctx.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -117,10 +164,10 @@ impl GpuGridBroadphase {
             scan: PrefixSum::new(ctx)?,
             grid_uniform: small("grid params", uniform_usage),
             capacity_uniform: small("capacities", uniform_usage),
-            aabbs: GrowableBuffer::new("aabbs", storage | wgpu::BufferUsages::COPY_DST),
+            aabbs: PagedBuffer::new("aabbs", storage | wgpu::BufferUsages::COPY_DST, AABB_BYTES, PAGES),
             buckets: GrowableBuffer::new("buckets", storage | wgpu::BufferUsages::COPY_DST),
-            sorted: GrowableBuffer::new("sorted cell entries", storage),
-            pairs: GrowableBuffer::new("pairs", storage | wgpu::BufferUsages::COPY_SRC),
+            sorted: PagedBuffer::new("sorted cell entries", storage, ENTRY_BYTES, PAGES),
+            pairs: PagedBuffer::new("pairs", storage | wgpu::BufferUsages::COPY_SRC, PAIR_BYTES, PAGES),
             counters: GrowableBuffer::new(
                 "counters",
                 storage | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
@@ -128,6 +175,7 @@ impl GpuGridBroadphase {
             counters_read: small("counters readback", wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
             bind_group: None,
             params: GridParams::default(),
+            gpu_params: GridParams::default(),
             entry_capacity: 0,
             pair_capacity: 0,
             readback: Readback::new(),
@@ -136,9 +184,16 @@ impl GpuGridBroadphase {
         })
     }
 
-    /// The grid of the last upload.
+    /// The grid of the last upload ([`GridParams::for_aabbs`]).
     pub fn params(&self) -> &GridParams {
         &self.params
+    }
+
+    /// The grid the kernel actually ran: [`params`](Self::params), with
+    /// hashed keys and a smaller table when its bucket table would not fit
+    /// in one storage binding (same cells, same pairs).
+    pub fn gpu_params(&self) -> &GridParams {
+        &self.gpu_params
     }
 
     /// Replaces `out` with every overlapping pair `[i, j]`, `i < j`, sorted:
@@ -158,14 +213,31 @@ impl GpuGridBroadphase {
     /// Uploads the boxes and chooses the grid for them ([`GridParams::for_aabbs`]).
     pub fn upload(&mut self, ctx: &GpuContext, aabbs: &[Aabb]) -> Result<(), GpuError> {
         self.params = GridParams::for_aabbs(aabbs);
+        self.gpu_params = self.params;
+        let max_table = ctx.max_binding_bytes() / BUFFER_ALIGNMENT * BUFFER_ALIGNMENT / 4;
+        if u64::from(self.params.table_size) > max_table {
+            // Largest power of two that fits one binding (the prefix sum and
+            // the shader index one table); hashed keys accept any power of two.
+            if max_table == 0 {
+                return Err(GpuError::TooLarge { what: "buckets", bytes: 4, limit: ctx.max_binding_bytes() });
+            }
+            self.gpu_params.dense = 0;
+            self.gpu_params.origin_x = 0;
+            self.gpu_params.origin_y = 0;
+            self.gpu_params.width = 0;
+            self.gpu_params.table_size = 1 << max_table.ilog2();
+        }
         let n = aabbs.len() as u64;
         let mut rebind = self.aabbs.upload(ctx, aabbs)?;
-        if self.buckets.ensure(ctx, u64::from(self.params.table_size) * 4)? {
+        if self.buckets.ensure(ctx, u64::from(self.gpu_params.table_size) * 4)? {
             self.scan.bind(ctx, self.buckets.get(), self.buckets.capacity() / 4)?;
             rebind = true;
         }
-        // First guesses; an overflow reruns with the exact sizes.
-        rebind |= self.grow_outputs(ctx, (4 * n).max(1024), (4 * n).max(1024))?;
+        // First guesses, at most what the pages hold; an overflow reruns
+        // with the exact sizes.
+        let entries = (4 * n).max(1024).min(self.sorted.max_elems(ctx)?);
+        let pairs = (4 * n).max(1024).min(self.pairs.max_elems(ctx)?);
+        rebind |= self.grow_outputs(ctx, entries, pairs)?;
         rebind |= self.counters.ensure(ctx, 256)?;
         if rebind {
             self.bind_group = None;
@@ -177,12 +249,12 @@ impl GpuGridBroadphase {
     fn grow_outputs(&mut self, ctx: &GpuContext, entries: u64, pairs: u64) -> Result<bool, GpuError> {
         let mut grew = false;
         if entries > self.entry_capacity {
-            grew |= self.sorted.ensure(ctx, entries * ENTRY_BYTES)?;
-            self.entry_capacity = self.sorted.capacity() / ENTRY_BYTES;
+            grew |= self.sorted.ensure(ctx, entries)?;
+            self.entry_capacity = self.sorted.capacity();
         }
         if pairs > self.pair_capacity {
-            grew |= self.pairs.ensure(ctx, pairs * PAIR_BYTES)?;
-            self.pair_capacity = self.pairs.capacity() / PAIR_BYTES;
+            grew |= self.pairs.ensure(ctx, pairs)?;
+            self.pair_capacity = self.pairs.capacity();
         }
         Ok(grew)
     }
@@ -198,8 +270,12 @@ impl GpuGridBroadphase {
                 return Ok(GpuPairsReport { pairs: pairs as usize, entries: entries as usize, reruns, timing });
             }
             reruns += 1;
-            // Exact sizes plus slack for the next, similar, step.
-            if self.grow_outputs(ctx, entries + entries / 4, pairs + pairs / 4)? {
+            // Exact sizes plus slack for the next, similar, step, within what
+            // the pages can hold; the exact sizes alone must fit.
+            let slack = |exact: u64, max: u64| (exact + exact / 4).min(max).max(exact);
+            let entries = slack(entries, self.sorted.max_elems(ctx)?);
+            let pairs = slack(pairs, self.pairs.max_elems(ctx)?);
+            if self.grow_outputs(ctx, entries, pairs)? {
                 self.bind_group = None;
             }
         }
@@ -207,36 +283,45 @@ impl GpuGridBroadphase {
 
     /// Reads the first `count` pairs of the last run into `out` and sorts them.
     pub fn read_pairs(&mut self, ctx: &GpuContext, count: usize, out: &mut Vec<[u32; 2]>) -> Result<(), GpuError> {
-        self.readback.read(ctx, self.pairs.get(), count, out)?;
+        self.readback.read_paged(ctx, &self.pairs, count, out)?;
         out.par_sort_unstable();
         Ok(())
     }
 
     fn run_once(&mut self, ctx: &GpuContext) -> Result<GpuTiming, GpuError> {
-        let params = self.params;
+        let params = self.gpu_params;
         ctx.queue.write_buffer(&self.grid_uniform, 0, bytemuck::bytes_of(&params));
+        // Page sizes are at most u32::MAX (PagedBuffer::page_elems_for).
         let caps = Capacities {
             entries: self.entry_capacity.min(u64::from(u32::MAX)) as u32,
             pairs: self.pair_capacity.min(u64::from(u32::MAX)) as u32,
-            _pad: [0; 2],
+            aabb_page: self.aabbs.page_elems() as u32,
+            entry_page: self.sorted.page_elems() as u32,
+            pair_page: self.pairs.page_elems() as u32,
+            _pad: [0; 3],
         };
         ctx.queue.write_buffer(&self.capacity_uniform, 0, bytemuck::bytes_of(&caps));
         if self.bind_group.is_none() {
-            fn entry(binding: u32, buffer: &wgpu::Buffer) -> wgpu::BindGroupEntry<'_> {
-                wgpu::BindGroupEntry { binding, resource: buffer.as_entire_binding() }
-            }
+            // Bindings in the shader's order: uniforms, aabbs pages, buckets,
+            // sorted pages, pairs pages, counters.
+            let buffers = [&self.grid_uniform, &self.capacity_uniform]
+                .into_iter()
+                .chain(self.aabbs.pages())
+                .chain([self.buckets.get()])
+                .chain(self.sorted.pages())
+                .chain(self.pairs.pages())
+                .chain([self.counters.get()]);
+            let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
+                .enumerate()
+                .map(|(binding, buffer)| wgpu::BindGroupEntry {
+                    binding: binding as u32,
+                    resource: buffer.as_entire_binding(),
+                })
+                .collect();
             self.bind_group = Some(ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("broadphase"),
                 layout: &self.layout,
-                entries: &[
-                    entry(0, &self.grid_uniform),
-                    entry(1, &self.capacity_uniform),
-                    entry(2, self.aabbs.get()),
-                    entry(3, self.buckets.get()),
-                    entry(4, self.sorted.get()),
-                    entry(5, self.pairs.get()),
-                    entry(6, self.counters.get()),
-                ],
+                entries: &entries,
             }));
         }
         let table = u64::from(params.table_size);

@@ -54,6 +54,21 @@ pub enum GpuError {
         /// The limit.
         limit: u64,
     },
+    /// An array split over several storage bindings still does not fit.
+    #[error(
+        "{what} needs {bytes} bytes, over the {bindings} storage bindings of at most {binding_bytes} bytes each \
+         that this kernel splits it into"
+    )]
+    TooLargeSplit {
+        /// Which array.
+        what: &'static str,
+        /// Bytes needed.
+        bytes: u64,
+        /// Bindings (pages) the kernel has for it.
+        bindings: u32,
+        /// Bytes per binding on this adapter.
+        binding_bytes: u64,
+    },
 }
 
 /// Overrides of the adapter's limits, for tests that must exercise the 2D
