@@ -9,6 +9,11 @@
 //! upload, kernels, readback and the final pair sort. Each row also checks
 //! that the two paths agree. Output: a table on stdout, optionally JSON and a
 //! log-log PNG plot.
+//!
+//! A GPU failure in one row (a buffer over the adapter's limits, a lost
+//! device) does not abort the run: that row keeps its CPU figures, prints
+//! `gpu: error: …` once, carries the message in the JSON (`gpu_error`), and
+//! the bench goes on with the next kernel and N.
 
 use crate::broadphase::{Aabb, GridBroadphase, SweepAndPrune};
 use crate::field::{Falloff, Field, FieldKind, Region};
@@ -70,7 +75,13 @@ pub struct BenchRow {
     pub max_force_rel_error: Option<f64>,
     /// Whether the paths agree (pair sets equal; force error ≤ 1e-5).
     pub agree: Option<bool>,
+    /// Why the GPU side of this row failed (its GPU columns are then empty).
+    pub gpu_error: Option<String>,
 }
+
+/// `gpu_error` of the combined row when a part failed (the part's own row
+/// holds the reason).
+const PART_FAILED: &str = "see the failed row above";
 
 /// The benchmark population: positions uniform in a square at 0.6 discs per
 /// m², r = 0.5, random velocities and masses; deterministic.
@@ -215,6 +226,7 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
             pairs: None,
             max_force_rel_error: None,
             agree: None,
+            gpu_error: None,
         };
         let mut grid_row = BenchRow {
             kernel: "broadphase",
@@ -230,42 +242,73 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
         if let Some(handle) = gpu.as_deref_mut() {
             let GpuSide { ctx, fields: eval, grid } = &mut handle.0;
             let e = |e: crate::gpu::GpuError| anyhow::anyhow!(e);
-            let field_e2e = time_median(args.repeats, || {
-                let t = Instant::now();
-                eval.compute(ctx, &fields, &bodies, &mut gpu_forces).map_err(e)?;
-                Ok(t.elapsed().as_secs_f64() * 1e3)
-            })?;
-            let mut source = "wall";
-            let field_gpu = time_median(args.repeats, || {
-                let timing = eval.run(ctx).map_err(e)?;
-                source = match timing.source {
-                    crate::gpu::TimingSource::Timestamps => "timestamps",
-                    crate::gpu::TimingSource::Wall => "wall",
-                };
-                Ok(timing.ms)
-            })?;
-            let grid_e2e = time_median(args.repeats, || {
-                let t = Instant::now();
-                grid.find_pairs(ctx, &aabbs, &mut gpu_pairs).map_err(e)?;
-                Ok(t.elapsed().as_secs_f64() * 1e3)
-            })?;
-            let grid_gpu = time_median(args.repeats, || Ok(grid.run(ctx).map_err(e)?.timing.ms))?;
-            let error = max_force_error(&fields, &bodies, &cpu_forces, &gpu_forces);
-            field_row.gpu_ms = Some(field_gpu);
-            field_row.gpu_e2e_ms = Some(field_e2e);
-            field_row.max_force_rel_error = Some(error);
-            field_row.agree = Some(error <= 1e-5);
-            let pairs_agree = gpu_pairs == cpu_pairs && sap_ms.is_none_or(|_| sap_pairs == cpu_pairs);
-            grid_row.gpu_ms = Some(grid_gpu);
-            grid_row.gpu_e2e_ms = Some(grid_e2e);
-            grid_row.agree = Some(pairs_agree);
-            both_row.gpu_ms = Some(field_gpu + grid_gpu);
-            both_row.gpu_e2e_ms = Some(field_e2e + grid_e2e);
-            both_row.agree = Some(pairs_agree && error <= 1e-5);
+            // Each kernel in its own fallible block, so that one failing
+            // leaves the other's figures (and the next N) standing.
+            let field_result = (|| -> anyhow::Result<(f64, f64, &'static str)> {
+                let field_e2e = time_median(args.repeats, || {
+                    let t = Instant::now();
+                    eval.compute(ctx, &fields, &bodies, &mut gpu_forces).map_err(e)?;
+                    Ok(t.elapsed().as_secs_f64() * 1e3)
+                })?;
+                let mut source = "wall";
+                let field_gpu = time_median(args.repeats, || {
+                    let timing = eval.run(ctx).map_err(e)?;
+                    source = timing_name(timing.source);
+                    Ok(timing.ms)
+                })?;
+                Ok((field_e2e, field_gpu, source))
+            })();
+            let grid_result = (|| -> anyhow::Result<(f64, f64, &'static str)> {
+                let grid_e2e = time_median(args.repeats, || {
+                    let t = Instant::now();
+                    grid.find_pairs(ctx, &aabbs, &mut gpu_pairs).map_err(e)?;
+                    Ok(t.elapsed().as_secs_f64() * 1e3)
+                })?;
+                let mut source = "wall";
+                let grid_gpu = time_median(args.repeats, || {
+                    let timing = grid.run(ctx).map_err(e)?.timing;
+                    source = timing_name(timing.source);
+                    Ok(timing.ms)
+                })?;
+                Ok((grid_e2e, grid_gpu, source))
+            })();
+            let mut error = None;
+            match &field_result {
+                Ok((e2e, gpu_ms, source)) => {
+                    let rel = max_force_error(&fields, &bodies, &cpu_forces, &gpu_forces);
+                    error = Some(rel);
+                    field_row.gpu_ms = Some(*gpu_ms);
+                    field_row.gpu_e2e_ms = Some(*e2e);
+                    field_row.gpu_timing = Some(source);
+                    field_row.max_force_rel_error = Some(rel);
+                    field_row.agree = Some(rel <= 1e-5);
+                }
+                Err(err) => field_row.gpu_error = Some(format!("{err:#}")),
+            }
+            let mut pairs_agree = None;
+            match &grid_result {
+                Ok((e2e, gpu_ms, source)) => {
+                    let agree = gpu_pairs == cpu_pairs && sap_ms.is_none_or(|_| sap_pairs == cpu_pairs);
+                    pairs_agree = Some(agree);
+                    grid_row.gpu_ms = Some(*gpu_ms);
+                    grid_row.gpu_e2e_ms = Some(*e2e);
+                    grid_row.gpu_timing = Some(source);
+                    grid_row.agree = Some(agree);
+                }
+                Err(err) => grid_row.gpu_error = Some(format!("{err:#}")),
+            }
             both_row.pairs = Some(cpu_pairs.len());
-            both_row.max_force_rel_error = Some(error);
+            both_row.max_force_rel_error = error;
+            match (&field_result, &grid_result, error, pairs_agree) {
+                (Ok((fe, fg, source)), Ok((ge, gg, _)), Some(rel), Some(agree)) => {
+                    both_row.gpu_ms = Some(fg + gg);
+                    both_row.gpu_e2e_ms = Some(fe + ge);
+                    both_row.gpu_timing = Some(source);
+                    both_row.agree = Some(agree && rel <= 1e-5);
+                }
+                _ => both_row.gpu_error = Some(PART_FAILED.into()),
+            }
             for row in [&mut field_row, &mut grid_row, &mut both_row] {
-                row.gpu_timing = Some(source);
                 row.speedup = row.gpu_ms.map(|g| row.cpu_ms / g);
             }
         }
@@ -273,6 +316,13 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
         rows.extend([field_row, grid_row, both_row]);
     }
     Ok(rows)
+}
+
+fn timing_name(source: crate::gpu::TimingSource) -> &'static str {
+    match source {
+        crate::gpu::TimingSource::Timestamps => "timestamps",
+        crate::gpu::TimingSource::Wall => "wall",
+    }
 }
 
 /// The GPU side of the benchmark, opened once (opaque).
@@ -318,6 +368,11 @@ pub fn table(rows: &[BenchRow]) -> String {
             r.max_force_rel_error.map_or("-".into(), |e| format!("{e:.1e}")),
             r.agree.map_or("-", |a| if a { "yes" } else { "NO" }),
         );
+        if let Some(error) = &r.gpu_error {
+            // Replace the newline with the error, once per failed row.
+            s.pop();
+            s += &format!("   gpu: error: {error}\n");
+        }
     }
     s
 }
@@ -357,4 +412,47 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         anyhow::bail!("the CPU and GPU paths disagree (see the `agree` column)");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_gpu_row_keeps_its_cpu_figures_and_names_the_error_once() {
+        let ok = BenchRow {
+            kernel: "fields",
+            n: 10,
+            cpu_ms: 1.5,
+            cpu_threads: 4,
+            sap_ms: None,
+            gpu_ms: Some(0.5),
+            gpu_timing: Some("wall"),
+            gpu_e2e_ms: Some(0.7),
+            speedup: Some(3.0),
+            pairs: None,
+            max_force_rel_error: Some(0.0),
+            agree: Some(true),
+            gpu_error: None,
+        };
+        let failed = BenchRow {
+            kernel: "broadphase",
+            cpu_ms: 2.25,
+            gpu_ms: None,
+            gpu_timing: None,
+            gpu_e2e_ms: None,
+            speedup: None,
+            agree: None,
+            gpu_error: Some("aabbs needs 160000000 bytes".into()),
+            ..ok.clone()
+        };
+        let text = table(&[ok, failed.clone()]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(!lines[1].contains("error"), "{text}");
+        assert!(lines[2].starts_with("broadphase") && lines[2].contains("2.250"), "{text}");
+        assert_eq!(text.matches("gpu: error: aabbs needs 160000000 bytes").count(), 1, "{text}");
+        let json = serde_json::to_value(&failed).map_err(|e| e.to_string()).unwrap();
+        assert_eq!(json["gpu_error"], "aabbs needs 160000000 bytes");
+    }
 }
