@@ -249,7 +249,8 @@ impl World {
     }
 
     /// Makes the initial state consistent with the constraints (positions and
-    /// velocities projected as after a step), once, before the first step.
+    /// velocities projected as after a step), once, before the first step; also
+    /// fixes the divergence bound from the initial energy if none was given.
     /// Scene files give positions to a few digits; this settles them so that
     /// the first step does not start with a jump in energy.
     pub fn prepare(&mut self) -> Result<(), SimulationError> {
@@ -257,6 +258,10 @@ impl World {
             return Ok(());
         }
         self.prepared = true;
+        if self.limits.max_body_energy.is_none() {
+            let e = self.energy();
+            self.limits.max_body_energy = Some(1e12 * (1.0 + e.kinetic + e.potential.abs()));
+        }
         if self.constraints.is_empty() || !self.stabilization.projection {
             return Ok(());
         }
@@ -270,15 +275,13 @@ impl World {
     /// Advances the world by one step of `dt`.
     pub fn step(&mut self) -> Result<(), SimulationError> {
         self.prepare()?;
-        if self.limits.max_body_energy.is_none() {
-            let e = self.energy();
-            self.limits.max_body_energy = Some(1e12 * (1.0 + e.kinetic + e.potential.abs()));
-        }
         timed(&mut self.times.gather_state, || gather_state(self.bodies.as_slice(), &mut self.state));
         self.integrate()?;
         self.time += self.dt;
         self.steps += 1;
         let drift = self.correct_drift();
+        // Scatter even when the projection failed: the run stops with the
+        // state that failed, which the trace then shows.
         timed(&mut self.times.scatter_state, || scatter_state(&self.state, self.bodies.as_mut_slice()));
         drift?;
         let started = Instant::now();
