@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use mx2d::integrator::Method;
-use mx2d::run::{RunOptions, run_scene};
+use mx2d::run::{Backend, RunOptions, run_scene};
 use mx2d::scene::Scene;
 
 #[derive(Parser)]
@@ -50,7 +50,7 @@ struct RunArgs {
     /// Integrator: euler, symplectic, midpoint, rk2, rk4, ab4.
     #[arg(long)]
     integrator: Option<Method>,
-    /// cpu or gpu.
+    /// cpu or gpu: where the force fields are evaluated (gpu: the WGSL kernel, f32).
     #[arg(long, default_value = "cpu")]
     backend: String,
     /// Trace CSV (step,t,body,x,y,angle,vx,vy,omega).
@@ -115,13 +115,14 @@ fn run(args: RunArgs) -> ExitCode {
     if !args.headless {
         eprintln!("mx2d: no window in this build: running headless");
     }
-    if args.backend != "cpu" {
-        eprintln!(
-            "error: --backend {}: mechanism scenes run on the CPU; the GPU path serves ball populations (see `mx2d bench`)",
-            args.backend
-        );
-        return ExitCode::from(2);
-    }
+    let backend = match args.backend.as_str() {
+        "cpu" => Backend::Cpu,
+        "gpu" => Backend::Gpu,
+        other => {
+            eprintln!("error: --backend {other}: expected cpu or gpu");
+            return ExitCode::from(2);
+        }
+    };
     for (flag, value) in [("--dt", args.dt), ("--duration", args.duration)] {
         if let Some(v) = value
             && !(v.is_finite() && v >= 0.0 && (flag != "--dt" || v > 0.0))
@@ -148,6 +149,7 @@ fn run(args: RunArgs) -> ExitCode {
         summary: args.summary,
         reactions: args.reactions,
         progress: true,
+        backend,
     };
     match run_scene(&scene, &options) {
         Ok(outcome) => {

@@ -8,6 +8,17 @@ use crate::output::{CsvWriter, ENERGY_HEADER, REACTIONS_HEADER, Stopped, Summary
 use crate::scene::Scene;
 use crate::world::{SimulationError, World};
 
+/// Where the force fields are evaluated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Backend {
+    /// `field.rs` on the CPU (f64).
+    #[default]
+    Cpu,
+    /// `shaders/fields.wgsl` on the GPU (f32); gravity, loads, constraints and
+    /// the integrator stay on the CPU.
+    Gpu,
+}
+
 /// Options of one run (the command line's, or a test's).
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -31,6 +42,8 @@ pub struct RunOptions {
     pub reactions: Option<PathBuf>,
     /// Show a progress bar (only drawn on a terminal).
     pub progress: bool,
+    /// Where the fields run.
+    pub backend: Backend,
 }
 
 /// What a run produced.
@@ -48,6 +61,25 @@ pub struct RunOutcome {
 /// as the run goes and kept if it stops early.
 pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutcome> {
     let mut world = scene.build_world()?;
+    let adapter = match options.backend {
+        Backend::Cpu => "none (--backend cpu)".to_string(),
+        Backend::Gpu => match crate::gpu::GpuFieldBackend::new() {
+            Ok(gpu) => {
+                let name = gpu.adapter();
+                world.set_gpu_fields(Some(gpu));
+                name
+            }
+            // No silent fallback: say once why the CPU runs instead, unless
+            // the GPU is required.
+            Err(e) if std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1") => {
+                anyhow::bail!("--backend gpu: {e} (MX2D_REQUIRE_GPU=1)")
+            }
+            Err(e) => {
+                eprintln!("mx2d: --backend gpu cannot run ({e}); the fields run on the CPU");
+                format!("none ({e})")
+            }
+        },
+    };
     if let Some(dt) = options.dt {
         anyhow::ensure!(dt.is_finite() && dt > 0.0, "--dt must be positive, got {dt}");
         world.dt = dt;
@@ -135,8 +167,8 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         energy_balance_error: (energy_final.balance() - energy_initial.balance()).abs(),
         max_constraint_error: world.max_constraint_error().max(initial_constraint_error),
         max_penetration: 0.0,
-        backend: "cpu".into(),
-        adapter: "none (mechanism tier runs on the CPU)".into(),
+        backend: world.field_backend().into(),
+        adapter,
         stage_ms: world.stage_times().as_list().iter().map(|(n, d)| (n.to_string(), d.as_secs_f64() * 1e3)).collect(),
         stopped: error.as_ref().map(|e| Stopped {
             step: world.step_count(),

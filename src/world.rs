@@ -25,6 +25,7 @@ use crate::body::{Body, BodyHandle, BodySet};
 use crate::constraint::system::{ConstraintSystem, Reaction, Scene, Stabilization};
 use crate::constraint::{Constraint, ConstraintHandle, ConstraintSet};
 use crate::field::{Field, total_force};
+use crate::gpu::GpuFieldBackend;
 use crate::integrator::{Dynamics, Integrator, IntegratorError, Method, State};
 use crate::load::{Kinematics, Load};
 use crate::solver::SolverError;
@@ -118,6 +119,16 @@ pub enum SimulationError {
         /// The solver's error.
         source: SolverError,
     },
+    /// The GPU field kernel failed (device lost, out of memory …).
+    #[error("step {step} (t = {time}): GPU fields: {message}")]
+    Gpu {
+        /// Step that failed.
+        step: u64,
+        /// Time at the start of that step.
+        time: f64,
+        /// The GPU error.
+        message: String,
+    },
     /// The integrator failed.
     #[error("step {step} (t = {time}): {source}")]
     Integrator {
@@ -161,6 +172,8 @@ pub struct World {
     /// Drift correction of the constraints.
     pub stabilization: Stabilization,
     system: ConstraintSystem,
+    /// Field forces from the GPU kernel instead of `field.rs`, when set.
+    gpu_fields: Option<std::sync::Arc<std::sync::Mutex<GpuFieldBackend>>>,
     max_constraint_error: f64,
     prepared: bool,
     time: f64,
@@ -184,6 +197,7 @@ impl World {
             constraints: ConstraintSet::new(),
             stabilization: Stabilization::default(),
             system: ConstraintSystem::default(),
+            gpu_fields: None,
             max_constraint_error: 0.0,
             prepared: false,
             time: 0.0,
@@ -211,6 +225,17 @@ impl World {
     /// The body behind a handle.
     pub fn body(&self, h: BodyHandle) -> &Body {
         &self.bodies[h]
+    }
+
+    /// Evaluates the force fields on the GPU (f32) from now on, or on the CPU
+    /// again with `None`. Clones of the world share the device.
+    pub fn set_gpu_fields(&mut self, backend: Option<GpuFieldBackend>) {
+        self.gpu_fields = backend.map(|b| std::sync::Arc::new(std::sync::Mutex::new(b)));
+    }
+
+    /// `"gpu"` when the fields run on the GPU, else `"cpu"`.
+    pub fn field_backend(&self) -> &'static str {
+        if self.gpu_fields.is_some() { "gpu" } else { "cpu" }
     }
 
     /// Selects the integration method (restarts multistep history).
@@ -302,6 +327,9 @@ impl World {
                 system: &mut self.system,
                 baumgarte: self.stabilization.baumgarte,
                 solver_error: None,
+                gpu_fields: self.gpu_fields.as_deref(),
+                gpu_error: None,
+                field_forces: Vec::new(),
                 times: &mut self.times,
             },
             &mut self.integrator,
@@ -316,8 +344,12 @@ impl World {
         let (mut model, integrator, state) = self.force_model();
         let result = integrator.step(&mut model, t, dt, state);
         let solver_error = model.solver_error.take();
+        let gpu_error = model.gpu_error.take();
         let forces = self.times.apply_fields + self.times.apply_loads + self.times.solve_constraints - before;
         self.times.integrate += started.elapsed().saturating_sub(forces);
+        if let Some(message) = gpu_error {
+            return Err(SimulationError::Gpu { step, time: t, message });
+        }
         if let Some(source) = solver_error {
             return Err(SimulationError::Constraints { step, time: t, source });
         }
@@ -524,6 +556,12 @@ struct ForceModel<'w> {
     baumgarte: Option<f64>,
     /// The first solver failure of this step (an evaluation cannot return it).
     solver_error: Option<SolverError>,
+    /// The GPU field kernel, when the fields run there.
+    gpu_fields: Option<&'w std::sync::Mutex<GpuFieldBackend>>,
+    /// The first GPU failure of this step.
+    gpu_error: Option<String>,
+    /// Field forces from the GPU, one per body.
+    field_forces: Vec<DVec2>,
     times: &'w mut StageTimes,
 }
 
@@ -531,7 +569,12 @@ impl ForceModel<'_> {
     /// Gravity and fields: writes the force on every body into `f` (3 per
     /// body) and returns the power of the field forces (gravity has a
     /// potential and is not counted as work).
-    fn apply_fields(&self, q: &[f64], v: &[f64], f: &mut [f64]) -> f64 {
+    fn apply_fields(&mut self, q: &[f64], v: &[f64], f: &mut [f64]) -> f64 {
+        if let Some(gpu) = self.gpu_fields
+            && !self.fields.is_empty()
+        {
+            return self.apply_fields_gpu(gpu, q, v, f);
+        }
         let per_body = |(i, out): (usize, &mut [f64])| -> f64 {
             let b = &self.bodies[i];
             if b.fixed {
@@ -550,6 +593,39 @@ impl ForceModel<'_> {
         } else {
             f.chunks_mut(3).enumerate().map(per_body).sum()
         }
+    }
+
+    /// Gravity on the CPU, fields from the GPU kernel (the twin of the CPU
+    /// loop above); a GPU failure is kept for the step to report.
+    fn apply_fields_gpu(
+        &mut self,
+        gpu: &std::sync::Mutex<GpuFieldBackend>,
+        q: &[f64],
+        v: &[f64],
+        f: &mut [f64],
+    ) -> f64 {
+        let mut forces = std::mem::take(&mut self.field_forces);
+        let result = match gpu.lock() {
+            Ok(mut backend) => backend.forces(self.fields, self.bodies, q, v, &mut forces).map_err(|e| e.to_string()),
+            Err(_) => Err("the GPU field backend was poisoned by an earlier panic".to_string()),
+        };
+        if let Err(e) = result {
+            self.gpu_error.get_or_insert(e);
+            forces.clear();
+        }
+        forces.resize(self.bodies.len(), DVec2::ZERO);
+        let mut power = 0.0;
+        for (i, (b, out)) in self.bodies.iter().zip(f.chunks_mut(3)).enumerate() {
+            if b.fixed {
+                out.copy_from_slice(&[0.0; 3]);
+                continue;
+            }
+            let total = forces[i] + self.gravity * b.mass;
+            out.copy_from_slice(&[total.x, total.y, 0.0]);
+            power += forces[i].dot(DVec2::new(v[3 * i], v[3 * i + 1]));
+        }
+        self.field_forces = forces;
+        power
     }
 
     /// Adds the loads' wrenches to `f`; returns their non-conservative power.

@@ -93,3 +93,32 @@ fn a_diverging_run_stops_with_step_and_body_and_keeps_its_trace() {
     let rows = std::fs::read_to_string(trace).expect("trace kept").lines().count();
     assert!(rows > 2, "trace rows written before the stop are kept");
 }
+
+#[test]
+fn backend_flag_is_checked_and_reported() {
+    let out = mx2d()
+        .args(["run", &scene("fields.ron"), "--headless", "--steps", "5", "--backend", "tpu"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("expected cpu or gpu"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let summary = dir.path().join("s.json");
+    let out = mx2d()
+        .args(["run", &scene("fields.ron"), "--headless", "--steps", "20", "--backend", "gpu", "--summary"])
+        .arg(&summary)
+        .output()
+        .expect("runs");
+    let required = std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1");
+    let s: serde_json::Value = match out.status.code() {
+        Some(0) => serde_json::from_str(&std::fs::read_to_string(&summary).expect("summary")).expect("json"),
+        code => panic!("exit {code:?}: {}", String::from_utf8_lossy(&out.stderr)),
+    };
+    if s["backend"] == "gpu" {
+        assert!(!s["adapter"].as_str().unwrap_or("").starts_with("none"), "{s}");
+    } else {
+        // No adapter here: said once on stderr, never silently.
+        assert!(!required, "MX2D_REQUIRE_GPU=1 but the run fell back: {s}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("--backend gpu cannot run"));
+    }
+}

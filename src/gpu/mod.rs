@@ -22,11 +22,13 @@ pub mod broadphase;
 pub mod buffers;
 pub mod context;
 pub mod fields;
+pub mod mechanism;
 pub mod prefix_sum;
 
 pub use broadphase::{GpuGridBroadphase, GpuPairsReport};
 pub use context::{GpuContext, GpuError, GpuOptions, GpuTiming, TimingSource};
 pub use fields::{GpuBody, GpuField, GpuFieldEvaluator, cpu_field_forces};
+pub use mechanism::GpuFieldBackend;
 
 /// Invocations per workgroup of every kernel (`@workgroup_size(256)`).
 pub const WORKGROUP_SIZE: u32 = 256;
