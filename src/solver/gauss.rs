@@ -256,27 +256,80 @@ impl BlockLdl {
         }
         self.fill = self.row_idx.len() - a.off_i.len();
         self.max_rows = a.rows.iter().copied().max().unwrap_or(0);
-        // update schedule: block (q1, q2), q1 > q2 both in column p, lives in column q2
+        // update schedule: block (q1, q2), q1 > q2 both in column p, lives in column q2.
+        // It has Σ (column length)² entries, which dominate the analysis on loop-heavy
+        // graphs, so it is built target column by target column: column q2 is scattered
+        // once into `slot` (row → index in row_idx) and every column p holding row q2
+        // then finds its later rows by direct lookup instead of a binary search.
         self.tgt_ptr.clear();
         self.tgt_ptr.push(0);
-        self.targets.clear();
+        let mut total = 0u32;
         for p in 0..n {
-            let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
-            for k2 in s..e {
-                let q2 = self.row_idx[k2] as usize;
-                let (s2, e2) = (self.col_ptr[q2] as usize, self.col_ptr[q2 + 1] as usize);
-                let col2 = &self.row_idx[s2..e2];
-                for k1 in k2 + 1..e {
-                    let q1 = self.row_idx[k1];
-                    // present by construction of the elimination graph (fill closure)
-                    let idx = match col2.binary_search(&q1) {
-                        Ok(i) => s2 + i,
-                        Err(_) => unreachable!("fill closure violated"),
-                    };
-                    self.targets.push(idx as u32);
+            let m = self.col_ptr[p + 1] - self.col_ptr[p];
+            total += m * m.saturating_sub(1) / 2;
+            self.tgt_ptr.push(total);
+        }
+        self.targets.clear();
+        self.targets.resize(total as usize, 0);
+        if (total as usize) <= 4 * self.row_idx.len() {
+            // short columns (chains, trees): a search per pair is cheaper than the
+            // row lists below
+            let mut t = 0;
+            for p in 0..n {
+                let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
+                for k2 in s..e {
+                    let q2 = self.row_idx[k2] as usize;
+                    let (s2, e2) = (self.col_ptr[q2] as usize, self.col_ptr[q2 + 1] as usize);
+                    for k1 in k2 + 1..e {
+                        let idx = match self.row_idx[s2..e2].binary_search(&self.row_idx[k1]) {
+                            Ok(i) => s2 + i,
+                            Err(_) => unreachable!("fill closure violated"),
+                        };
+                        self.targets[t] = idx as u32;
+                        t += 1;
+                    }
                 }
             }
-            self.tgt_ptr.push(self.targets.len() as u32);
+        } else {
+            // rows of L: for each position q, the entries k (and their column) with row q
+            let mut row_ptr = vec![0u32; n + 1];
+            for &q in &self.row_idx {
+                row_ptr[q as usize + 1] += 1;
+            }
+            for q in 0..n {
+                row_ptr[q + 1] += row_ptr[q];
+            }
+            let mut row_ent = vec![(0u32, 0u32); self.row_idx.len()];
+            let mut cur: Vec<u32> = row_ptr[..n].to_vec();
+            for p in 0..n {
+                for k in self.col_ptr[p]..self.col_ptr[p + 1] {
+                    let q = self.row_idx[k as usize] as usize;
+                    row_ent[cur[q] as usize] = (p as u32, k);
+                    cur[q] += 1;
+                }
+            }
+            let mut slot = vec![0u32; n];
+            for q2 in 0..n {
+                for k in self.col_ptr[q2]..self.col_ptr[q2 + 1] {
+                    slot[self.row_idx[k as usize] as usize] = k;
+                }
+                for &(p, k2) in &row_ent[row_ptr[q2] as usize..row_ptr[q2 + 1] as usize] {
+                    let (s, e) = (self.col_ptr[p as usize], self.col_ptr[p as usize + 1]);
+                    let (j2, m) = (k2 - s, e - s);
+                    // entries of the pairs (j, ·) for j < j2 come first: Σ_{j<j2} (m − 1 − j)
+                    let base = (self.tgt_ptr[p as usize] + j2 * (m - 1) - j2 * j2.saturating_sub(1) / 2) as usize;
+                    for (t, k1) in (k2 + 1..e).enumerate() {
+                        let q1 = self.row_idx[k1 as usize];
+                        let idx = slot[q1 as usize];
+                        // present by construction of the elimination graph (fill closure)
+                        debug_assert!(
+                            (self.col_ptr[q2]..self.col_ptr[q2 + 1]).contains(&idx) && self.row_idx[idx as usize] == q1,
+                            "fill closure violated"
+                        );
+                        self.targets[base + t] = idx;
+                    }
+                }
+            }
         }
         // where each block of A goes in L
         self.a_map.clear();
