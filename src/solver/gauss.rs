@@ -9,8 +9,8 @@
 //!   constraints that also touch the first body. Eliminating a simplicial node adds
 //!   no fill, so every tree of bodies (any graph whose constraint graph is chordal)
 //!   factors with zero fill, in linear time. Phase 2 orders what is left (the loops
-//!   and the paths between them) by minimum degree on an explicit elimination
-//!   graph: bounded fill on loops ("les équations ont seulement un terme en plus").
+//!   and the paths between them) by approximate minimum degree on a quotient
+//!   graph (see `approximate_minimum_degree`): bounded fill on loops ("les équations ont seulement un terme en plus").
 //!   The result (structure of L and a precomputed list of update targets) is reused
 //!   as long as the pattern version of A does not change.
 //! * **Numeric factorisation** ([`BlockLdl::factor`]): right-looking elimination
