@@ -9,8 +9,8 @@
 //!   constraints that also touch the first body. Eliminating a simplicial node adds
 //!   no fill, so every tree of bodies (any graph whose constraint graph is chordal)
 //!   factors with zero fill, in linear time. Phase 2 orders what is left (the loops
-//!   and the paths between them) by minimum degree on an explicit elimination
-//!   graph: bounded fill on loops ("les équations ont seulement un terme en plus").
+//!   and the paths between them) by approximate minimum degree on a quotient
+//!   graph (see `approximate_minimum_degree`): bounded fill on loops ("les équations ont seulement un terme en plus").
 //!   The result (structure of L and a precomputed list of update targets) is reused
 //!   as long as the pattern version of A does not change.
 //! * **Numeric factorisation** ([`BlockLdl::factor`]): right-looking elimination
@@ -233,98 +233,9 @@ impl BlockLdl {
             }
         }
 
-        // ---- phase 2: minimum degree on the explicit elimination graph of the rest
+        // ---- phase 2: approximate minimum degree on the quotient graph of the rest
         if order.len() < n {
-            let mut g: Vec<Vec<u32>> = vec![Vec::new(); n];
-            for c in 0..n {
-                if eliminated[c] {
-                    continue;
-                }
-                for &d in &adj[adj_ptr[c] as usize..adj_ptr[c + 1] as usize] {
-                    if !eliminated[d as usize] {
-                        g[c].push(d);
-                    }
-                }
-            }
-            // degree buckets as doubly linked lists
-            const NIL: u32 = u32::MAX;
-            let mut head = vec![NIL; n + 1];
-            let mut next = vec![NIL; n];
-            let mut prev = vec![NIL; n];
-            let mut deg = vec![0u32; n];
-            let insert = |c: u32, dg: u32, head: &mut [u32], next: &mut [u32], prev: &mut [u32]| {
-                let h = head[dg as usize];
-                next[c as usize] = h;
-                prev[c as usize] = NIL;
-                if h != NIL {
-                    prev[h as usize] = c;
-                }
-                head[dg as usize] = c;
-            };
-            let remove = |c: u32, dg: u32, head: &mut [u32], next: &mut [u32], prev: &mut [u32]| {
-                let (p, nx) = (prev[c as usize], next[c as usize]);
-                if p != NIL {
-                    next[p as usize] = nx;
-                } else {
-                    head[dg as usize] = nx;
-                }
-                if nx != NIL {
-                    prev[nx as usize] = p;
-                }
-            };
-            for c in (0..n).rev() {
-                if !eliminated[c] {
-                    deg[c] = g[c].len() as u32;
-                    insert(c as u32, deg[c], &mut head, &mut next, &mut prev);
-                }
-            }
-            let mut stamp = vec![0u32; n];
-            let mut st = 0u32;
-            let mut mindeg = 0usize;
-            let mut remaining = n - order.len();
-            let mut nbrs: Vec<u32> = Vec::new();
-            while remaining > 0 {
-                while head[mindeg] == NIL {
-                    mindeg += 1;
-                }
-                let v = head[mindeg];
-                remove(v, deg[v as usize], &mut head, &mut next, &mut prev);
-                let vu = v as usize;
-                eliminated[vu] = true;
-                remaining -= 1;
-                nbrs.clear();
-                nbrs.append(&mut g[vu]);
-                col_c.extend_from_slice(&nbrs);
-                col_c_ptr.push(col_c.len() as u32);
-                order.push(v);
-                for &u in &nbrs {
-                    let uu = u as usize;
-                    let gu = &mut g[uu];
-                    if let Some(pos) = gu.iter().position(|&x| x == v) {
-                        gu.swap_remove(pos);
-                    }
-                    st = st.wrapping_add(1);
-                    if st == 0 {
-                        stamp.fill(0);
-                        st = 1;
-                    }
-                    for &x in gu.iter() {
-                        stamp[x as usize] = st;
-                    }
-                    for &w in &nbrs {
-                        if w != u && stamp[w as usize] != st {
-                            gu.push(w);
-                        }
-                    }
-                    let nd = gu.len() as u32;
-                    if nd != deg[uu] {
-                        remove(u, deg[uu], &mut head, &mut next, &mut prev);
-                        deg[uu] = nd;
-                        insert(u, nd, &mut head, &mut next, &mut prev);
-                    }
-                    mindeg = mindeg.min(nd as usize);
-                }
-            }
+            approximate_minimum_degree(&adj_ptr, &adj, &mut eliminated, &mut order, &mut col_c_ptr, &mut col_c);
         }
 
         // ---- structure of L by positions
@@ -345,27 +256,80 @@ impl BlockLdl {
         }
         self.fill = self.row_idx.len() - a.off_i.len();
         self.max_rows = a.rows.iter().copied().max().unwrap_or(0);
-        // update schedule: block (q1, q2), q1 > q2 both in column p, lives in column q2
+        // update schedule: block (q1, q2), q1 > q2 both in column p, lives in column q2.
+        // It has Σ (column length)² entries, which dominate the analysis on loop-heavy
+        // graphs, so it is built target column by target column: column q2 is scattered
+        // once into `slot` (row → index in row_idx) and every column p holding row q2
+        // then finds its later rows by direct lookup instead of a binary search.
         self.tgt_ptr.clear();
         self.tgt_ptr.push(0);
-        self.targets.clear();
+        let mut total = 0u32;
         for p in 0..n {
-            let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
-            for k2 in s..e {
-                let q2 = self.row_idx[k2] as usize;
-                let (s2, e2) = (self.col_ptr[q2] as usize, self.col_ptr[q2 + 1] as usize);
-                let col2 = &self.row_idx[s2..e2];
-                for k1 in k2 + 1..e {
-                    let q1 = self.row_idx[k1];
-                    // present by construction of the elimination graph (fill closure)
-                    let idx = match col2.binary_search(&q1) {
-                        Ok(i) => s2 + i,
-                        Err(_) => unreachable!("fill closure violated"),
-                    };
-                    self.targets.push(idx as u32);
+            let m = self.col_ptr[p + 1] - self.col_ptr[p];
+            total += m * m.saturating_sub(1) / 2;
+            self.tgt_ptr.push(total);
+        }
+        self.targets.clear();
+        self.targets.resize(total as usize, 0);
+        if (total as usize) <= 4 * self.row_idx.len() {
+            // short columns (chains, trees): a search per pair is cheaper than the
+            // row lists below
+            let mut t = 0;
+            for p in 0..n {
+                let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
+                for k2 in s..e {
+                    let q2 = self.row_idx[k2] as usize;
+                    let (s2, e2) = (self.col_ptr[q2] as usize, self.col_ptr[q2 + 1] as usize);
+                    for k1 in k2 + 1..e {
+                        let idx = match self.row_idx[s2..e2].binary_search(&self.row_idx[k1]) {
+                            Ok(i) => s2 + i,
+                            Err(_) => unreachable!("fill closure violated"),
+                        };
+                        self.targets[t] = idx as u32;
+                        t += 1;
+                    }
                 }
             }
-            self.tgt_ptr.push(self.targets.len() as u32);
+        } else {
+            // rows of L: for each position q, the entries k (and their column) with row q
+            let mut row_ptr = vec![0u32; n + 1];
+            for &q in &self.row_idx {
+                row_ptr[q as usize + 1] += 1;
+            }
+            for q in 0..n {
+                row_ptr[q + 1] += row_ptr[q];
+            }
+            let mut row_ent = vec![(0u32, 0u32); self.row_idx.len()];
+            let mut cur: Vec<u32> = row_ptr[..n].to_vec();
+            for p in 0..n {
+                for k in self.col_ptr[p]..self.col_ptr[p + 1] {
+                    let q = self.row_idx[k as usize] as usize;
+                    row_ent[cur[q] as usize] = (p as u32, k);
+                    cur[q] += 1;
+                }
+            }
+            let mut slot = vec![0u32; n];
+            for q2 in 0..n {
+                for k in self.col_ptr[q2]..self.col_ptr[q2 + 1] {
+                    slot[self.row_idx[k as usize] as usize] = k;
+                }
+                for &(p, k2) in &row_ent[row_ptr[q2] as usize..row_ptr[q2 + 1] as usize] {
+                    let (s, e) = (self.col_ptr[p as usize], self.col_ptr[p as usize + 1]);
+                    let (j2, m) = (k2 - s, e - s);
+                    // entries of the pairs (j, ·) for j < j2 come first: Σ_{j<j2} (m − 1 − j)
+                    let base = (self.tgt_ptr[p as usize] + j2 * (m - 1) - j2 * j2.saturating_sub(1) / 2) as usize;
+                    for (t, k1) in (k2 + 1..e).enumerate() {
+                        let q1 = self.row_idx[k1 as usize];
+                        let idx = slot[q1 as usize];
+                        // present by construction of the elimination graph (fill closure)
+                        debug_assert!(
+                            (self.col_ptr[q2]..self.col_ptr[q2 + 1]).contains(&idx) && self.row_idx[idx as usize] == q1,
+                            "fill closure violated"
+                        );
+                        self.targets[base + t] = idx;
+                    }
+                }
+            }
         }
         // where each block of A goes in L
         self.a_map.clear();
@@ -694,6 +658,164 @@ impl BlockLdl {
 }
 
 #[inline]
+/// Phase 2 of the ordering: approximate minimum degree (Amestoy, Davis & Duff) on
+/// the quotient graph of the constraints left by the leaf peeling.
+///
+/// The loop part of the graph (grids, meshes of bodies) is where the elimination of
+/// seed 003 §V-E creates fill; an explicit elimination graph then grows cliques that
+/// must be merged neighbour by neighbour (cost ~ Σ degree², and exact degrees). Here
+/// each eliminated constraint p becomes an *element* whose variable list L_p is the
+/// exact structure of column p of L (its neighbours in the elimination graph), and
+/// the elements adjacent to p are absorbed into it, so the graph never holds more
+/// than the original edges plus one list per live element. Degrees are the AMD upper
+/// bound |A_i| + |L_p∖i| + Σ_e |L_e∖L_p|, with the |L_e∖L_p| counted in one sweep;
+/// elements that become subsets of L_p are absorbed too (aggressive absorption).
+/// Only the *choice* of pivot is approximate: the column structures pushed to
+/// `col_c` are exact, so the fill closure that the update schedule relies on holds.
+fn approximate_minimum_degree(
+    adj_ptr: &[u32],
+    adj: &[u32],
+    eliminated: &mut [bool],
+    order: &mut Vec<u32>,
+    col_c_ptr: &mut Vec<u32>,
+    col_c: &mut Vec<u32>,
+) {
+    const NIL: u32 = u32::MAX;
+    let n = eliminated.len();
+    // variable → adjacent live variables (not yet covered by an element)
+    let mut av: Vec<Vec<u32>> = vec![Vec::new(); n];
+    // variable → adjacent elements
+    let mut ev: Vec<Vec<u32>> = vec![Vec::new(); n];
+    // element (indexed by its pivot) → its live variables
+    let mut le: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut alive = vec![false; n];
+    let mut head = vec![NIL; n + 1];
+    let mut next = vec![NIL; n];
+    let mut prev = vec![NIL; n];
+    let mut deg = vec![0u32; n];
+    let insert = |c: u32, dg: u32, head: &mut [u32], next: &mut [u32], prev: &mut [u32]| {
+        let h = head[dg as usize];
+        next[c as usize] = h;
+        prev[c as usize] = NIL;
+        if h != NIL {
+            prev[h as usize] = c;
+        }
+        head[dg as usize] = c;
+    };
+    let remove = |c: u32, dg: u32, head: &mut [u32], next: &mut [u32], prev: &mut [u32]| {
+        let (p, nx) = (prev[c as usize], next[c as usize]);
+        if p != NIL {
+            next[p as usize] = nx;
+        } else {
+            head[dg as usize] = nx;
+        }
+        if nx != NIL {
+            prev[nx as usize] = p;
+        }
+    };
+    let mut remaining = 0usize;
+    for c in (0..n).rev() {
+        if eliminated[c] {
+            continue;
+        }
+        av[c].extend(adj[adj_ptr[c] as usize..adj_ptr[c + 1] as usize].iter().filter(|&&d| !eliminated[d as usize]));
+        deg[c] = av[c].len() as u32;
+        insert(c as u32, deg[c], &mut head, &mut next, &mut prev);
+        remaining += 1;
+    }
+    // in_lp[i] == p: variable i belongs to the element being formed at pivot p
+    let mut in_lp = vec![NIL; n];
+    // |L_e ∖ L_p| for elements e met while updating pivot p (valid when wstamp[e] == p)
+    let mut wstamp = vec![NIL; n];
+    let mut wcnt = vec![0u32; n];
+    let mut mindeg = 0usize;
+    while remaining > 0 {
+        while head[mindeg] == NIL {
+            mindeg += 1;
+        }
+        let v = head[mindeg];
+        let vu = v as usize;
+        remove(v, deg[vu], &mut head, &mut next, &mut prev);
+        eliminated[vu] = true;
+        remaining -= 1;
+        // L_v = (A_v ∪ ⋃_{e ∈ E_v} L_e) ∖ {v}; the elements of E_v are absorbed
+        let mut lp = std::mem::take(&mut le[vu]);
+        lp.clear();
+        in_lp[vu] = v;
+        for &u in &av[vu] {
+            if !eliminated[u as usize] && in_lp[u as usize] != v {
+                in_lp[u as usize] = v;
+                lp.push(u);
+            }
+        }
+        for &e in &ev[vu] {
+            let eu = e as usize;
+            if !alive[eu] {
+                continue;
+            }
+            for &u in &le[eu] {
+                if !eliminated[u as usize] && in_lp[u as usize] != v {
+                    in_lp[u as usize] = v;
+                    lp.push(u);
+                }
+            }
+            alive[eu] = false;
+            le[eu] = Vec::new();
+        }
+        av[vu] = Vec::new();
+        ev[vu] = Vec::new();
+        col_c.extend_from_slice(&lp);
+        col_c_ptr.push(col_c.len() as u32);
+        order.push(v);
+        // |L_e ∖ L_p| for every live element e next to L_p
+        for &i in &lp {
+            for &e in &ev[i as usize] {
+                let eu = e as usize;
+                if !alive[eu] {
+                    continue;
+                }
+                if wstamp[eu] != v {
+                    wstamp[eu] = v;
+                    wcnt[eu] = le[eu].len() as u32;
+                }
+                wcnt[eu] -= 1;
+            }
+        }
+        // element lists: drop dead elements and those inside L_p, add p; variable
+        // lists: drop v, dead variables and those now covered by L_p; new degrees
+        let lp_len = lp.len() as u32;
+        for &i in &lp {
+            let iu = i as usize;
+            let mut d_ext = 0u32;
+            ev[iu].retain(|&e| {
+                let eu = e as usize;
+                if !alive[eu] {
+                    return false;
+                }
+                if wcnt[eu] == 0 {
+                    // L_e ⊆ L_p: aggressive absorption
+                    alive[eu] = false;
+                    return false;
+                }
+                d_ext += wcnt[eu];
+                true
+            });
+            ev[iu].push(v);
+            av[iu].retain(|&j| !eliminated[j as usize] && in_lp[j as usize] != v);
+            let nd = (av[iu].len() as u32 + lp_len - 1 + d_ext).min(remaining as u32 - 1);
+            if nd != deg[iu] {
+                remove(i, deg[iu], &mut head, &mut next, &mut prev);
+                deg[iu] = nd;
+                insert(i, nd, &mut head, &mut next, &mut prev);
+            }
+            mindeg = mindeg.min(nd as usize);
+        }
+        // free absorbed elements' lists lazily: dead ones are never read again
+        alive[vu] = true;
+        le[vu] = lp;
+    }
+}
+
 fn add3(u: &[f64; 3], v: &[f64; 3]) -> [f64; 3] {
     [u[0] + v[0], u[1] + v[1], u[2] + v[2]]
 }
