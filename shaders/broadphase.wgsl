@@ -131,6 +131,12 @@ fn cell_coord(x: f32) -> i32 {
     return i32(clamp(floor(x * grid.inv_cell_size), -CELL_COORD_LIMIT, CELL_COORD_LIMIT));
 }
 
+// The cells a box covers, (x0, y0, x1, y1) inclusive: the same range in the
+// count, scatter and pair passes, so every pass sees the same entries.
+fn covered_cells(a: Aabb) -> vec4<i32> {
+    return vec4<i32>(cell_coord(a.min.x), cell_coord(a.min.y), cell_coord(a.max.x), cell_coord(a.max.y));
+}
+
 fn hash_cell(ix: i32, iy: i32) -> u32 {
     var h = (bitcast<u32>(ix) * 0x8da6b343u) ^ (bitcast<u32>(iy) * 0xd8163841u);
     h ^= h >> 16u;
@@ -173,10 +179,11 @@ fn count_cells(
     if !is_valid(a) {
         return;
     }
-    let x0 = cell_coord(a.min.x);
-    let y0 = cell_coord(a.min.y);
-    let x1 = cell_coord(a.max.x);
-    let y1 = cell_coord(a.max.y);
+    let cells = covered_cells(a);
+    let x0 = cells.x;
+    let y0 = cells.y;
+    let x1 = cells.z;
+    let y1 = cells.w;
     atomicAdd(&counters.entries, u32((x1 - x0 + 1) * (y1 - y0 + 1)));
     for (var iy = y0; iy <= y1; iy++) {
         for (var ix = x0; ix <= x1; ix++) {
@@ -199,10 +206,11 @@ fn scatter_cells(
     if !is_valid(a) {
         return;
     }
-    let x0 = cell_coord(a.min.x);
-    let y0 = cell_coord(a.min.y);
-    let x1 = cell_coord(a.max.x);
-    let y1 = cell_coord(a.max.y);
+    let cells = covered_cells(a);
+    let x0 = cells.x;
+    let y0 = cells.y;
+    let x1 = cells.z;
+    let y1 = cells.w;
     for (var iy = y0; iy <= y1; iy++) {
         for (var ix = x0; ix <= x1; ix++) {
             let slot = atomicAdd(&buckets[cell_key(ix, iy)], 1u);
@@ -227,10 +235,11 @@ fn find_pairs(
     if !is_valid(a) {
         return;
     }
-    let x0 = cell_coord(a.min.x);
-    let y0 = cell_coord(a.min.y);
-    let x1 = cell_coord(a.max.x);
-    let y1 = cell_coord(a.max.y);
+    let cells = covered_cells(a);
+    let x0 = cells.x;
+    let y0 = cells.y;
+    let x1 = cells.z;
+    let y1 = cells.w;
     for (var iy = y0; iy <= y1; iy++) {
         for (var ix = x0; ix <= x1; ix++) {
             let key = cell_key(ix, iy);
