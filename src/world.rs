@@ -7,7 +7,6 @@
 //! 2. `integrate` — the chosen integrator; every acceleration evaluation runs
 //!    `apply_fields` (gravity and force fields, per body, in parallel for large
 //!    worlds) and `apply_loads` (forces, torques, springs, drag), then divides
-//!    by the mass;
 //!    by the mass — and `solve_constraints`: assemble J, A = J M⁻¹ Jᵀ, solve
 //!    for λ (sparse Gauss) and add the constraint forces Jᵀλ;
 //! 3. `correct_drift` — Newton projection of positions and velocities onto
@@ -56,41 +55,84 @@ impl Energy {
     }
 }
 
-/// Wall time spent in each stage since the world was made.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct StageTimes {
+/// The stages of [`World::step`], in step order. Adding a stage is one variant
+/// here, one name in [`Stage::name`] and one timed call in the step: the
+/// summary's `stage_ms` lists every variant in this order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stage {
     /// Copying body states into the integrator.
-    pub gather_state: Duration,
-    /// Gravity and force fields.
-    pub apply_fields: Duration,
-    /// Applied loads.
-    pub apply_loads: Duration,
+    GatherState,
+    /// Gravity and force fields (inside every acceleration evaluation).
+    ApplyFields,
+    /// Applied loads, and the division by the mass.
+    ApplyLoads,
     /// Constraint assembly and solve for λ.
-    pub solve_constraints: Duration,
-    /// Projection of positions and velocities onto the constraints.
-    pub correct_drift: Duration,
+    SolveConstraints,
     /// The integrator's own arithmetic (total integrate time minus the force
     /// evaluations above).
-    pub integrate: Duration,
+    Integrate,
+    /// Projection of positions and velocities onto the constraints.
+    CorrectDrift,
     /// Copying states back into the bodies.
-    pub scatter_state: Duration,
+    ScatterState,
     /// The divergence check.
-    pub check_divergence: Duration,
+    CheckDivergence,
 }
 
+impl Stage {
+    /// Every stage, in step order.
+    pub const ALL: [Stage; 8] = [
+        Stage::GatherState,
+        Stage::ApplyFields,
+        Stage::ApplyLoads,
+        Stage::SolveConstraints,
+        Stage::Integrate,
+        Stage::CorrectDrift,
+        Stage::ScatterState,
+        Stage::CheckDivergence,
+    ];
+
+    /// The stage's name in the summary's `stage_ms`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::GatherState => "gather_state",
+            Stage::ApplyFields => "apply_fields",
+            Stage::ApplyLoads => "apply_loads",
+            Stage::SolveConstraints => "solve_constraints",
+            Stage::Integrate => "integrate",
+            Stage::CorrectDrift => "correct_drift",
+            Stage::ScatterState => "scatter_state",
+            Stage::CheckDivergence => "check_divergence",
+        }
+    }
+}
+
+/// Wall time spent in each [`Stage`] since the world was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StageTimes([Duration; Stage::ALL.len()]);
+
 impl StageTimes {
+    /// Time spent in one stage.
+    pub fn get(&self, stage: Stage) -> Duration {
+        self.0[stage as usize]
+    }
+
+    /// Adds time to one stage.
+    pub fn add(&mut self, stage: Stage, d: Duration) {
+        self.0[stage as usize] += d;
+    }
+
+    /// Runs `f`, charging its wall time to `stage`.
+    pub fn timed<T>(&mut self, stage: Stage, f: impl FnOnce() -> T) -> T {
+        let started = Instant::now();
+        let out = f();
+        self.add(stage, started.elapsed());
+        out
+    }
+
     /// (stage name, time) in step order.
-    pub fn as_list(&self) -> [(&'static str, Duration); 8] {
-        [
-            ("gather_state", self.gather_state),
-            ("apply_fields", self.apply_fields),
-            ("apply_loads", self.apply_loads),
-            ("solve_constraints", self.solve_constraints),
-            ("integrate", self.integrate),
-            ("correct_drift", self.correct_drift),
-            ("scatter_state", self.scatter_state),
-            ("check_divergence", self.check_divergence),
-        ]
+    pub fn as_list(&self) -> Vec<(&'static str, Duration)> {
+        Stage::ALL.iter().map(|&s| (s.name(), self.get(s))).collect()
     }
 }
 
@@ -300,18 +342,18 @@ impl World {
     /// Advances the world by one step of `dt`.
     pub fn step(&mut self) -> Result<(), SimulationError> {
         self.prepare()?;
-        timed(&mut self.times.gather_state, || gather_state(self.bodies.as_slice(), &mut self.state));
+        self.times.timed(Stage::GatherState, || gather_state(self.bodies.as_slice(), &mut self.state));
         self.integrate()?;
         self.time += self.dt;
         self.steps += 1;
         let drift = self.correct_drift();
         // Scatter even when the projection failed: the run stops with the
         // state that failed, which the trace then shows.
-        timed(&mut self.times.scatter_state, || scatter_state(&self.state, self.bodies.as_mut_slice()));
+        self.times.timed(Stage::ScatterState, || scatter_state(&self.state, self.bodies.as_mut_slice()));
         drift?;
         let started = Instant::now();
         let result = self.check_divergence();
-        self.times.check_divergence += started.elapsed();
+        self.times.add(Stage::CheckDivergence, started.elapsed());
         result
     }
 
@@ -339,14 +381,16 @@ impl World {
 
     fn integrate(&mut self) -> Result<(), SimulationError> {
         let started = Instant::now();
-        let before = self.times.apply_fields + self.times.apply_loads + self.times.solve_constraints;
+        let force_time =
+            |t: &StageTimes| t.get(Stage::ApplyFields) + t.get(Stage::ApplyLoads) + t.get(Stage::SolveConstraints);
+        let before = force_time(&self.times);
         let (t, dt, step) = (self.time, self.dt, self.steps + 1);
         let (mut model, integrator, state) = self.force_model();
         let result = integrator.step(&mut model, t, dt, state);
         let solver_error = model.solver_error.take();
         let gpu_error = model.gpu_error.take();
-        let forces = self.times.apply_fields + self.times.apply_loads + self.times.solve_constraints - before;
-        self.times.integrate += started.elapsed().saturating_sub(forces);
+        let forces = force_time(&self.times) - before;
+        self.times.add(Stage::Integrate, started.elapsed().saturating_sub(forces));
         if let Some(message) = gpu_error {
             return Err(SimulationError::Gpu { step, time: t, message });
         }
@@ -373,7 +417,7 @@ impl World {
         } else {
             self.system.assemble(scene, t, &self.state.q, &self.state.v).map(|_| self.system.max_error())
         };
-        self.times.correct_drift += started.elapsed();
+        self.times.add(Stage::CorrectDrift, started.elapsed());
         let err = result.map_err(|source| SimulationError::Constraints { step: self.steps, time: t, source })?;
         self.max_constraint_error = self.max_constraint_error.max(err);
         Ok(())
@@ -515,13 +559,6 @@ impl World {
             }
         }
     }
-}
-
-fn timed<R>(slot: &mut Duration, f: impl FnOnce() -> R) -> R {
-    let started = Instant::now();
-    let r = f();
-    *slot += started.elapsed();
-    r
 }
 
 fn gather_state(bodies: &[Body], state: &mut State) {
@@ -679,13 +716,13 @@ impl Dynamics for ForceModel<'_> {
         let started = Instant::now();
         let mut power = self.apply_fields(q, v, a);
         let fields_done = Instant::now();
-        self.times.apply_fields += fields_done - started;
+        self.times.add(Stage::ApplyFields, fields_done - started);
         power += self.apply_loads(t, q, v, a);
         let loads_done = Instant::now();
-        self.times.apply_loads += loads_done - fields_done;
+        self.times.add(Stage::ApplyLoads, loads_done - fields_done);
         power += self.solve_constraints(t, q, v, a);
         let constraints_done = Instant::now();
-        self.times.solve_constraints += constraints_done - loads_done;
+        self.times.add(Stage::SolveConstraints, constraints_done - loads_done);
         // a = M⁻¹ F (fixed bodies: zero inverse mass, zero acceleration).
         for (b, ai) in self.bodies.iter().zip(a.chunks_mut(3)) {
             let inv = b.inverse_mass();
@@ -693,7 +730,7 @@ impl Dynamics for ForceModel<'_> {
             ai[1] *= inv[1];
             ai[2] *= inv[2];
         }
-        self.times.apply_loads += constraints_done.elapsed();
+        self.times.add(Stage::ApplyLoads, constraints_done.elapsed());
         power
     }
 }

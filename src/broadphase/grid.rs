@@ -378,8 +378,13 @@ impl GridBroadphase {
         self.params = params;
         let n = aabbs.len();
         let table = params.table_size as usize;
-        let parts = rayon::current_num_threads().max(1);
-        let per_part = n.div_ceil(parts);
+        // The boxes are cut into `parts` runs of `per_part`; `parts` is the
+        // number of runs that cut really makes (ceil(n / per_part)), which is
+        // fewer than the pool's threads when n is small (n = 5 on 4 threads:
+        // runs of 2, 2, 1). Every per-part table below is indexed 0..parts,
+        // so a part must never be counted that has no run of boxes.
+        let per_part = n.div_ceil(rayon::current_num_threads().max(1));
+        let parts = n.div_ceil(per_part);
 
         // Count boxes per min-corner bucket, one private table per part, and
         // the largest cell span of any box on each axis.

@@ -146,3 +146,4 @@ pub fn gpu(options: mx2d::gpu::GpuOptions) -> Option<mx2d::gpu::GpuContext> {
 }
 
 pub mod solver_gen;
+pub mod threads;
