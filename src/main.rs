@@ -21,6 +21,23 @@ enum Command {
     Run(RunArgs),
     /// CPU against GPU: force fields, broadphase, both (table, --json, --plot).
     Bench(mx2d::bench::BenchArgs),
+    /// Render a scene to a PNG at a given time (no display needed; draws with wgpu).
+    Render {
+        /// Scene file (RON).
+        scene: PathBuf,
+        /// Output PNG.
+        #[arg(long)]
+        out: PathBuf,
+        /// Simulated time to show (s); the scene is stepped to the nearest step.
+        #[arg(long, default_value_t = 0.0)]
+        time: f64,
+        /// Picture size in pixels, WIDTHxHEIGHT.
+        #[arg(long, default_value = "800x600", value_parser = mx2d::render::headless::parse_size)]
+        size: (u32, u32),
+        /// Override a scene field: PATH=VALUE (repeatable).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        set: Vec<String>,
+    },
     /// Validate a scene file and exit.
     Check {
         /// Scene file (RON).
@@ -74,6 +91,7 @@ struct RunArgs {
 }
 
 fn main() -> ExitCode {
+    quiet_device_select();
     let cli = Cli::parse();
     match cli.command {
         None => {
@@ -100,6 +118,25 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some(Command::Render { scene, out, time, size, set }) => {
+            let loaded = match Scene::load(&scene, &set) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match mx2d::render::headless::render_scene(&loaded, time, size, &out) {
+                Ok(step) => {
+                    println!("{}: step {step} written to {}", scene.display(), out.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::from(1)
+                }
+            }
+        }
         Some(Command::Run(args)) => run(args),
         Some(Command::Bench(args)) => match mx2d::bench::run(&args) {
             Ok(()) => ExitCode::SUCCESS,
@@ -108,6 +145,20 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+    }
+}
+
+/// Without `XDG_RUNTIME_DIR`, Mesa's Vulkan device-select layer probes for a
+/// Wayland compositor while listing adapters and libwayland prints
+/// "error: XDG_RUNTIME_DIR is invalid or not set" on a run that then
+/// succeeds (issue 11, item 10). Nothing windowed can work without that
+/// variable, and wgpu picks the adapter itself, so the layer is turned off
+/// (`NODEVICE_SELECT=1`, honoured by the Vulkan loader) unless the user set it.
+fn quiet_device_select() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() && std::env::var_os("NODEVICE_SELECT").is_none() {
+        // SAFETY: first statement of main, before any thread is started, so
+        // nothing reads the environment concurrently.
+        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
     }
 }
 

@@ -1,0 +1,1 @@
+//! The winit 0.30 window (to come).
