@@ -85,6 +85,15 @@ struct RunArgs {
     /// Reaction forces CSV (step,t,constraint,fx,fy,torque).
     #[arg(long)]
     reactions: Option<PathBuf>,
+    /// Write a PNG per recorded step (see --every) into DIR: frame_000000.png, ...
+    #[arg(long, value_name = "DIR")]
+    frames: Option<PathBuf>,
+    /// Picture size of --frames (and of the window), WIDTHxHEIGHT.
+    #[arg(long, value_parser = mx2d::render::headless::parse_size)]
+    size: Option<(u32, u32)>,
+    /// Energy plot PNG: kinetic, potential, total, constraint error (log axis).
+    #[arg(long, value_name = "FILE.png")]
+    energy_plot: Option<PathBuf>,
     /// Override a scene field: PATH=VALUE (repeatable).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     set: Vec<String>,
@@ -201,6 +210,9 @@ fn run(args: RunArgs) -> ExitCode {
         reactions: args.reactions,
         progress: true,
         backend,
+        frames: args.frames,
+        frame_size: args.size,
+        energy_plot: args.energy_plot,
     };
     match run_scene(&scene, &options) {
         Ok(outcome) => {

@@ -44,6 +44,12 @@ pub struct RunOptions {
     pub progress: bool,
     /// Where the fields run.
     pub backend: Backend,
+    /// Write a PNG per recorded step into this folder (`--frames DIR`).
+    pub frames: Option<PathBuf>,
+    /// Picture size of the frames; default [`crate::render::headless::DEFAULT_SIZE`].
+    pub frame_size: Option<(u32, u32)>,
+    /// Energy plot PNG (`--energy-plot FILE.png`), drawn at the end from the recorded steps.
+    pub energy_plot: Option<PathBuf>,
 }
 
 /// What a run produced.
@@ -108,6 +114,13 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         trace: open(&options.trace, TRACE_HEADER)?,
         energy: open(&options.energy, ENERGY_HEADER)?,
         reactions: open(&options.reactions, REACTIONS_HEADER)?,
+        pictures: crate::render::headless::RunPictures::open(
+            &world,
+            &scene.file.name,
+            options.frames.as_deref(),
+            options.frame_size,
+            options.energy_plot.as_deref(),
+        )?,
     };
     // An initial state the constraints cannot be projected onto stops the
     // run like a failed step (exit 3), with the outputs of step 0 kept.
@@ -150,6 +163,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     }
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
     recorder.flush()?;
+    recorder.pictures.finish()?;
     let energy_final = world.energy();
     let taken = world.step_count();
     let summary = Summary {
@@ -191,11 +205,13 @@ struct Recorder {
     trace: Option<CsvWriter>,
     energy: Option<CsvWriter>,
     reactions: Option<CsvWriter>,
+    /// `--frames` and `--energy-plot` (src/render/headless.rs).
+    pictures: crate::render::headless::RunPictures,
 }
 
 impl Recorder {
     /// Writes the rows of the world's current step to every open file.
-    fn record(&mut self, world: &mut World) -> std::io::Result<()> {
+    fn record(&mut self, world: &mut World) -> anyhow::Result<()> {
         if let Some(t) = &mut self.trace {
             t.trace_rows(world)?;
         }
@@ -206,6 +222,7 @@ impl Recorder {
         if let Some(r) = &mut self.reactions {
             r.reaction_rows(world)?;
         }
+        self.pictures.record(world)?;
         Ok(())
     }
 

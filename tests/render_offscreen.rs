@@ -72,10 +72,7 @@ fn disc_area_and_centre_match_the_camera() {
         assert!(rel < 0.02, "{w}×{h}: {count} disc pixels against π r² = {area:.1} ({:.2} %)", 100.0 * rel);
         let expected = camera.pixel_of(centre, w, h);
         let got = DVec2::new(sx, sy) / count as f64;
-        assert!(
-            (got - expected).length() < 1.0,
-            "{w}×{h}: disc centre at {got:?}, camera puts it at {expected:?}"
-        );
+        assert!((got - expected).length() < 1.0, "{w}×{h}: disc centre at {got:?}, camera puts it at {expected:?}");
         // Outside the disc and its 1.5-pixel rim the picture is background.
         for (x, y) in [(0, 0), (w - 1, 0), (0, h - 1), (w - 1, h - 1)] {
             let p = DVec2::new(f64::from(x) + 0.5, f64::from(y) + 0.5);

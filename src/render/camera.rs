@@ -121,6 +121,12 @@ pub fn world_bounds(world: &World) -> (DVec2, DVec2) {
             G::Circle { .. } | G::Ellipse { .. } | G::Superellipse { .. } => {}
         }
     }
+    // A mechanism pinned to the world can turn about its pin: include the
+    // disc it sweeps (pin to the farthest body of the pinned group), so that
+    // a pendulum stays in a fixed frame as it swings.
+    for (pin, reach) in pinned_reach(world) {
+        add(pin, reach);
+    }
     if !(min.is_finite() && max.is_finite()) {
         return (DVec2::splat(-1.0), DVec2::splat(1.0));
     }
@@ -129,4 +135,48 @@ pub fn world_bounds(world: &World) -> (DVec2, DVec2) {
     let centre = 0.5 * (min + max);
     let half = (0.5 * (max - min)).max(DVec2::splat(0.5));
     (centre - half, centre + half)
+}
+
+/// For every revolute or distance joint to a world point: the point and the
+/// largest distance from it to a body (plus the body's bounding radius) in
+/// the group of bodies joined to the pinned one.
+fn pinned_reach(world: &World) -> Vec<(DVec2, f64)> {
+    use crate::constraint::ConstraintKind as K;
+    let n = world.bodies.len();
+    // Union-find over the joints that link two bodies.
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    for c in world.constraints.iter() {
+        if let Some(b) = c.body_b
+            && c.body_a.0 < n
+            && b.0 < n
+        {
+            let (ra, rb) = (root(&mut parent, c.body_a.0), root(&mut parent, b.0));
+            parent[ra] = rb;
+        }
+    }
+    let bodies = world.bodies.as_slice();
+    let mut out = Vec::new();
+    for c in world.constraints.iter() {
+        let pin = match (&c.kind, c.body_b) {
+            (K::Revolute { anchor_b, .. } | K::Distance { anchor_b, .. }, None) => *anchor_b,
+            _ => continue,
+        };
+        if c.body_a.0 >= n {
+            continue;
+        }
+        let group = root(&mut parent, c.body_a.0);
+        let reach = (0..n)
+            .filter(|&i| root(&mut parent, i) == group)
+            .map(|i| (bodies[i].position - pin).length() + bodies[i].shape.bounding_radius())
+            .fold(0.0, f64::max);
+        out.push((pin, reach));
+    }
+    out
 }

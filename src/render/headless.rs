@@ -128,3 +128,48 @@ impl FrameWriter {
         self.written
     }
 }
+
+/// The pictures a headless run makes: a frame per recorded step
+/// (`--frames`) and the energy plot at the end (`--energy-plot`). Both only
+/// read the world.
+#[derive(Default)]
+pub struct RunPictures {
+    frames: Option<FrameWriter>,
+    energy: Option<(PathBuf, super::plot::EnergySeries)>,
+}
+
+impl RunPictures {
+    /// Opens what was asked for (nothing when both are `None`).
+    pub fn open(
+        world: &World,
+        name: &str,
+        frames: Option<&Path>,
+        size: Option<(u32, u32)>,
+        energy_plot: Option<&Path>,
+    ) -> anyhow::Result<Self> {
+        Ok(Self {
+            frames: frames.map(|dir| FrameWriter::new(dir, size.unwrap_or(DEFAULT_SIZE), world, name)).transpose()?,
+            energy: energy_plot.map(|p| (p.to_path_buf(), super::plot::EnergySeries::new(name))),
+        })
+    }
+
+    /// Called at every recorded step.
+    pub fn record(&mut self, world: &mut World) -> anyhow::Result<()> {
+        if let Some(frames) = &mut self.frames {
+            frames.write(world)?;
+        }
+        if let Some((_, series)) = &mut self.energy {
+            let error = world.constraint_error();
+            series.push(world, error);
+        }
+        Ok(())
+    }
+
+    /// Writes the energy plot.
+    pub fn finish(&mut self) -> anyhow::Result<()> {
+        if let Some((path, series)) = &self.energy {
+            series.write(path)?;
+        }
+        Ok(())
+    }
+}
