@@ -104,10 +104,17 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         None => {
-            eprintln!(
-                "mx2d: the windowed demo is not available in this build; run a scene headless, e.g.\n  mx2d run scenes/projectile.ron --headless --summary out.json\n(see `mx2d --help`)"
-            );
-            ExitCode::from(2)
+            if !mx2d::render::window::display_available() {
+                eprintln!("{}", mx2d::render::window::NO_DISPLAY);
+                return ExitCode::from(2);
+            }
+            match mx2d::render::window::run_demo() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::from(1)
+                }
+            }
         }
         Some(Command::Check { scene, set }) => match Scene::load(&scene, &set).and_then(|s| s.build_world()) {
             Ok(w) => {
@@ -172,8 +179,18 @@ fn quiet_device_select() {
 }
 
 fn run(args: RunArgs) -> ExitCode {
-    if !args.headless {
-        eprintln!("mx2d: no window in this build: running headless");
+    let outputs = args.trace.is_some()
+        || args.energy.is_some()
+        || args.summary.is_some()
+        || args.reactions.is_some()
+        || args.frames.is_some()
+        || args.energy_plot.is_some();
+    let windowed = !args.headless && !outputs && mx2d::render::window::display_available();
+    if !args.headless && !windowed {
+        eprintln!(
+            "mx2d: {}: running headless",
+            if outputs { "output files requested (the window writes none)" } else { "no display" }
+        );
     }
     let backend = match args.backend.as_str() {
         "cpu" => Backend::Cpu,
@@ -198,6 +215,15 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if windowed {
+        return match mx2d::render::window::run(scene, args.size.unwrap_or((1024, 768))) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        };
+    }
     let options = RunOptions {
         steps: args.steps,
         duration: args.duration,
