@@ -216,7 +216,7 @@ fn run(args: RunArgs) -> ExitCode {
         }
     };
     if windowed {
-        return match mx2d::render::window::run(scene, args.size.unwrap_or((1024, 768))) {
+        return match mx2d::render::window::run(scene, args.size.unwrap_or((1024, 768)), false) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("error: {e:#}");

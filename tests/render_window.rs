@@ -79,15 +79,15 @@ fn run_without_headless_opens_the_scene() {
 
 #[test]
 fn without_a_display_mx2d_says_so_in_one_line() {
-    let out = Command::new(env!("CARGO_BIN_EXE_mx2d"))
-        .env_remove("DISPLAY")
-        .env_remove("WAYLAND_DISPLAY")
-        .output()
-        .unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_mx2d")).env_remove("DISPLAY").env_remove("WAYLAND_DISPLAY").output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("no display") && stderr.contains("--headless") && stderr.contains("mx2d render"), "{stderr}");
+    assert!(
+        stderr.contains("no display") && stderr.contains("--headless") && stderr.contains("mx2d render"),
+        "{stderr}"
+    );
 }
 
 /// Issue 11, item 10: a successful GPU run prints nothing that says "error"

@@ -267,6 +267,14 @@ pub fn draw_list(world: &World, camera: &Camera, width: u32, height: u32, style:
                 let outline: Vec<DVec2> =
                     shape.outline(48).into_iter().map(|p| body.position + rot.rotate(p)).collect();
                 let mut b = Builder { out: &mut list.under, px };
+                // A bar thinner than 4 pixels (an ideal rod has width 0) is
+                // drawn 4 pixels wide so that it stays visible.
+                if let Shape::Bar { length, width } = shape
+                    && *width * camera.pixels_per_metre < 4.0
+                {
+                    let half = rot * (0.5 * length);
+                    b.segment(body.position - half, body.position + half, 4.0, color);
+                }
                 b.fan(body.position, &outline, color);
                 b.polyline(&outline, true, style.line_px, darker(color));
                 // Radius line so that rotation shows, as on the discs.

@@ -9,11 +9,13 @@
 //! read back in a frame except when the screenshot key asks for it.
 //!
 //! Keys: space pause, → single step, +/− speed, wheel zoom, drag to pan,
-//! drag a body to pull it with a spring, R reset, F forces, E energy graph,
-//! S screenshot, H help, Esc/Q quit.
+//! drag a body to pull it with a spring, R reset, F forces (reaction
+//! arrows), E energy graph, T trails, V velocity arrows, S screenshot, H help,
+//! Esc/Q quit.
 //!
-//! `MX2D_WINDOW_TEST=1`: run 60 frames, take a screenshot through the S-key
-//! action, and exit (the CI test under Xvfb).
+//! `MX2D_WINDOW_TEST=1`: run 60 frames (toggling F, E, T, V and H at frame
+//! 30), take a screenshot through the S-key action, and exit (the CI test
+//! under Xvfb).
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -36,21 +38,26 @@ use crate::load::{Anchor, Load};
 use crate::scene::Scene;
 use crate::world::World;
 
-/// The scene of `mx2d` with no arguments (until the ball population lands:
-/// bodies of several shapes in force fields over a floor).
-pub const DEMO_SCENE: &str = include_str!("../../scenes/fields.ron");
+/// The scene of `mx2d` with no arguments, shown with trails (until the ball
+/// population lands: the double pendulum, chaotic and always in frame).
+pub const DEMO_SCENE: &str = include_str!("../../scenes/double_pendulum.ron");
 
 /// Frames the `MX2D_WINDOW_TEST=1` run draws before its screenshot and exit.
 pub const TEST_FRAMES: u64 = 60;
 
+/// Bodies that get a trail (T), and points per trail.
+const TRAIL_BODIES: usize = 32;
+const TRAIL_POINTS: usize = 400;
+
 /// Keys listed by H.
-const HELP: [&str; 10] = [
+const HELP: [&str; 11] = [
     "space   pause / run",
     "->      one step (paused)",
     "+ / -   speed x2 / x0.5",
     "wheel   zoom       drag   pan",
     "drag a body        pull it with a spring",
     "R reset   F forces   E energy graph",
+    "T trails  V velocities",
     "S screenshot (PNG in the current folder)",
     "H help    Esc / Q quit",
     "",
@@ -72,12 +79,15 @@ pub const NO_DISPLAY: &str = "mx2d: no display (neither DISPLAY nor WAYLAND_DISP
      `mx2d run SCENE --headless [--frames DIR]`, `mx2d render SCENE --out FILE.png` (see `mx2d --help`)";
 
 /// Opens a window on `scene` and runs until it is closed.
-pub fn run(scene: Scene, size: (u32, u32)) -> anyhow::Result<()> {
+pub fn run(scene: Scene, size: (u32, u32), trails: bool) -> anyhow::Result<()> {
     let world = scene.build_world()?;
     let event_loop = EventLoop::new().map_err(|e| anyhow::anyhow!("{NO_DISPLAY}: {e}"))?;
     event_loop.set_control_flow(ControlFlow::Poll);
     let test = std::env::var("MX2D_WINDOW_TEST").as_deref() == Ok("1");
     let mut app = App::new(scene, world, size, test);
+    if trails {
+        app.trails = Some(vec![Vec::new(); app.world.bodies.len().min(TRAIL_BODIES)]);
+    }
     event_loop.run_app(&mut app).map_err(|e| anyhow::anyhow!("window: {e}"))?;
     match app.failure.take() {
         Some(e) => Err(e),
@@ -87,8 +97,8 @@ pub fn run(scene: Scene, size: (u32, u32)) -> anyhow::Result<()> {
 
 /// The default demo.
 pub fn run_demo() -> anyhow::Result<()> {
-    let scene = Scene::parse(DEMO_SCENE, "demo (scenes/fields.ron)")?;
-    run(scene, (1024, 768))
+    let scene = Scene::parse(DEMO_SCENE, "demo (scenes/double_pendulum.ron)")?;
+    run(scene, (1024, 768), true)
 }
 
 struct Gpu {
@@ -124,6 +134,8 @@ struct App {
     help: bool,
     energy_graph: bool,
     energy: VecDeque<(f64, f64, f64, f64)>,
+    /// Trails of the first [`TRAIL_BODIES`] bodies (T), oldest point first.
+    trails: Option<Vec<Vec<DVec2>>>,
     cursor: (f64, f64),
     drag: Option<Drag>,
     halted: Option<String>,
@@ -154,6 +166,7 @@ impl App {
             help: false,
             energy_graph: false,
             energy: VecDeque::new(),
+            trails: None,
             cursor: (0.0, 0.0),
             drag: None,
             halted: None,
@@ -214,6 +227,9 @@ impl App {
                 self.halted = None;
                 self.drag = None;
                 self.energy.clear();
+                if let Some(trails) = &mut self.trails {
+                    trails.iter_mut().for_each(Vec::clear);
+                }
                 self.accumulator = 0.0;
                 self.prepare_world();
             }
@@ -263,6 +279,16 @@ impl App {
         self.steps_window.push_back((now, taken));
         while self.steps_window.front().is_some_and(|(t, _)| now.duration_since(*t) > Duration::from_secs(1)) {
             self.steps_window.pop_front();
+        }
+        if taken > 0
+            && let Some(trails) = &mut self.trails
+        {
+            for (trail, body) in trails.iter_mut().zip(self.world.bodies.iter()) {
+                trail.push(body.position);
+                if trail.len() > TRAIL_POINTS {
+                    trail.remove(0);
+                }
+            }
         }
         if taken > 0 || self.energy.is_empty() {
             let e = self.world.energy();
@@ -356,8 +382,9 @@ impl App {
         }
     }
 
-    fn draw(&mut self) -> anyhow::Result<()> {
-        let started = Instant::now();
+    /// What the window shows now: the draw list (with the toggled extras)
+    /// and the overlay text.
+    fn contents(&mut self) -> (super::DrawList, super::TextImage) {
         let reactions = if self.style.forces { self.world.reactions().ok() } else { None };
         let grab = match &self.drag {
             Some(Drag::Grab { body, local, .. }) => {
@@ -365,12 +392,17 @@ impl App {
             }
             _ => None,
         };
-        let extras = Extras { reactions: reactions.as_deref(), trails: &[], grab };
+        let extras = Extras { reactions: reactions.as_deref(), trails: self.trails.as_deref().unwrap_or(&[]), grab };
         let mut list = draw_list(&self.world, &self.camera, self.size.0, self.size.1, &self.style, extras);
         if self.energy_graph {
             self.energy_graph(&mut list.over);
         }
-        let text = overlay::rasterize(&self.overlay_lines(), 15.0);
+        (list, overlay::rasterize(&self.overlay_lines(), 15.0))
+    }
+
+    fn draw(&mut self) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let (list, text) = self.contents();
         let Some(gpu) = self.gpu.as_mut() else { return Ok(()) };
         gpu.renderer.prepare(&list, &self.camera, self.size, Some(&text))?;
         let frame = match gpu.surface.get_current_texture() {
@@ -398,7 +430,7 @@ impl App {
     /// The S key: draws the current state offscreen and writes it as PNG
     /// (the only readback of the window). Returns the file written.
     fn screenshot(&mut self) -> anyhow::Result<PathBuf> {
-        let lines = self.overlay_lines();
+        let (list, text) = self.contents();
         let Some(gpu) = self.gpu.as_mut() else { anyhow::bail!("no window yet") };
         if gpu.screenshot.is_none() {
             gpu.screenshot = Some(Offscreen::new(gpu.renderer.context().clone())?);
@@ -406,8 +438,6 @@ impl App {
         let dir = std::env::var_os("MX2D_SCREENSHOT_DIR").map_or_else(|| PathBuf::from("."), PathBuf::from);
         let path = dir.join(format!("mx2d-screenshot-{}.png", self.screenshots));
         self.screenshots += 1;
-        let list = draw_list(&self.world, &self.camera, self.size.0, self.size.1, &self.style, Extras::default());
-        let text = overlay::rasterize(&lines[..1], 15.0);
         let Some(offscreen) = gpu.screenshot.as_mut() else { anyhow::bail!("no offscreen renderer") };
         let image = offscreen.render(&list, &self.camera, self.size, self.style.background, Some(&text))?;
         image.write_png(&path)?;
@@ -430,6 +460,13 @@ impl App {
                 "f" | "F" => self.style.forces = !self.style.forces,
                 "e" | "E" => self.energy_graph = !self.energy_graph,
                 "h" | "H" => self.help = !self.help,
+                "v" | "V" => self.style.velocities = !self.style.velocities,
+                "t" | "T" => {
+                    self.trails = match self.trails {
+                        Some(_) => None,
+                        None => Some(vec![Vec::new(); self.world.bodies.len().min(TRAIL_BODIES)]),
+                    }
+                }
                 "q" | "Q" => event_loop.exit(),
                 "s" | "S" => {
                     if let Err(e) = self.screenshot() {
@@ -538,6 +575,13 @@ impl ApplicationHandler for App {
                     return;
                 }
                 self.frames += 1;
+                if self.test && self.frames == TEST_FRAMES / 2 {
+                    // Exercise the drawing toggles half way: forces,
+                    // energy graph, trails, velocities, help.
+                    for c in ["f", "e", "t", "v", "h"] {
+                        self.key(event_loop, &Key::Character(c.into()));
+                    }
+                }
                 if self.test && self.frames >= TEST_FRAMES {
                     match self.screenshot() {
                         Ok(path) => {
