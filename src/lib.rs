@@ -59,6 +59,7 @@
 //! | inverse problems | inverse kinematics, joint torques, impulsive constraints | [`inverse`], [`world::World::impulsive_constraint`] |
 //! | broadphase | uniform grid (CPU twin + WGSL), sweep-and-prune | [`broadphase`], [`gpu`] |
 //! | scenes and CLI | RON scenes with positioned errors, `--set` overrides, CSV/JSON outputs | [`scene`], [`run`], [`output`] |
+//! | pictures | wgpu renderer (SDF discs, tessellated shapes, surfaces, fields, joints, force arrows, trails) to a winit window or PNG; `--frames`; energy and bench plots with plotters | [`render`] |
 //!
 //! ## Conventions
 //! SI units; angles in radians, counter-clockwise; z-torque r × F. A body's
@@ -75,6 +76,9 @@
 //! - *A constraint is listed twice.* It works: the multipliers are the
 //!   regularised minimal-norm ones, the motion is unique, and a warning names
 //!   the constraints.
+//! - *Can I see it without a display?* Yes: `mx2d render SCENE --out F.png`
+//!   and `mx2d run SCENE --headless --frames DIR` draw offscreen on any wgpu
+//!   adapter, Mesa's software lavapipe included.
 //! - *The GPU path says it cannot run.* Without any Vulkan/Metal/DX12 adapter the
 //!   CPU twins run and the reason is printed once; `MX2D_REQUIRE_GPU=1` turns
 //!   that into an error (CI sets it, with Mesa's lavapipe installed).

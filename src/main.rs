@@ -34,6 +34,12 @@ enum Command {
         /// Picture size in pixels, WIDTHxHEIGHT.
         #[arg(long, default_value = "800x600", value_parser = mx2d::render::headless::parse_size)]
         size: (u32, u32),
+        /// Draw the bodies' trails from t = 0.
+        #[arg(long)]
+        trails: bool,
+        /// Draw the reaction forces of the constraints (green arrows).
+        #[arg(long)]
+        forces: bool,
         /// Override a scene field: PATH=VALUE (repeatable).
         #[arg(long = "set", value_name = "PATH=VALUE")]
         set: Vec<String>,
@@ -134,7 +140,11 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
-        Some(Command::Render { scene, out, time, size, set }) => {
+        Some(Command::Render { scene, out, time, size, trails, forces, set }) => {
+            if !(time.is_finite() && time >= 0.0) {
+                eprintln!("error: --time must be a finite number of seconds >= 0, got {time}");
+                return ExitCode::from(2);
+            }
             let loaded = match Scene::load(&scene, &set) {
                 Ok(s) => s,
                 Err(e) => {
@@ -142,7 +152,8 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            match mx2d::render::headless::render_scene(&loaded, time, size, &out) {
+            let options = mx2d::render::headless::RenderOptions { time, size, trails, forces };
+            match mx2d::render::headless::render_scene(&loaded, &options, &out) {
                 Ok(step) => {
                     println!("{}: step {step} written to {}", scene.display(), out.display());
                     ExitCode::SUCCESS

@@ -60,27 +60,64 @@ pub fn render_world(
     Ok(offscreen.render(&list, camera, size, style.background, text.as_ref())?)
 }
 
-/// `mx2d render`: builds the scene, steps it to `time` (nearest step), and
-/// writes the picture to `out`. Returns the step count reached.
-pub fn render_scene(scene: &Scene, time: f64, size: (u32, u32), out: &Path) -> anyhow::Result<u64> {
+/// What `mx2d render` draws besides the bodies.
+#[derive(Clone, Copy, Debug)]
+pub struct RenderOptions {
+    /// Simulated time to show (s).
+    pub time: f64,
+    /// Picture size (pixels).
+    pub size: (u32, u32),
+    /// Trails of the bodies over the run (one point per 1 % of it).
+    pub trails: bool,
+    /// Reaction-force arrows (green) at the joints.
+    pub forces: bool,
+}
+
+impl Default for RenderOptions {
+    fn default() -> Self {
+        Self { time: 0.0, size: DEFAULT_SIZE, trails: false, forces: false }
+    }
+}
+
+/// `mx2d render`: builds the scene, steps it to `options.time` (nearest
+/// step), and writes the picture to `out`. Returns the step count reached.
+pub fn render_scene(scene: &Scene, options: &RenderOptions, out: &Path) -> anyhow::Result<u64> {
+    let RenderOptions { time, size, .. } = *options;
     anyhow::ensure!(time.is_finite() && time >= 0.0, "--time must be a finite number of seconds >= 0, got {time}");
     let mut world = scene.build_world()?;
     let steps = (time / world.dt).round();
     anyhow::ensure!(steps <= 1e9, "--time {time} is {steps} steps of {} s: at most 10⁹", world.dt);
+    let steps = steps as u64;
     let mut offscreen = Offscreen::new(open_gpu("mx2d render")?)?;
     world.prepare().map_err(|e| anyhow::anyhow!("{}: the initial state cannot be used: {e}", scene.file.name))?;
-    for _ in 0..steps as u64 {
+    let mut trails: Vec<Vec<glam::DVec2>> = Vec::new();
+    let mut record = |world: &World| {
+        if options.trails {
+            trails.resize(world.bodies.len(), Vec::new());
+            for (trail, body) in trails.iter_mut().zip(world.bodies.iter()) {
+                trail.push(body.position);
+            }
+        }
+    };
+    record(&world);
+    let stride = (steps / 100).max(1);
+    for k in 1..=steps {
         world.step().map_err(|e| anyhow::anyhow!("{}: stopped before t = {time}: {e}", scene.file.name))?;
+        if k % stride == 0 || k == steps {
+            record(&world);
+        }
     }
+    let reactions = if options.forces {
+        Some(world.reactions().map_err(|e| anyhow::anyhow!("--forces: the reactions cannot be solved for: {e}"))?)
+    } else {
+        None
+    };
     let camera = Camera::fit_world(&world, size.0, size.1);
-    let image = render_world(
-        &mut offscreen,
-        &world,
-        &camera,
-        size,
-        &Style::default(),
-        Some(&caption(&scene.file.name, &world)),
-    )?;
+    let style = Style { forces: options.forces, ..Style::default() };
+    let extras = Extras { reactions: reactions.as_deref(), trails: &trails, grab: None };
+    let list = draw_list(&world, &camera, size.0, size.1, &style, extras);
+    let text = overlay::rasterize(&caption(&scene.file.name, &world), 14.0);
+    let image = offscreen.render(&list, &camera, size, style.background, Some(&text))?;
     image.write_png(out)?;
     Ok(world.step_count())
 }
