@@ -129,6 +129,23 @@ impl Offscreen {
         &self.renderer
     }
 
+    /// Draws `list` (and `external_discs`, see [`Renderer::encode`]) into the
+    /// offscreen target and waits for the GPU, without reading back: the
+    /// drawing cost of a frame, for benchmarks.
+    pub fn draw(
+        &mut self,
+        list: &DrawList,
+        camera: &Camera,
+        size: (u32, u32),
+        background: u32,
+        external_discs: &[(&wgpu::BindGroup, u32)],
+    ) -> Result<(), GpuError> {
+        let encoder = self.encode_frame(list, camera, size, background, None, external_discs, false)?;
+        let ctx = self.renderer.context().clone();
+        ctx.queue.submit([encoder.finish()]);
+        ctx.wait("render")
+    }
+
     /// Draws `list` seen by `camera` into a `width × height` picture and
     /// reads it back (this waits for the GPU).
     pub fn render(
@@ -139,6 +156,26 @@ impl Offscreen {
         background: u32,
         overlay: Option<&TextImage>,
     ) -> Result<Image, GpuError> {
+        let encoder = self.encode_frame(list, camera, (width, height), background, overlay, &[], true)?;
+        let ctx = self.renderer.context().clone();
+        let padded_row = padded_bytes_per_row(width);
+        let bytes = u64::from(padded_row) * u64::from(height);
+        ctx.queue.submit([encoder.finish()]);
+        map_read(&ctx, self.readback.get(), bytes as usize, &mut self.padded)?;
+        Ok(Image { width, height, rgba: unpad_rows(&self.padded, width, height, padded_row) })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn encode_frame(
+        &mut self,
+        list: &DrawList,
+        camera: &Camera,
+        (width, height): (u32, u32),
+        background: u32,
+        overlay: Option<&TextImage>,
+        external_discs: &[(&wgpu::BindGroup, u32)],
+        readback: bool,
+    ) -> Result<wgpu::CommandEncoder, GpuError> {
         let ctx = self.renderer.context().clone();
         check_size(&ctx, width, height)?;
         if self.target.as_ref().is_none_or(|(_, w, h)| (*w, *h) != (width, height)) {
@@ -156,33 +193,35 @@ impl Offscreen {
         }
         let padded_row = padded_bytes_per_row(width);
         let bytes = u64::from(padded_row) * u64::from(height);
-        self.readback.ensure(&ctx, bytes)?;
+        if readback {
+            self.readback.ensure(&ctx, bytes)?;
+        }
         self.renderer.prepare(list, camera, (width, height), overlay)?;
         let Some((texture, _, _)) = &self.target else {
             return Err(GpuError::Runtime { kernel: "render", message: "no offscreen target".into() });
         };
         let view = texture.create_view(&wgpu::TextureViewDescriptor::default());
         let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("render") });
-        self.renderer.encode(&mut encoder, &view, background, &[]);
-        encoder.copy_texture_to_buffer(
-            wgpu::TexelCopyTextureInfo {
-                texture,
-                mip_level: 0,
-                origin: wgpu::Origin3d::ZERO,
-                aspect: wgpu::TextureAspect::All,
-            },
-            wgpu::TexelCopyBufferInfo {
-                buffer: self.readback.get(),
-                layout: wgpu::TexelCopyBufferLayout {
-                    offset: 0,
-                    bytes_per_row: Some(padded_row),
-                    rows_per_image: Some(height),
+        self.renderer.encode(&mut encoder, &view, background, external_discs);
+        if readback {
+            encoder.copy_texture_to_buffer(
+                wgpu::TexelCopyTextureInfo {
+                    texture,
+                    mip_level: 0,
+                    origin: wgpu::Origin3d::ZERO,
+                    aspect: wgpu::TextureAspect::All,
                 },
-            },
-            wgpu::Extent3d { width, height, depth_or_array_layers: 1 },
-        );
-        ctx.queue.submit([encoder.finish()]);
-        map_read(&ctx, self.readback.get(), bytes as usize, &mut self.padded)?;
-        Ok(Image { width, height, rgba: unpad_rows(&self.padded, width, height, padded_row) })
+                wgpu::TexelCopyBufferInfo {
+                    buffer: self.readback.get(),
+                    layout: wgpu::TexelCopyBufferLayout {
+                        offset: 0,
+                        bytes_per_row: Some(padded_row),
+                        rows_per_image: Some(height),
+                    },
+                },
+                wgpu::Extent3d { width, height, depth_or_array_layers: 1 },
+            );
+        }
+        Ok(encoder)
     }
 }

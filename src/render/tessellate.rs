@@ -173,7 +173,7 @@ impl Builder<'_> {
     /// A segment `width_px` wide.
     fn segment(&mut self, a: DVec2, b: DVec2, width_px: f64, color: u32) {
         let d = b - a;
-        if !(d.length_squared() > 0.0) || !a.is_finite() || !b.is_finite() {
+        if d.length_squared() <= 0.0 || !d.is_finite() || !a.is_finite() || !b.is_finite() {
             return;
         }
         let n = d.normalize().perp() * (0.5 * width_px * self.px);
@@ -201,7 +201,7 @@ impl Builder<'_> {
     fn arrow(&mut self, a: DVec2, b: DVec2, width_px: f64, color: u32) {
         let d = b - a;
         let len = d.length();
-        if !(len > 2.0 * self.px) || !len.is_finite() {
+        if len.is_nan() || len <= 2.0 * self.px || !len.is_finite() {
             return;
         }
         let u = d / len;
