@@ -45,7 +45,6 @@ fn series(rows: &[BenchRow]) -> Vec<(String, Vec<(f64, f64)>)> {
 
 /// Writes the plot of `rows` to `path`.
 pub(super) fn write_plot(path: &Path, rows: &[BenchRow], adapter: &str) -> anyhow::Result<()> {
-    crate::render::overlay::register_plot_font()?;
     let series = series(rows);
     // Whole decades around the data (1e3..1e6 ns and 1e-2..1e3 ms when empty).
     let points = || series.iter().flat_map(|(_, p)| p.iter().copied());
@@ -63,7 +62,7 @@ pub(super) fn write_plot(path: &Path, rows: &[BenchRow], adapter: &str) -> anyho
 
     let mut rgb = vec![255u8; 3 * (WIDTH * HEIGHT) as usize];
     {
-        let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = crate::render::plot_text::GlyphBitmap::with_buffer(&mut rgb, (WIDTH, HEIGHT))?.into_drawing_area();
         let err = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("{e:?}");
         root.fill(&WHITE).map_err(err)?;
         let (plot_area, legend_area) = root.split_horizontally(WIDTH - LEGEND);

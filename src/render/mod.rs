@@ -23,6 +23,7 @@ pub mod camera;
 pub mod headless;
 pub mod overlay;
 pub mod plot;
+pub mod plot_text;
 pub mod png;
 pub mod tessellate;
 pub mod window;

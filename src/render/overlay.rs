@@ -1,22 +1,12 @@
 //! On-screen text: lines rasterised on the CPU with `ab_glyph` (DejaVu Sans
 //! Mono, embedded) into an RGBA8 image with a translucent backing, then drawn
 //! by the overlay pipeline as one textured quad. The same font serves the
-//! plots ([`register_plot_font`]).
+//! plots ([`super::plot_text`]).
 
 use ab_glyph::{Font, FontRef, PxScale, ScaleFont};
 
 /// DejaVu Sans Mono (Bitstream Vera licence, `src/render/font/LICENSE-DejaVu.txt`).
 pub const FONT_BYTES: &[u8] = include_bytes!("font/DejaVuSansMono.ttf");
-
-/// Registers the embedded font as plotters' "sans-serif" (once per process).
-pub fn register_plot_font() -> anyhow::Result<()> {
-    static REGISTERED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    let ok = *REGISTERED.get_or_init(|| {
-        plotters::style::register_font("sans-serif", plotters::style::FontStyle::Normal, FONT_BYTES).is_ok()
-    });
-    anyhow::ensure!(ok, "the embedded plot font could not be loaded");
-    Ok(())
-}
 
 /// A block of text rasterised into straight-alpha RGBA8 pixels.
 #[derive(Clone, Debug, Default)]

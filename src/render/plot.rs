@@ -37,7 +37,6 @@ impl EnergySeries {
 
     /// Draws the plot into `path` (PNG).
     pub fn write(&self, path: &Path) -> anyhow::Result<()> {
-        super::overlay::register_plot_font()?;
         let finite: Vec<&[f64; 5]> = self.rows.iter().filter(|r| r[..4].iter().all(|v| v.is_finite())).collect();
         anyhow::ensure!(!finite.is_empty(), "{}: no finite energy to plot", path.display());
         let t_max = finite.iter().map(|r| r[0]).fold(0.0, f64::max).max(1e-12);
@@ -70,7 +69,7 @@ impl EnergySeries {
         path: &Path,
     ) -> anyhow::Result<()> {
         let finite: Vec<&[f64; 5]> = self.rows.iter().filter(|r| r[..4].iter().all(|v| v.is_finite())).collect();
-        let root = BitMapBackend::with_buffer(rgb, ENERGY_PLOT_SIZE).into_drawing_area();
+        let root = crate::render::plot_text::GlyphBitmap::with_buffer(rgb, ENERGY_PLOT_SIZE)?.into_drawing_area();
         let draw_err = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("drawing {}: {e:?}", path.display());
         root.fill(&WHITE).map_err(draw_err)?;
         let (upper, lower) = root.split_vertically(ENERGY_PLOT_SIZE.1 * 3 / 5);
