@@ -46,11 +46,9 @@ impl Layout {
         let cols = (n as f64).sqrt().ceil().max(1.0) as usize;
         let rows = n.div_ceil(cols).max(1);
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(SEED);
-        let positions = (0..n)
-            .map(|i| [0.5 + (i % cols) as f64 * SPACING, 1.0 + (i / cols) as f64 * SPACING])
-            .collect();
-        let velocities =
-            (0..n).map(|_| [rng.random_range(-2.0..=2.0), rng.random_range(-2.0..=2.0)]).collect();
+        let positions =
+            (0..n).map(|i| [0.5 + (i % cols) as f64 * SPACING, 1.0 + (i / cols) as f64 * SPACING]).collect();
+        let velocities = (0..n).map(|_| [rng.random_range(-2.0..=2.0), rng.random_range(-2.0..=2.0)]).collect();
         Self {
             positions,
             velocities,
@@ -62,11 +60,10 @@ impl Layout {
     }
 
     /// Whether a ball centred at `p` is outside the box (its centre past a wall, the floor or
-    /// the top of the walls).
+    /// the top of the walls, or not a number).
     pub fn escaped(&self, p: &[f64; 2]) -> bool {
+        // Written as a negated inside test so that NaN coordinates count as escaped.
         !(p[0] >= self.left && p[0] <= self.right && p[1] >= self.floor && p[1] <= self.top)
-            || !p[0].is_finite()
-            || !p[1].is_finite()
     }
 
     /// Largest overlap of any ball with another ball or with the box, divided by the radius
@@ -81,12 +78,7 @@ impl Layout {
                 max_overlap = max_overlap.max(r - d);
             }
         }
-        let grid = PointGrid::new(
-            positions,
-            2.0 * r,
-            [self.left, self.floor],
-            [self.right, self.top],
-        );
+        let grid = PointGrid::new(positions, 2.0 * r, [self.left, self.floor], [self.right, self.top]);
         grid.for_each_pair(positions, |i, j| {
             let (a, b) = (positions[i], positions[j]);
             let d2 = (a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2);
@@ -161,6 +153,7 @@ mod tests {
         let p = vec![[1.0, 2.0], [1.9, 2.0], [3.0, 0.45], [100.0, 1.0]];
         assert!((l.max_overlap_ratio(&p[..3]) - 0.2).abs() < 1e-12);
         assert_eq!(l.count_escaped(&p), 1);
+        assert_eq!(l.count_escaped(&[[f64::NAN, 1.0]]), 1);
         let ke = kinetic_energy_per_ball(&[[1.0, 0.0]], &[2.0], 1.0);
         let m = std::f64::consts::PI * 0.25;
         assert!((ke - (0.5 * m + 0.5 * 0.5 * m * 0.25 * 4.0)).abs() < 1e-12);

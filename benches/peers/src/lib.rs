@@ -50,8 +50,7 @@ impl StepTimer {
 /// Writes `value` as pretty JSON to `path`, naming the file in the error.
 pub fn write_json(path: &std::path::Path, value: &serde_json::Value) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value)?;
-    std::fs::write(path, text + "\n")
-        .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+    std::fs::write(path, text + "\n").map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
 }
 
 /// Uniform grid over points, used to enumerate neighbour pairs in O(N) for the overlap
@@ -151,8 +150,7 @@ mod tests {
         let grid = PointGrid::new(&points, range, [0.0, 0.0], [20.0, 20.0]);
         let mut found = Vec::new();
         grid.for_each_pair(&points, |i, j| {
-            let d = ((points[i][0] - points[j][0]).powi(2) + (points[i][1] - points[j][1]).powi(2))
-                .sqrt();
+            let d = ((points[i][0] - points[j][0]).powi(2) + (points[i][1] - points[j][1]).powi(2)).sqrt();
             if d < range {
                 found.push((i, j));
             }
@@ -160,9 +158,7 @@ mod tests {
         let mut brute = Vec::new();
         for i in 0..points.len() {
             for j in i + 1..points.len() {
-                let d = ((points[i][0] - points[j][0]).powi(2)
-                    + (points[i][1] - points[j][1]).powi(2))
-                .sqrt();
+                let d = ((points[i][0] - points[j][0]).powi(2) + (points[i][1] - points[j][1]).powi(2)).sqrt();
                 if d < range {
                     brute.push((i, j));
                 }

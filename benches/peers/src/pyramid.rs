@@ -47,8 +47,7 @@ impl Pose {
     fn corners(&self) -> [[f64; 2]; 4] {
         let (s, c) = self.angle.sin_cos();
         let mut out = [[0.0; 2]; 4];
-        for (k, (sx, sy)) in [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)].iter().enumerate()
-        {
+        for (k, (sx, sy)) in [(-1.0, -1.0), (1.0, -1.0), (1.0, 1.0), (-1.0, 1.0)].iter().enumerate() {
             let (lx, ly) = (sx * HALF, sy * HALF);
             out[k] = [self.center[0] + c * lx - s * ly, self.center[1] + s * lx + c * ly];
         }
@@ -69,10 +68,9 @@ pub fn box_box_penetration(a: &Pose, b: &Pose) -> f64 {
     let mut depth = f64::INFINITY;
     for axis in a.axes().into_iter().chain(b.axes()) {
         let project = |cs: &[[f64; 2]; 4]| {
-            cs.iter().map(|p| p[0] * axis[0] + p[1] * axis[1]).fold(
-                (f64::INFINITY, f64::NEG_INFINITY),
-                |(lo, hi), v| (lo.min(v), hi.max(v)),
-            )
+            cs.iter()
+                .map(|p| p[0] * axis[0] + p[1] * axis[1])
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)))
         };
         let (a_lo, a_hi) = project(&ca);
         let (b_lo, b_hi) = project(&cb);
@@ -143,7 +141,7 @@ mod tests {
         assert!((box_box_penetration(&a, &b) - 0.1).abs() < 1e-12);
         // A box turned 45° with its corner 0.05 into a's right face: corner at
         // x = cx − h√2 = 0.45.
-        let c = Pose { center: [0.45 + HALF * std::f64::consts::SQRT_2, 0.0], angle: 0.785398163397448 };
+        let c = Pose { center: [0.45 + HALF * std::f64::consts::SQRT_2, 0.0], angle: std::f64::consts::FRAC_PI_4 };
         assert!((box_box_penetration(&a, &c) - 0.05).abs() < 1e-9);
         let d = Pose { center: [1.2, 0.0], angle: 0.3 };
         assert_eq!(box_box_penetration(&a, &d), 0.0);

@@ -48,12 +48,7 @@ struct Run {
 
 fn run(name: &str, args: &Args, workers: usize, layout: &Layout) -> anyhow::Result<Run> {
     let setup = Instant::now();
-    let settings = Settings {
-        gravity: [0.0, scene::GRAVITY],
-        dt: scene::DT,
-        substeps: args.substeps,
-        workers,
-    };
+    let settings = Settings { gravity: [0.0, scene::GRAVITY], dt: scene::DT, substeps: args.substeps, workers };
     let mut engine = engines::create(name, settings)?;
     let material = Material { friction: scene::FRICTION, restitution: scene::RESTITUTION };
     // The box: floor, left and right walls as static slabs 1 m thick outside the inside.
@@ -90,8 +85,7 @@ fn run(name: &str, args: &Args, workers: usize, layout: &Layout) -> anyhow::Resu
     if args.steps == 0 {
         engine.read(&mut state)?;
     }
-    quality.kinetic_energy_final =
-        scene::kinetic_energy_per_ball(&state.velocity, &state.spin, args.density);
+    quality.kinetic_energy_final = scene::kinetic_energy_per_ball(&state.velocity, &state.spin, args.density);
     quality.escaped = layout.count_escaped(&state.position);
     Ok(Run { engine: engine.name(), setup_ms, timer, quality })
 }

@@ -4,8 +4,8 @@
 use super::{Engine, Material, Settings, Shape, State};
 use anyhow::Context;
 use boxdd::{
-    BodyBuilder, BodyId, BodyType, Foundation, Position, ShapeDef, SurfaceMaterial, Vec2,
-    WorkerCount, World, WorldBuilder,
+    BodyBuilder, BodyId, BodyType, Foundation, Position, ShapeDef, SurfaceMaterial, Vec2, WorkerCount, World,
+    WorldBuilder,
 };
 
 /// A Box2D v3 world and its dynamic bodies in creation order.
@@ -35,13 +35,7 @@ impl Box2d {
             .worker_count(workers)
             .build()?;
         let world = foundation.create_world(def)?;
-        Ok(Self {
-            foundation,
-            world,
-            bodies: Vec::new(),
-            dt: settings.dt as f32,
-            substeps: settings.substeps as i32,
-        })
+        Ok(Self { foundation, world, bodies: Vec::new(), dt: settings.dt as f32, substeps: settings.substeps as i32 })
     }
 }
 
@@ -50,12 +44,7 @@ impl Engine for Box2d {
         "box2d"
     }
 
-    fn add_static_rect(
-        &mut self,
-        center: [f64; 2],
-        half: [f64; 2],
-        material: Material,
-    ) -> anyhow::Result<()> {
+    fn add_static_rect(&mut self, center: [f64; 2], half: [f64; 2], material: Material) -> anyhow::Result<()> {
         let def = BodyBuilder::from(self.foundation.body_def())
             .body_type(BodyType::Static)
             .position(Position::new(center[0] as f32, center[1] as f32))
@@ -93,7 +82,8 @@ impl Engine for Box2d {
 
     fn step(&mut self) -> anyhow::Result<()> {
         // `into_result` surfaces a failure Box2D found after advancing (a task error).
-        self.world.step(self.dt, self.substeps)?.into_result().context("Box2D step")?;
+        let done = self.world.step(self.dt, self.substeps)?.into_result().context("Box2D step")?;
+        drop(done);
         Ok(())
     }
 

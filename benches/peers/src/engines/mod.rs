@@ -54,8 +54,7 @@ pub trait Engine {
     /// Engine name as printed (`box2d`, `rapier`).
     fn name(&self) -> &'static str;
     /// Adds a static rectangle centred at `center`.
-    fn add_static_rect(&mut self, center: [f64; 2], half: [f64; 2], material: Material)
-    -> anyhow::Result<()>;
+    fn add_static_rect(&mut self, center: [f64; 2], half: [f64; 2], material: Material) -> anyhow::Result<()>;
     /// Adds a dynamic body of density `density` (kg/m²).
     #[allow(clippy::too_many_arguments)]
     fn add_dynamic(

@@ -10,10 +10,7 @@ pub struct Rapier {
 }
 
 fn collider(builder: ColliderBuilder, density: f64, material: Material) -> ColliderBuilder {
-    builder
-        .density(density as Real)
-        .friction(material.friction as Real)
-        .restitution(material.restitution as Real)
+    builder.density(density as Real).friction(material.friction as Real).restitution(material.restitution as Real)
 }
 
 impl Rapier {
@@ -37,12 +34,7 @@ impl Engine for Rapier {
         "rapier"
     }
 
-    fn add_static_rect(
-        &mut self,
-        center: [f64; 2],
-        half: [f64; 2],
-        material: Material,
-    ) -> anyhow::Result<()> {
+    fn add_static_rect(&mut self, center: [f64; 2], half: [f64; 2], material: Material) -> anyhow::Result<()> {
         self.world.insert(
             RigidBodyBuilder::fixed().translation(Vector::new(center[0] as Real, center[1] as Real)),
             collider(ColliderBuilder::cuboid(half[0] as Real, half[1] as Real), 1.0, material),
