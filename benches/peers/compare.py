@@ -10,6 +10,7 @@ build of mx2d yet) or a summary that is missing (the run failed: its stderr is s
 import json
 import math
 import os
+import re
 import sys
 
 # Candidate names of each quality figure in mx2d's summary, most likely first. A dotted name
@@ -50,7 +51,8 @@ def lookup(d, names):
 
 def fmt(v, spec):
     if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "n/a"
+        width = re.match(r"\D*(\d+)", spec)
+        return "n/a".rjust(int(width.group(1)) if width else 0)
     return format(v, spec)
 
 
