@@ -106,6 +106,15 @@ pub fn max_penetration(poses: &[Pose], rows: usize) -> f64 {
     max_pen
 }
 
+/// Largest horizontal and vertical displacement (m) of any box centre from its initial
+/// position: tells a stack that sags under soft contacts (vertical) from one that slides.
+pub fn max_drift_xy(initial: &[[f64; 2]], poses: &[Pose]) -> [f64; 2] {
+    initial
+        .iter()
+        .zip(poses)
+        .fold([0.0f64; 2], |m, (a, p)| [m[0].max((a[0] - p.center[0]).abs()), m[1].max((a[1] - p.center[1]).abs())])
+}
+
 /// Largest distance (m) of any box centre from its initial position.
 pub fn max_drift(initial: &[[f64; 2]], poses: &[Pose]) -> f64 {
     initial

@@ -63,8 +63,17 @@ fn main() -> anyhow::Result<()> {
         workers
     );
     println!(
-        "{:<7} {:>9} {:>9} {:>10} {:>11} {:>12} {:>12} {:>13}",
-        "engine", "ms/step", "setup ms", "drift m", "drift/size", "pen. end m", "pen. max m", "KE/box end J"
+        "{:<7} {:>9} {:>9} {:>10} {:>11} {:>10} {:>10} {:>12} {:>12} {:>13}",
+        "engine",
+        "ms/step",
+        "setup ms",
+        "drift m",
+        "drift/size",
+        "|dx| max",
+        "|dy| max",
+        "pen. end m",
+        "pen. max m",
+        "KE/box end J"
     );
     let mut out = serde_json::Map::new();
     for name in names {
@@ -93,6 +102,7 @@ fn main() -> anyhow::Result<()> {
         }
         engine.read(&mut state)?;
         let drift = scene::max_drift(&initial, &poses(&state));
+        let drift_xy = scene::max_drift_xy(&initial, &poses(&state));
         // Kinetic energy per box: ½ m v² + ½ I ω², m = ρ (2h)², I = m (2h)²/6.
         let m = scene::DENSITY * box_size * box_size;
         let inertia = m * box_size * box_size / 6.0;
@@ -104,12 +114,14 @@ fn main() -> anyhow::Result<()> {
             .sum::<f64>()
             / initial.len() as f64;
         println!(
-            "{:<7} {:>9.3} {:>9.1} {:>10.3e} {:>11.3e} {:>12.3e} {:>12.3e} {:>13.3e}",
+            "{:<7} {:>9.3} {:>9.1} {:>10.3e} {:>11.3e} {:>10.3e} {:>10.3e} {:>12.3e} {:>12.3e} {:>13.3e}",
             engine.name(),
             timer.ms_per_step(),
             setup_ms,
             drift,
             drift / box_size,
+            drift_xy[0],
+            drift_xy[1],
             pen_end,
             pen_max,
             ke
@@ -130,6 +142,8 @@ fn main() -> anyhow::Result<()> {
                 "ms_per_step": timer.ms_per_step(),
                 "max_drift": drift,
                 "max_drift_ratio": drift / box_size,
+                "max_drift_x": drift_xy[0],
+                "max_drift_y": drift_xy[1],
                 "max_penetration_end": pen_end,
                 "max_penetration_run": pen_max,
                 "quality_every": args.quality_every,
