@@ -109,17 +109,26 @@ fn main() -> anyhow::Result<()> {
         args.n, args.steps, args.substeps, workers, layout.left, layout.right
     );
     println!(
-        "{:<7} {:>9} {:>9} {:>12} {:>12} {:>12} {:>18} {:>8}",
-        "engine", "ms/step", "setup ms", "KE/ball t=0", "KE/ball end", "overlap/r end", "overlap/r max@step", "escaped"
+        "{:<7} {:>9} {:>10} {:>9} {:>12} {:>12} {:>12} {:>18} {:>8}",
+        "engine",
+        "ms/step",
+        "CPU ms/st",
+        "setup ms",
+        "KE/ball t=0",
+        "KE/ball end",
+        "overlap/r end",
+        "overlap/r max@step",
+        "escaped"
     );
     let mut out = serde_json::Map::new();
     for name in names {
         let r = run(name, &args, workers, &layout)?;
         let q = &r.quality;
         println!(
-            "{:<7} {:>9.3} {:>9.1} {:>12.4e} {:>12.4e} {:>12.4} {:>11.4}@{:<6} {:>8}",
+            "{:<7} {:>9.3} {:>10.3} {:>9.1} {:>12.4e} {:>12.4e} {:>12.4} {:>11.4}@{:<6} {:>8}",
             r.engine,
             r.timer.ms_per_step(),
+            r.timer.cpu_ms_per_step().unwrap_or(f64::NAN),
             r.setup_ms,
             q.kinetic_energy_initial,
             q.kinetic_energy_final,
@@ -142,6 +151,7 @@ fn main() -> anyhow::Result<()> {
                 "setup_ms": r.setup_ms,
                 "wall_ms": r.timer.total_ms(),
                 "ms_per_step": r.timer.ms_per_step(),
+                "cpu_ms_per_step": r.timer.cpu_ms_per_step(),
                 "kinetic_energy_per_ball_initial": q.kinetic_energy_initial,
                 "kinetic_energy_per_ball": q.kinetic_energy_final,
                 "max_overlap_ratio_end": q.max_overlap_ratio_final,

@@ -63,9 +63,10 @@ fn main() -> anyhow::Result<()> {
         workers
     );
     println!(
-        "{:<7} {:>9} {:>9} {:>10} {:>11} {:>10} {:>10} {:>12} {:>12} {:>13}",
+        "{:<7} {:>9} {:>10} {:>9} {:>10} {:>11} {:>10} {:>10} {:>12} {:>12} {:>13}",
         "engine",
         "ms/step",
+        "CPU ms/st",
         "setup ms",
         "drift m",
         "drift/size",
@@ -114,9 +115,10 @@ fn main() -> anyhow::Result<()> {
             .sum::<f64>()
             / initial.len() as f64;
         println!(
-            "{:<7} {:>9.3} {:>9.1} {:>10.3e} {:>11.3e} {:>10.3e} {:>10.3e} {:>12.3e} {:>12.3e} {:>13.3e}",
+            "{:<7} {:>9.3} {:>10.3} {:>9.1} {:>10.3e} {:>11.3e} {:>10.3e} {:>10.3e} {:>12.3e} {:>12.3e} {:>13.3e}",
             engine.name(),
             timer.ms_per_step(),
+            timer.cpu_ms_per_step().unwrap_or(f64::NAN),
             setup_ms,
             drift,
             drift / box_size,
@@ -140,6 +142,7 @@ fn main() -> anyhow::Result<()> {
                 "setup_ms": setup_ms,
                 "wall_ms": timer.total_ms(),
                 "ms_per_step": timer.ms_per_step(),
+                "cpu_ms_per_step": timer.cpu_ms_per_step(),
                 "max_drift": drift,
                 "max_drift_ratio": drift / box_size,
                 "max_drift_x": drift_xy[0],
