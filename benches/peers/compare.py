@@ -17,13 +17,13 @@ import sys
 # is tried both as a literal key and as a path into nested objects.
 MX2D_KEYS = {
     "ms": ["ms_per_step"],
-    "ke0": ["population.kinetic_energy_per_ball_initial", "kinetic_energy_per_ball_initial",
+    "ke0": ["population.initial.kinetic_per_ball", "population.kinetic_energy_per_ball_initial", "kinetic_energy_per_ball_initial",
             "population.initial_kinetic_energy_per_ball"],
-    "ke": ["population.kinetic_energy_per_ball", "kinetic_energy_per_ball",
+    "ke": ["population.kinetic_per_ball", "population.kinetic_energy_per_ball", "kinetic_energy_per_ball",
            "population.kinetic_energy_per_ball_final"],
-    "ov_end": ["population.max_penetration_ratio", "max_penetration_ratio",
+    "ov_end": ["population.max_overlap_ratio", "population.max_penetration_ratio", "max_penetration_ratio",
                "population.max_penetration_ratio_final", "population.penetration_ratio"],
-    "ov_run": ["population.max_penetration_ratio_run", "max_penetration_ratio_run",
+    "ov_run": ["population.max_overlap_ratio_seen", "population.max_penetration_ratio_run", "max_penetration_ratio_run",
                "population.max_penetration_ratio_max"],
     "escaped": ["population.escaped", "escaped", "population.balls_lost", "balls_lost",
                 "population.lost"],
