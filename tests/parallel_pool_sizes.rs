@@ -251,6 +251,8 @@ fn bench_cpu_paths_same_at_every_pool_size() {
         no_gpu: true,
         json: None,
         plot: None,
+        passes: false,
+        order: mx2d::bench::BodyOrder::Random,
     };
     let rows = assert_same_at_every_pool_size("bench", || {
         let rows = mx2d::bench::measure(&args, None).expect("bench runs");
