@@ -127,7 +127,12 @@ impl Stage {
     }
 }
 
-const ENTRY_BYTES: u64 = 12;
+/// Most cells a box may cover on one axis (`MAX_SPAN + 1` in the shader:
+/// an entry stores its cell as a 16-bit offset per axis).
+pub const MAX_SPAN_CELLS: u32 = 65_536;
+
+/// WGSL `CellEntry`: the box (16 bytes), its index, its cell's offset.
+const ENTRY_BYTES: u64 = 24;
 const PAIR_BYTES: u64 = 8;
 const AABB_BYTES: u64 = size_of::<Aabb>() as u64;
 
@@ -451,7 +456,7 @@ impl GpuGridBroadphase {
     pub fn read_counts(&mut self, ctx: &GpuContext) -> Result<(u64, u64), GpuError> {
         let mut encoder =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("broadphase counts") });
-        encoder.copy_buffer_to_buffer(self.counters.get(), 0, &self.counters_read, 0, 8);
+        encoder.copy_buffer_to_buffer(self.counters.get(), 0, &self.counters_read, 0, 12);
         ctx.queue.submit([encoder.finish()]);
         ctx.wait("broadphase counts")?;
         let (entries, pairs) = self.read_counters(ctx)?;
@@ -527,6 +532,7 @@ impl GpuGridBroadphase {
             return Ok(());
         }
         let (x, y) = ctx.dispatch_grid(boxes)?;
+        let entry_grid = ctx.dispatch_grid(self.entry_capacity)?;
         // One compute pass per stage, so that each can be timed; passes in
         // one encoder run in order, each seeing the storage writes of the
         // ones before (WebGPU usage scopes): no host round trip.
@@ -547,6 +553,10 @@ impl GpuGridBroadphase {
                     Stage::FindPairs => Some(&self.find_pairs),
                 };
                 if let Some(pipeline) = pipeline {
+                    // find_pairs runs one thread per stored entry; their
+                    // number is on the GPU, so cover the capacity (threads
+                    // past the stored entries return at once).
+                    let (x, y) = if stage == Stage::FindPairs { entry_grid } else { (x, y) };
                     pass.set_bind_group(0, self.bind_group.as_ref(), &[]);
                     pass.set_pipeline(pipeline);
                     pass.dispatch_workgroups(x, y, 1);
@@ -578,7 +588,7 @@ impl GpuGridBroadphase {
         let encoded = self.encode_passes(ctx, &mut encoder, &mut profiler);
         let result = encoded.and_then(|()| {
             profiler.resolve(&mut encoder);
-            encoder.copy_buffer_to_buffer(self.counters.get(), 0, &self.counters_read, 0, 8);
+            encoder.copy_buffer_to_buffer(self.counters.get(), 0, &self.counters_read, 0, 12);
             ctx.queue.submit([encoder.finish()]);
             ctx.wait("broadphase")?;
             let wall_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -596,9 +606,16 @@ impl GpuGridBroadphase {
     }
 
     fn read_counters(&mut self, ctx: &GpuContext) -> Result<(u64, u64), GpuError> {
-        map_read(ctx, &self.counters_read, 2, &mut self.counter_values)?;
+        map_read(ctx, &self.counters_read, 3, &mut self.counter_values)?;
         match self.counter_values[..] {
-            [entries, pairs] => Ok((u64::from(entries), u64::from(pairs))),
+            [_, _, span_overflow] if span_overflow != 0 => Err(GpuError::Runtime {
+                kernel: "count_cells",
+                message: format!(
+                    "a box spans more than {MAX_SPAN_CELLS} cells of {} m on an axis; choose larger cells",
+                    self.gpu_params.cell_size
+                ),
+            }),
+            [entries, pairs, _] => Ok((u64::from(entries), u64::from(pairs))),
             _ => Err(GpuError::Runtime { kernel: "broadphase counters", message: "short readback".into() }),
         }
     }
