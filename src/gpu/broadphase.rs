@@ -414,6 +414,14 @@ impl GpuGridBroadphase {
         Ok(self.run_with(ctx, false)?.0)
     }
 
+    /// Replaces the profiler of [`run_profiled`](Self::run_profiled) (e.g.
+    /// [`PassProfiler::wall_clock`] to compare with timestamps). A wall-clock
+    /// profiler is used by `run_profiled` only; [`run`](Self::run) then times
+    /// the whole submission.
+    pub fn set_profiler(&mut self, profiler: PassProfiler) {
+        self.profiler = profiler;
+    }
+
     /// As [`run`](Self::run), and the time of each pass of the final run
     /// (count, scan, scatter, pair emission). Without timestamp queries each
     /// pass is submitted and waited for on its own and timed by the wall

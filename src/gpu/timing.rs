@@ -103,6 +103,13 @@ impl PassProfiler {
         Self { mode, names: Vec::new(), ticks: Vec::new() }
     }
 
+    /// A profiler timing with the host clock whatever the adapter offers
+    /// (each pass submitted and waited for on its own): the fallback of
+    /// adapters without timestamp queries, available everywhere for tests.
+    pub fn wall_clock() -> Self {
+        Self { mode: Mode::Wall { last: None, times: Vec::new() }, names: Vec::new(), ticks: Vec::new() }
+    }
+
     /// Whether this profiler records anything.
     pub fn is_enabled(&self) -> bool {
         !matches!(self.mode, Mode::Off)
