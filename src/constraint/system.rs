@@ -57,6 +57,7 @@ pub struct ConstraintSystem {
     jac: SparseJacobian,
     blocks: Vec<RowBlock>,
     inv_mass: Vec<[f64; 3]>,
+    rank_weights: Vec<[f64; 3]>,
     rhs: Vec<f64>,
     lambda: Vec<f64>,
     scratch: Vec<f64>,
@@ -98,6 +99,11 @@ impl ConstraintSystem {
         }
         self.inv_mass.clear();
         self.inv_mass.extend(scene.bodies.iter().map(Body::inverse_mass));
+        // rank is decided in a mass-independent metric (solver::gauss,
+        // "Scale-invariant rank decisions")
+        self.rank_weights.clear();
+        self.rank_weights.extend(scene.bodies.iter().map(Body::rank_weights));
+        self.solver.set_rank_metric(&self.rank_weights);
         self.jac.clear(scene.bodies.len());
         for (c, block) in items.iter().zip(&self.blocks) {
             let a = (c.body_a.0, block.jac[0]);

@@ -162,7 +162,10 @@ impl Scene {
             if let Some(j) = b.inertia
                 && !(j.is_finite() && j > 0.0)
             {
-                return Err(self.error_at(&at("inertia"), format!("inertia must be positive and finite, got {j}")));
+                return Err(self.error_at(
+                    &at("inertia"),
+                    format!("inertia must be positive and finite, got {j} (for a point mass use shape: Point)"),
+                ));
             }
             b.shape.validate().map_err(|m| self.error_at(&at("shape"), m))?;
             finite_vec(&at("position"), b.position)?;
@@ -188,7 +191,13 @@ impl Scene {
                 builder = builder.inertia(j);
             }
             let body = builder.build().map_err(|m| {
-                let field = if m.starts_with("velocity") { "velocity" } else { "mass" };
+                let field = if m.starts_with("velocity") {
+                    "velocity"
+                } else if m.starts_with("inertia") {
+                    "inertia"
+                } else {
+                    "mass"
+                };
                 self.error_at(&at(field), m)
             })?;
             world.add_body(body).map_err(|m| self.error_at(&at("name"), m))?;
