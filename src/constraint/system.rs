@@ -160,6 +160,17 @@ impl ConstraintSystem {
         self.scratch_rows = jv;
         self.lambda.resize(n, 0.0);
         let report = self.solver.solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
+        if !report.badly_scaled.is_empty() {
+            let names: Vec<_> = report
+                .badly_scaled
+                .iter()
+                .filter_map(|id| scene.constraints.iter().nth(id.index()).map(|c| c.name.clone()))
+                .collect();
+            self.warnings.insert(format!(
+                "constraints {} are independent but their bodies' inertias are too small for their size (J ≪ m·ℓ²) to be resolved in f64: multipliers regularised; model such bodies as shape: Point",
+                names.join(", ")
+            ));
+        }
         if !report.rank_deficient.is_empty() {
             let names: Vec<_> = report
                 .rank_deficient

@@ -55,6 +55,10 @@ use super::{SolveReport, SolverError, SolverSettings};
 /// constraint list (keeps phase 1 linear even around hub bodies).
 const SMALL_INCIDENCE: u32 = 8;
 
+/// Pivot growth max D⁻¹_rr·A_rr above which a regular solve is refined
+/// iteratively (`max_refine_steps`): the block inverses then lose ~growth × u.
+const REFINE_GROWTH: f64 = 1e4;
+
 /// Symbolic and numeric block LDLᵀ factors of a [`BlockSparseSymmetric`].
 #[derive(Clone, Debug, Default)]
 pub struct BlockLdl {
@@ -92,6 +96,10 @@ pub struct BlockLdl {
     scale: Vec<[f64; 3]>,
     regularized: bool,
     rank_deficient: Vec<ConstraintId>,
+    badly_scaled: Vec<ConstraintId>,
+    /// Largest D⁻¹_rr · A_rr of the last pass (1 for a diagonal A; large when a
+    /// pivot block is ill-conditioned, e.g. a body with J ≪ m·ℓ²).
+    pivot_growth: f64,
     factored: bool,
     // ---- scratch
     w: Vec<Block>,
@@ -113,9 +121,14 @@ pub struct FactorReport {
     /// Constraints with at least one row found (numerically) dependent on the
     /// others: redundant constraints, or singular configurations. Sorted.
     pub rank_deficient: Vec<ConstraintId>,
-    /// Whether the factor is of A + ε·diag(A) (true when `rank_deficient` is not
-    /// empty).
+    /// Whether the factor is of A + ε·diag(A) (true when `rank_deficient` or
+    /// `badly_scaled` is not empty).
     pub regularized: bool,
+    /// Constraints whose rows are independent (the rank metric G is regular) but
+    /// where A = J M⁻¹ Jᵀ is singular to working precision: inertia ratios too
+    /// extreme for f64 normal equations (J/(m·ℓ²) ≲ 1e-12 on several bodies of a
+    /// loop). A is then regularised as for a dependent row. Sorted.
+    pub badly_scaled: Vec<ConstraintId>,
 }
 
 impl BlockLdl {
@@ -381,6 +394,7 @@ impl BlockLdl {
             self.analyze(a);
         }
         self.rank_deficient.clear();
+        self.badly_scaled.clear();
         self.regularized = false;
         self.compute_scales(a);
         // pass 1: exact elimination, dependent rows dropped and recorded
@@ -392,7 +406,12 @@ impl BlockLdl {
         self.rank_deficient.sort_unstable();
         self.rank_deficient.dedup();
         self.factored = true;
-        Ok(FactorReport { analyzed, rank_deficient: self.rank_deficient.clone(), regularized: self.regularized })
+        Ok(FactorReport {
+            analyzed,
+            rank_deficient: self.rank_deficient.clone(),
+            regularized: self.regularized,
+            badly_scaled: self.badly_scaled.clone(),
+        })
     }
 
     /// Row scales: the diagonal of `a`; empty rows get the mean positive diagonal.
@@ -462,6 +481,7 @@ impl BlockLdl {
             self.analyze(a);
         }
         self.rank_deficient.clear();
+        self.badly_scaled.clear();
         self.regularized = false;
         self.compute_scales(a);
         let tol = settings.pivot_tolerance;
@@ -477,14 +497,26 @@ impl BlockLdl {
             if dependent {
                 self.regularize(a, settings);
             } else {
+                // exact factor of A; a pivot at roundoff level means A is singular
+                // in f64 although J is not: regularise, and say so
                 let u4 = 4.0 * f64::EPSILON;
-                self.numeric(a, 0.0, u4, u4, SmallPivot::Floor, false);
+                if self.numeric(a, 0.0, u4, u4, SmallPivot::Drop, true) {
+                    std::mem::swap(&mut self.rank_deficient, &mut self.badly_scaled);
+                    self.badly_scaled.sort_unstable();
+                    self.badly_scaled.dedup();
+                    self.regularize(a, settings);
+                }
             }
         }
         self.rank_deficient.sort_unstable();
         self.rank_deficient.dedup();
         self.factored = true;
-        Ok(FactorReport { analyzed, rank_deficient: self.rank_deficient.clone(), regularized: self.regularized })
+        Ok(FactorReport {
+            analyzed,
+            rank_deficient: self.rank_deficient.clone(),
+            regularized: self.regularized,
+            badly_scaled: self.badly_scaled.clone(),
+        })
     }
 
     /// One numeric pass. `eps`: diagonal regularisation relative to the row scale;
@@ -538,12 +570,16 @@ impl BlockLdl {
             self.lval[self.a_map[k] as usize] = if self.a_tr[k] { block::transpose(blk) } else { *blk };
         }
         let mut any_small = false;
+        let mut growth = 0.0f64;
         for p in 0..n {
             let sc = self.scale[p];
             let thresh = [thresh_rel * sc[0], thresh_rel * sc[1], thresh_rel * sc[2]];
             let floor = [floor_rel * sc[0], floor_rel * sc[1], floor_rel * sc[2]];
             let (dinv, piv) = block::ldl_inverse(&self.diag[p], &thresh, &floor, mode);
             self.dinv[p] = dinv;
+            for r in 0..R {
+                growth = growth.max(dinv[4 * r] * sc[r]);
+            }
             if piv != [Pivot::Ok; 3] {
                 any_small = true;
                 if record {
@@ -575,6 +611,7 @@ impl BlockLdl {
                 }
             }
         }
+        self.pivot_growth = growth;
         any_small
     }
 
@@ -662,15 +699,19 @@ impl BlockLdl {
         dx.extend_from_slice(&b);
         let mut steps = 0;
         let mut res;
+        // An ill-conditioned pivot block (inverse-based block LDLᵀ, a body with
+        // J ≪ m·ℓ²) costs accuracy of order growth × u: refine then.
+        let refine_steps =
+            if self.pivot_growth > REFINE_GROWTH { settings.max_refine_steps } else { settings.refine_steps };
         if !self.regularized {
             // regular factor: one solve, optional classical refinement
             x.copy_from_slice(&b);
             self.solve_padded(&mut x);
             res = f64::NAN;
-            if settings.refine_steps > 0 {
+            if refine_steps > 0 {
                 res = residual(a, &b, &x, &mut dx);
             }
-            while steps < settings.refine_steps && res > settings.refine_tolerance * bnorm {
+            while steps < refine_steps && res > settings.refine_tolerance * bnorm {
                 self.solve_padded(&mut dx);
                 xn.clear();
                 xn.extend(x.iter().zip(dx.iter()).map(|(u, v)| add3(u, v)));
@@ -739,6 +780,7 @@ impl BlockLdl {
         self.d = dx;
         Ok(SolveReport {
             rank_deficient: self.rank_deficient.clone(),
+            badly_scaled: self.badly_scaled.clone(),
             regularized: self.regularized,
             refine_steps: steps,
             relative_residual: if bnorm > 0.0 { res / bnorm } else { res },

@@ -132,6 +132,9 @@ pub struct SolveReport {
     /// Constraints with a row found dependent on the others (redundant or at a
     /// singular configuration), sorted. λ is then the regularised minimal-norm one.
     pub rank_deficient: Vec<ConstraintId>,
+    /// Constraints with independent rows on which A is nevertheless singular in
+    /// f64 (see [`FactorReport::badly_scaled`]); λ is then the regularised one.
+    pub badly_scaled: Vec<ConstraintId>,
     /// The factor is of A + ε·diag(A).
     pub regularized: bool,
     /// Iterative refinement steps taken.
