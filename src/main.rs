@@ -51,9 +51,12 @@ struct RunArgs {
     /// Step size (s).
     #[arg(long)]
     dt: Option<f64>,
-    /// Integrator: euler, symplectic, midpoint, rk2, rk4, ab4.
+    /// Integrator: euler, symplectic, midpoint, rk2, rk4, ab4, dopri5 (adaptive), sdirk3 (adaptive, implicit: stiff mechanisms).
     #[arg(long)]
     integrator: Option<Method>,
+    /// Relative error tolerance of dopri5 and sdirk3 (their steps are at most --dt); default 1e-6.
+    #[arg(long)]
+    tolerance: Option<f64>,
     /// cpu or gpu: where the force fields are evaluated (gpu: the WGSL kernel, f32).
     #[arg(long, default_value = "cpu")]
     backend: String,
@@ -231,6 +234,7 @@ fn run(args: RunArgs) -> ExitCode {
         duration: args.duration,
         dt: args.dt,
         integrator: args.integrator,
+        tolerance: args.tolerance,
         trace: args.trace,
         energy: args.energy,
         every: args.every,
@@ -266,6 +270,15 @@ fn run(args: RunArgs) -> ExitCode {
             );
             if let Err(code) = say(&line) {
                 return code;
+            }
+            if s.substeps != s.steps || s.newton_iterations > 0 {
+                let line = format!(
+                    "  {} integrator steps ({} rejected), {} Newton iterations, {} Jacobians (tolerance {:e})",
+                    s.substeps, s.rejected_steps, s.newton_iterations, s.jacobians, s.tolerance
+                );
+                if let Err(code) = say(&line) {
+                    return code;
+                }
             }
             match outcome.error {
                 None => ExitCode::SUCCESS,

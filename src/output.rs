@@ -129,6 +129,17 @@ pub struct Summary {
     pub bodies: usize,
     /// Steps taken.
     pub steps: u64,
+    /// Integrator (sub)steps accepted: equal to `steps` for the fixed-step
+    /// methods, the adaptive ones may take several per step.
+    pub substeps: u64,
+    /// Integrator steps rejected by the error control or a failed Newton.
+    pub rejected_steps: u64,
+    /// Newton iterations of the implicit methods (0 for the explicit ones).
+    pub newton_iterations: u64,
+    /// Jacobian evaluations of the implicit methods.
+    pub jacobians: u64,
+    /// Relative tolerance of the adaptive integrators.
+    pub tolerance: f64,
     /// Step size (s).
     pub dt: f64,
     /// Final simulated time (s).

@@ -32,6 +32,8 @@ pub struct RunOptions {
     pub dt: Option<f64>,
     /// Integrator override.
     pub integrator: Option<Method>,
+    /// Tolerance override of the adaptive integrators.
+    pub tolerance: Option<f64>,
     /// Trace CSV path.
     pub trace: Option<PathBuf>,
     /// Energy CSV path.
@@ -241,6 +243,10 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     if let Some(m) = options.integrator {
         world.set_integrator(m);
     }
+    if let Some(tol) = options.tolerance {
+        anyhow::ensure!(tol.is_finite() && tol > 0.0 && tol < 1.0, "--tolerance must be in (0, 1), got {tol}");
+        world.set_tolerance(tol);
+    }
     let every = options.every.unwrap_or(1).max(1);
     let open = |p: &Option<PathBuf>, header: &str| -> anyhow::Result<Option<CsvWriter>> {
         Ok(p.as_ref().map(|p| CsvWriter::create(p, header)).transpose()?)
@@ -331,11 +337,17 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     recorder.flush()?;
     let energy_final = world.energy();
     let taken = world.step_count();
+    let stats = world.integrator_stats();
     let summary = Summary {
         scene: scene.file.name.clone(),
         integrator: world.integrator().name().to_string(),
         bodies: world.bodies.len(),
         steps: taken,
+        substeps: stats.steps,
+        rejected_steps: stats.rejected,
+        newton_iterations: stats.newton_iterations,
+        jacobians: stats.jacobians,
+        tolerance: world.tolerance(),
         dt: world.dt,
         t_final: world.time(),
         wall_ms,

@@ -25,7 +25,7 @@ use crate::constraint::system::{ConstraintSystem, Reaction, Scene, Stabilization
 use crate::constraint::{Constraint, ConstraintHandle, ConstraintSet};
 use crate::field::{Field, total_force};
 use crate::gpu::GpuFieldBackend;
-use crate::integrator::{Dynamics, Integrator, IntegratorError, Method, State};
+use crate::integrator::{DenseOutput, Dynamics, Integrator, IntegratorError, IntegratorStats, Method, State};
 use crate::load::{Kinematics, Load};
 use crate::solver::SolverError;
 use crate::surface::Surface;
@@ -286,9 +286,36 @@ impl World {
         if self.gpu_fields.is_some() { "gpu" } else { "cpu" }
     }
 
-    /// Selects the integration method (restarts multistep history).
+    /// Selects the integration method (restarts multistep history; keeps
+    /// the tolerance).
     pub fn set_integrator(&mut self, method: Method) {
+        let tolerance = self.integrator.tolerance;
         self.integrator = Integrator::new(method);
+        self.integrator.tolerance = tolerance;
+    }
+
+    /// Sets the relative error tolerance of the adaptive integrators
+    /// (`dopri5`, `sdirk3`: steps ≤ `dt` chosen to meet it; infinite: fixed
+    /// steps of `dt`).
+    pub fn set_tolerance(&mut self, tolerance: f64) {
+        self.integrator.tolerance = tolerance;
+    }
+
+    /// The integrators' tolerance.
+    pub fn tolerance(&self) -> f64 {
+        self.integrator.tolerance
+    }
+
+    /// Integrator counters: accepted and rejected (sub)steps, Newton
+    /// iterations, Jacobians and acceleration evaluations.
+    pub fn integrator_stats(&self) -> IntegratorStats {
+        self.integrator.stats()
+    }
+
+    /// The DOPRI5 continuous extension of the last substep, when that is the
+    /// integrator (for event location, e.g. a time of impact).
+    pub fn dense_output(&self) -> Option<&DenseOutput> {
+        self.integrator.dense_output()
     }
 
     /// The integration method in use.

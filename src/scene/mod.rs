@@ -325,6 +325,12 @@ impl Scene {
         let mut world = World::new(f.gravity);
         world.dt = f.dt;
         world.set_integrator(f.integrator);
+        if let Some(tol) = f.tolerance {
+            if !(tol.is_finite() && tol > 0.0 && tol < 1.0) {
+                return Err(self.error_at("tolerance", format!("must be in (0, 1), got {tol}")));
+            }
+            world.set_tolerance(tol);
+        }
         world.limits.max_body_energy = f.max_body_energy;
         for (i, b) in f.bodies.iter().enumerate() {
             let at = |field: &str| format!("bodies[{i}].{field}");

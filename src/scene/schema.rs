@@ -36,6 +36,10 @@ pub struct SceneFile {
     /// Integration method; default `Symplectic`.
     #[serde(default)]
     pub integrator: Method,
+    /// Relative error tolerance of the adaptive integrators (`Dopri5`,
+    /// `Sdirk3`), which take steps ≤ `dt` to meet it; default 1e-6.
+    #[serde(default)]
+    pub tolerance: Option<f64>,
     /// Default run length in steps (the command line may override).
     #[serde(default)]
     pub steps: Option<u64>,
