@@ -87,6 +87,7 @@ pub mod bench;
 pub mod body;
 pub mod broadphase;
 pub mod constraint;
+pub mod contact;
 pub mod field;
 pub mod gpu;
 pub mod integrator;

@@ -166,7 +166,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         work_nonconservative: energy_final.work,
         energy_balance_error: (energy_final.balance() - energy_initial.balance()).abs(),
         max_constraint_error: world.max_constraint_error().max(initial_constraint_error),
-        max_penetration: 0.0,
+        max_penetration: world.contacts.max_penetration(),
         backend: world.field_backend().into(),
         adapter,
         stage_ms: world.stage_times().as_list().iter().map(|(n, d)| (n.to_string(), d.as_secs_f64() * 1e3)).collect(),

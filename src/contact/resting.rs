@@ -1,0 +1,231 @@
+//! Resting and sliding contact (stage `contact_solve`): the rows of each
+//! contact, their block PGS solve ([`crate::solver::pgs`]) and the position
+//! projection that keeps penetration below the slop.
+//!
+//! Rows of a contact with normal n (from the partner to body a), tangent
+//! t = n⊥ and lever arms r = point − centre:
+//! normal `[n, r_a×n | −n, −r_b×n]`, tangent `[t, r_a×t | −t, −r_b×t]`,
+//! rolling `[0, 0, 1 | 0, 0, −1]` (relative spin; only when μ_r > 0 and one
+//! of the two is round — circle, ellipse, superellipse).
+//!
+//! Targets: the normal velocity may close what is left of a positive gap
+//! within the step (uₙ* = −max(gap, 0)/h, a speculative contact), never
+//! more; friction and rolling resistance aim at zero slip. The friction
+//! coefficient is μ_s for a contact that stuck at the previous step (or is
+//! new and not slipping) and μ_k for one that slid.
+
+use glam::DVec2;
+
+use super::{ContactError, ContactSet, inverse_masses};
+use crate::body::Body;
+use crate::integrator::{Method, State};
+use crate::shape::Shape;
+use crate::solver::pgs::{self, ContactBlock};
+use crate::surface::Surface;
+
+/// How much of a velocity change made at the end of a step the method
+/// would have turned into displacement had it been a constant force over
+/// the step: q₁ gains w·h·Δv. Symplectic Euler moves with the new velocity
+/// (w = 1), explicit Euler with the old one (w = 0), the second- and
+/// fourth-order methods integrate a constant force exactly (½ h² F/m: w = ½).
+pub fn position_weight(method: Method) -> f64 {
+    match method {
+        Method::Euler => 0.0,
+        Method::Symplectic => 1.0,
+        _ => 0.5,
+    }
+}
+
+fn round(shape: &Shape) -> bool {
+    matches!(shape, Shape::Circle { .. } | Shape::Ellipse { .. } | Shape::Superellipse { .. })
+}
+
+fn cross(r: DVec2, n: DVec2) -> f64 {
+    r.x * n.y - r.y * n.x
+}
+
+/// The rows of one contact at positions `q`, `rows` of them (2 or 3).
+pub fn block_for(c: &super::Contact, q: &[f64], rows: usize) -> ContactBlock {
+    let n = c.manifold.normal;
+    let t = n.perp();
+    let p = c.manifold.point;
+    let centre = |i: usize| DVec2::new(q[3 * i], q[3 * i + 1]);
+    let ra = p - centre(c.body_a);
+    let jac_a = [[n.x, n.y, cross(ra, n)], [t.x, t.y, cross(ra, t)], [0.0, 0.0, 1.0]];
+    let (body_b, jac_b) = match c.partner {
+        super::Partner::Body(j) => {
+            let rb = p - centre(j);
+            (Some(j), [[-n.x, -n.y, -cross(rb, n)], [-t.x, -t.y, -cross(rb, t)], [0.0, 0.0, -1.0]])
+        }
+        super::Partner::Surface(_) => (None, [[0.0; 3]; 3]),
+    };
+    ContactBlock {
+        body_a: c.body_a,
+        body_b,
+        jac_a,
+        jac_b,
+        rows,
+        target_normal: 0.0,
+        friction: c.material.friction,
+        rolling_resistance: c.material.rolling_resistance,
+        impulse: c.impulse,
+    }
+}
+
+/// Row velocity of a block.
+fn row(b: &ContactBlock, v: &[f64], r: usize) -> f64 {
+    let mut u: f64 = (0..3).map(|d| b.jac_a[r][d] * v[3 * b.body_a + d]).sum();
+    if let Some(j) = b.body_b {
+        u += (0..3).map(|d| b.jac_b[r][d] * v[3 * j + d]).sum::<f64>();
+    }
+    u
+}
+
+/// Result of a contact solve.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SolveReport {
+    /// PGS sweeps.
+    pub iterations: usize,
+    /// Impact impulses applied before the PGS.
+    pub impacts: usize,
+}
+
+impl ContactSet {
+    /// Stage `contact_solve`, velocity part, on the contacts of the last
+    /// [`ContactSet::narrowphase`]: impacts still approaching faster than
+    /// `resting_speed`, then the block PGS with friction and rolling
+    /// resistance. Velocities in `state.v` change; positions do not (see
+    /// [`ContactSet::finish`]). `v_narrowphase`: the velocities when the
+    /// gaps were measured (the normal targets are computed from them).
+    pub fn solve(
+        &mut self,
+        bodies: &[Body],
+        state: &mut State,
+        v_narrowphase: &[f64],
+        h: f64,
+        t: f64,
+        resting_speed: f64,
+    ) -> Result<SolveReport, ContactError> {
+        let impacts = self.impacts_on_contacts(bodies, state, t, resting_speed);
+        if self.contacts.is_empty() {
+            return Ok(SolveReport { iterations: 0, impacts });
+        }
+        let inv = inverse_masses(bodies);
+        let mut blocks: Vec<ContactBlock> = self
+            .contacts
+            .iter()
+            .map(|c| {
+                let other_round = match c.partner {
+                    super::Partner::Body(j) => round(&bodies[j].shape),
+                    super::Partner::Surface(_) => false,
+                };
+                let rolling = c.material.rolling_resistance > 0.0 && (round(&bodies[c.body_a].shape) || other_round);
+                let mut b = block_for(c, &state.q, if rolling { 3 } else { 2 });
+                if !rolling {
+                    b.impulse[2] = 0.0;
+                }
+                // The normal velocity that brings the gap to 0 by the end of
+                // the step once the position update (weight w) is made, but
+                // never a separating one: deeper penetration is projected
+                // out in positions, not pushed out with velocity (no popping).
+                let w = self.position_weight;
+                let vn = row(&b, v_narrowphase, 0);
+                b.target_normal = if w > 0.0 { (vn - c.manifold.gap / (w * h)).min(0.0) } else if c.manifold.gap < 0.0 { 0.0 } else { f64::NEG_INFINITY };
+                let slid = self.warm.get(&(c.body_a, c.partner, c.manifold.feature)).is_some_and(|w| w.1);
+                let slipping = row(&b, &state.v, 1).abs() > 1e-9 * resting_speed.max(f64::MIN_POSITIVE);
+                if slid || (slipping && !self.warm.contains_key(&(c.body_a, c.partner, c.manifold.feature))) {
+                    b.friction = c.material.kinetic();
+                }
+                b
+            })
+            .collect();
+        let report = pgs::solve(&mut blocks, &inv, &mut state.v, self.settings.iterations, self.settings.tolerance);
+        self.warm.clear();
+        for (c, b) in self.contacts.iter_mut().zip(&blocks) {
+            c.impulse = b.impulse;
+            for x in &c.impulse {
+                if !x.is_finite() {
+                    return Err(ContactError {
+                        body_a: bodies[c.body_a].name.clone(),
+                        partner: super::partner_name(bodies, c.partner),
+                        reason: "the contact impulse is not finite".into(),
+                    });
+                }
+            }
+            let sliding = b.impulse[0] > 0.0 && b.impulse[1].abs() >= b.friction * b.impulse[0] * (1.0 - 1e-9) && b.friction > 0.0
+                || (b.friction == 0.0 && row(b, &state.v, 1).abs() > 0.0);
+            self.warm.insert((c.body_a, c.partner, c.manifold.feature), (b.impulse, sliding));
+        }
+        Ok(SolveReport { iterations: report.iterations, impacts })
+    }
+
+    /// Stage `contact_solve`, position part: moves `q` by w·h·(v − v_before)
+    /// (the contact stage's velocity change turned into displacement as the
+    /// integrator would have, [`position_weight`]), then projects remaining
+    /// penetration deeper than the slop back to gap 0 (nonlinear Gauss–Seidel
+    /// on the linearised gaps, 4 sweeps, positions only: no velocity, no
+    /// energy is added). Records the largest penetration left.
+    pub fn finish(&mut self, bodies: &[Body], q: &mut [f64], v: &[f64], v_before: &[f64], h: f64) {
+        let weight = self.position_weight;
+        let q_narrow = q.to_vec();
+        for (i, b) in bodies.iter().enumerate() {
+            if b.fixed {
+                continue;
+            }
+            for d in 0..3 {
+                q[3 * i + d] += weight * h * (v[3 * i + d] - v_before[3 * i + d]);
+            }
+        }
+        let slop = self.slop(bodies);
+        let inv = inverse_masses(bodies);
+        let blocks: Vec<ContactBlock> = self.contacts.iter().map(|c| block_for(c, &q_narrow, 2)).collect();
+        let gaps0: Vec<f64> = self.contacts.iter().map(|c| c.manifold.gap).collect();
+        let gap = |k: usize, q: &[f64]| {
+            let b = &blocks[k];
+            let mut g = gaps0[k];
+            g += (0..3).map(|d| b.jac_a[0][d] * (q[3 * b.body_a + d] - q_narrow[3 * b.body_a + d])).sum::<f64>();
+            if let Some(j) = b.body_b {
+                g += (0..3).map(|d| b.jac_b[0][d] * (q[3 * j + d] - q_narrow[3 * j + d])).sum::<f64>();
+            }
+            g
+        };
+        for _ in 0..4 {
+            let mut moved = false;
+            for k in 0..blocks.len() {
+                let g = gap(k, q);
+                if g >= -slop {
+                    continue;
+                }
+                let kn = pgs::effective_mass(&blocks[k], &inv)[0][0];
+                if kn <= 0.0 {
+                    continue;
+                }
+                pgs::apply_impulse(&blocks[k], &inv, [-g / kn, 0.0, 0.0], q);
+                moved = true;
+            }
+            if !moved {
+                break;
+            }
+        }
+        let mut deepest: f64 = 0.0;
+        for k in 0..blocks.len() {
+            let g = gap(k, q);
+            self.contacts[k].manifold.gap = g;
+            deepest = deepest.max(-g);
+        }
+        self.max_penetration = self.max_penetration.max(deepest);
+    }
+
+    /// Narrowphase at `state`, then the impacts there (see [`ContactSet::impacts_on_contacts`]).
+    pub fn resolve_impacts(
+        &mut self,
+        bodies: &[Body],
+        surfaces: &[Surface],
+        state: &mut State,
+        t: f64,
+        resting_speed: f64,
+    ) -> Result<usize, ContactError> {
+        self.narrowphase(bodies, surfaces, &state.q)?;
+        Ok(self.impacts_on_contacts(bodies, state, t, resting_speed))
+    }
+}
