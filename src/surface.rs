@@ -260,7 +260,14 @@ fn closed_curve(
 impl Surface {
     /// A frictionless, perfectly plastic surface of this geometry.
     pub fn new(geometry: SurfaceGeometry) -> Self {
-        Self { geometry, friction: 0.0, kinetic_friction: None, restitution: 0.0, rolling_resistance: 0.0, material: None }
+        Self {
+            geometry,
+            friction: 0.0,
+            kinetic_friction: None,
+            restitution: 0.0,
+            rolling_resistance: 0.0,
+            material: None,
+        }
     }
     /// Checks geometry and material.
     pub fn validate(&self) -> Result<(), String> {

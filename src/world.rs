@@ -461,7 +461,8 @@ impl World {
                 self.integrate_span(t, tau)?;
             }
             let started = Instant::now();
-            let hit = self.contacts.resolve_impacts(self.bodies.as_slice(), &self.surfaces, &mut self.state, t + tau, rest);
+            let hit =
+                self.contacts.resolve_impacts(self.bodies.as_slice(), &self.surfaces, &mut self.state, t + tau, rest);
             self.times.add(Stage::Impacts, started.elapsed());
             hit.map_err(fail)?;
             self.integrator.reset();
@@ -474,6 +475,9 @@ impl World {
             .timed(Stage::Narrowphase, || self.contacts.narrowphase(bodies, &self.surfaces, &self.state.q))
             .map_err(fail)?;
         let started = Instant::now();
+        // Impacts found at the end of the step (touching, still approaching
+        // fast): instantaneous, so not part of the position update below.
+        self.contacts.impacts_on_contacts(bodies, &mut self.state, t0 + h, rest);
         let energy_before = crate::contact::mechanical_energy(bodies, &self.state.q, &self.state.v, self.gravity);
         let v_before = self.state.v.clone();
         let scene = Scene { bodies, constraints: &self.constraints, surfaces: &self.surfaces };

@@ -38,13 +38,32 @@ impl ContactSet {
             return 0;
         }
         let inv = inverse_masses(bodies);
-        let blocks: Vec<pgs::ContactBlock> = self.contacts.iter().map(|c| block_for(c, &state.q, 2)).collect();
+        // Only touching contacts take impacts; one still apart is met by the
+        // next step's time of impact.
+        let touching: Vec<usize> = (0..self.contacts.len())
+            .filter(|&k| {
+                self.contacts[k].manifold.gap <= super::resting::touch_tolerance(&bodies[self.contacts[k].body_a])
+            })
+            .collect();
+        let blocks: Vec<pgs::ContactBlock> =
+            touching.iter().map(|&k| block_for(&self.contacts[k], &state.q, 2)).collect();
         let ks: Vec<[[f64; 3]; 3]> = blocks.iter().map(|b| pgs::effective_mass(b, &inv)).collect();
         let kinetic = |v: &[f64]| -> f64 {
-            bodies.iter().enumerate().map(|(i, b)| 0.5 * (b.mass * (v[3 * i].powi(2) + v[3 * i + 1].powi(2)) + b.inertia * v[3 * i + 2].powi(2))).filter(|e| e.is_finite()).sum()
+            bodies
+                .iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    0.5 * (b.mass * (v[3 * i].powi(2) + v[3 * i + 1].powi(2)) + b.inertia * v[3 * i + 2].powi(2))
+                })
+                .filter(|e| e.is_finite())
+                .sum()
         };
         let before = kinetic(&state.v);
-        let limit = 100 * self.contacts.len() + 100;
+        // Round-off never counts as an approach: 1e-9 of the fastest body's
+        // speed is the floor of the resting speed (zero without gravity).
+        let fastest = state.v.chunks(3).map(|v| v[0].hypot(v[1])).fold(0.0, f64::max);
+        let resting_speed = resting_speed.max(1e-9 * fastest);
+        let limit = 100 * blocks.len() + 100;
         let mut count = 0;
         while count < limit {
             // The touching contact approaching fastest.
@@ -54,10 +73,10 @@ impl ContactSet {
                 .map(|(k, b)| (k, row(b, &state.v, 0)))
                 .min_by(|x, y| x.1.total_cmp(&y.1))
                 .unwrap_or((0, 0.0));
-            if !(vn < -resting_speed) || ks[k][0][0] <= 0.0 {
+            if blocks.is_empty() || !(vn < -resting_speed) || ks[k][0][0] <= 0.0 {
                 break;
             }
-            let c = self.contacts[k];
+            let c = self.contacts[touching[k]];
             let e = c.material.restitution;
             let pn = -(1.0 + e) * vn / ks[k][0][0];
             pgs::apply_impulse(&blocks[k], &inv, [pn, 0.0, 0.0], &mut state.v);

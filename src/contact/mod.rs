@@ -305,7 +305,14 @@ impl ContactSet {
 
     /// Stage `broadphase`: candidate pairs from the boxes swept between the
     /// positions `q0` and `q1` (3 per body).
-    pub fn broadphase(&mut self, bodies: &[Body], surfaces: &[Surface], constraints: &ConstraintSet, q0: &[f64], q1: &[f64]) {
+    pub fn broadphase(
+        &mut self,
+        bodies: &[Body],
+        surfaces: &[Surface],
+        constraints: &ConstraintSet,
+        q0: &[f64],
+        q1: &[f64],
+    ) {
         let slop = self.slop(bodies);
         self.pairs.clear();
         self.aabbs.clear();
@@ -352,10 +359,7 @@ impl ContactSet {
         let joined: HashSet<(usize, usize)> = if self.settings.collide_connected {
             HashSet::new()
         } else {
-            constraints
-                .iter()
-                .filter_map(|c| c.body_b.map(|b| (c.body_a.0.min(b.0), c.body_a.0.max(b.0))))
-                .collect()
+            constraints.iter().filter_map(|c| c.body_b.map(|b| (c.body_a.0.min(b.0), c.body_a.0.max(b.0)))).collect()
         };
         for &[i, j] in &out {
             let (i, j) = (i as usize, j as usize);

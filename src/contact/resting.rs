@@ -86,29 +86,28 @@ fn row(b: &ContactBlock, v: &[f64], r: usize) -> f64 {
 pub struct SolveReport {
     /// PGS sweeps.
     pub iterations: usize,
-    /// Impact impulses applied before the PGS.
+    /// Reserved: impacts are applied by [`ContactSet::impacts_on_contacts`] before the solve.
     pub impacts: usize,
 }
 
 impl ContactSet {
     /// Stage `contact_solve`, velocity part, on the contacts of the last
-    /// [`ContactSet::narrowphase`]: impacts still approaching faster than
-    /// `resting_speed`, then the block PGS with friction and rolling
-    /// resistance. Velocities in `state.v` change; positions do not (see
+    /// [`ContactSet::narrowphase`] (after [`ContactSet::impacts_on_contacts`]):
+    /// the block PGS with friction and rolling resistance. Velocities in `state.v` change; positions do not (see
     /// [`ContactSet::finish`]). `v_narrowphase`: the velocities when the
     /// gaps were measured (the normal targets are computed from them).
     pub fn solve(
         &mut self,
         bodies: &[Body],
         state: &mut State,
-        v_narrowphase: &[f64],
-        h: f64,
+        _v_narrowphase: &[f64],
+        _h: f64,
         t: f64,
         resting_speed: f64,
     ) -> Result<SolveReport, ContactError> {
-        let impacts = self.impacts_on_contacts(bodies, state, t, resting_speed);
+        let _ = t;
         if self.contacts.is_empty() {
-            return Ok(SolveReport { iterations: 0, impacts });
+            return Ok(SolveReport::default());
         }
         let inv = inverse_masses(bodies);
         let mut blocks: Vec<ContactBlock> = self
@@ -124,13 +123,14 @@ impl ContactSet {
                 if !rolling {
                     b.impulse[2] = 0.0;
                 }
-                // The normal velocity that brings the gap to 0 by the end of
-                // the step once the position update (weight w) is made, but
-                // never a separating one: deeper penetration is projected
-                // out in positions, not pushed out with velocity (no popping).
-                let w = self.position_weight;
-                let vn = row(&b, v_narrowphase, 0);
-                b.target_normal = if w > 0.0 { (vn - c.manifold.gap / (w * h)).min(0.0) } else if c.manifold.gap < 0.0 { 0.0 } else { f64::NEG_INFINITY };
+                // A touching contact may not approach (Signorini at velocity
+                // level); the gap itself is made exact in `finish`. One not
+                // yet touching that approaches fast is left to the next
+                // step's time of impact (stopping it here would stop a
+                // falling body short of the surface).
+                let touching = c.manifold.gap <= touch_tolerance(&bodies[c.body_a]);
+                b.target_normal =
+                    if touching || row(&b, &state.v, 0) >= -resting_speed { 0.0 } else { f64::NEG_INFINITY };
                 let slid = self.warm.get(&(c.body_a, c.partner, c.manifold.feature)).is_some_and(|w| w.1);
                 let slipping = row(&b, &state.v, 1).abs() > 1e-9 * resting_speed.max(f64::MIN_POSITIVE);
                 if slid || (slipping && !self.warm.contains_key(&(c.body_a, c.partner, c.manifold.feature))) {
@@ -152,19 +152,22 @@ impl ContactSet {
                     });
                 }
             }
-            let sliding = b.impulse[0] > 0.0 && b.impulse[1].abs() >= b.friction * b.impulse[0] * (1.0 - 1e-9) && b.friction > 0.0
+            let sliding = b.impulse[0] > 0.0
+                && b.impulse[1].abs() >= b.friction * b.impulse[0] * (1.0 - 1e-9)
+                && b.friction > 0.0
                 || (b.friction == 0.0 && row(b, &state.v, 1).abs() > 0.0);
             self.warm.insert((c.body_a, c.partner, c.manifold.feature), (b.impulse, sliding));
         }
-        Ok(SolveReport { iterations: report.iterations, impacts })
+        Ok(SolveReport { iterations: report.iterations, impacts: 0 })
     }
 
     /// Stage `contact_solve`, position part: moves `q` by w·h·(v − v_before)
     /// (the contact stage's velocity change turned into displacement as the
-    /// integrator would have, [`position_weight`]), then projects remaining
-    /// penetration deeper than the slop back to gap 0 (nonlinear Gauss–Seidel
-    /// on the linearised gaps, 4 sweeps, positions only: no velocity, no
-    /// energy is added). Records the largest penetration left.
+    /// integrator would have, [`position_weight`]), then projects pressing
+    /// contacts (λₙ > 0) onto gap 0 and the others' penetration deeper than
+    /// the slop back to gap 0 (nonlinear Gauss–Seidel on the linearised gaps,
+    /// 4 sweeps, positions only: no velocity is added). Records the largest
+    /// penetration left.
     pub fn finish(&mut self, bodies: &[Body], q: &mut [f64], v: &[f64], v_before: &[f64], h: f64) {
         let weight = self.position_weight;
         let q_narrow = q.to_vec();
@@ -193,7 +196,12 @@ impl ContactSet {
             let mut moved = false;
             for k in 0..blocks.len() {
                 let g = gap(k, q);
-                if g >= -slop {
+                // A pressing contact (λₙ > 0) is put exactly at gap 0: the
+                // end of a step split by an impact leaves it a little off,
+                // and it is resting, so it belongs on the surface. Any other
+                // contact only when it penetrates deeper than the slop.
+                let pressing = self.contacts[k].impulse[0] > 0.0;
+                if g.abs() <= 1e-15 * (1.0 + g.abs()) || (!pressing && g >= -slop) {
                     continue;
                 }
                 let kn = pgs::effective_mass(&blocks[k], &inv)[0][0];
@@ -228,4 +236,10 @@ impl ContactSet {
         self.narrowphase(bodies, surfaces, &state.q)?;
         Ok(self.impacts_on_contacts(bodies, state, t, resting_speed))
     }
+}
+
+/// Gap below which a contact touches: 1e-9 of the body's bounding radius
+/// (the impact time is refined to 1e-12 of it).
+pub fn touch_tolerance(body: &Body) -> f64 {
+    1e-9 * body.shape.bounding_radius()
 }

@@ -48,7 +48,12 @@ impl Span<'_> {
         let s = tau / self.h;
         let (s2, s3) = (s * s, s * s * s);
         let v = [2.0 * s3 - 3.0 * s2 + 1.0, s3 - 2.0 * s2 + s, -2.0 * s3 + 3.0 * s2, s3 - s2];
-        let d = [(6.0 * s2 - 6.0 * s) / self.h, 3.0 * s2 - 4.0 * s + 1.0, (-6.0 * s2 + 6.0 * s) / self.h, 3.0 * s2 - 2.0 * s];
+        let d = [
+            (6.0 * s2 - 6.0 * s) / self.h,
+            3.0 * s2 - 4.0 * s + 1.0,
+            (-6.0 * s2 + 6.0 * s) / self.h,
+            3.0 * s2 - 2.0 * s,
+        ];
         (v, d)
     }
 
@@ -56,21 +61,27 @@ impl Span<'_> {
         let (b, d) = self.basis(tau);
         let (q0, v0, q1, v1) = (self.start.q[k], self.start.v[k], self.end.q[k], self.end.v[k]);
         let h = self.h;
-        (
-            b[0] * q0 + b[1] * h * v0 + b[2] * q1 + b[3] * h * v1,
-            d[0] * q0 + d[1] * v0 + d[2] * q1 + d[3] * v1,
-        )
+        (b[0] * q0 + b[1] * h * v0 + b[2] * q1 + b[3] * h * v1, d[0] * q0 + d[1] * v0 + d[2] * q1 + d[3] * v1)
     }
 
     /// Pose of body `i` at τ.
     pub fn pose(&self, i: usize, tau: f64) -> Pose {
         if tau == 0.0 {
-            return Pose { position: DVec2::new(self.start.q[3 * i], self.start.q[3 * i + 1]), angle: self.start.q[3 * i + 2] };
+            return Pose {
+                position: DVec2::new(self.start.q[3 * i], self.start.q[3 * i + 1]),
+                angle: self.start.q[3 * i + 2],
+            };
         }
         if tau == self.h {
-            return Pose { position: DVec2::new(self.end.q[3 * i], self.end.q[3 * i + 1]), angle: self.end.q[3 * i + 2] };
+            return Pose {
+                position: DVec2::new(self.end.q[3 * i], self.end.q[3 * i + 1]),
+                angle: self.end.q[3 * i + 2],
+            };
         }
-        Pose { position: DVec2::new(self.coord(3 * i, tau).0, self.coord(3 * i + 1, tau).0), angle: self.coord(3 * i + 2, tau).0 }
+        Pose {
+            position: DVec2::new(self.coord(3 * i, tau).0, self.coord(3 * i + 1, tau).0),
+            angle: self.coord(3 * i + 2, tau).0,
+        }
     }
 
     /// Velocity (v, ω) of body `i` at τ.
@@ -91,9 +102,14 @@ fn gap_at(
     scratch.clear();
     let pa = span.pose(pair.a, tau);
     match pair.b {
-        Partner::Body(j) => {
-            narrowphase::collide_bodies(&bodies[pair.a].shape, &pa, &bodies[j].shape, &span.pose(j, tau), f64::INFINITY, scratch)
-        }
+        Partner::Body(j) => narrowphase::collide_bodies(
+            &bodies[pair.a].shape,
+            &pa,
+            &bodies[j].shape,
+            &span.pose(j, tau),
+            f64::INFINITY,
+            scratch,
+        ),
         Partner::Surface(s) => narrowphase::surface::collide_surface(
             &bodies[pair.a].shape,
             &pa,
@@ -131,12 +147,25 @@ pub fn pair_time_of_impact(
     scratch: &mut Vec<ManifoldPoint>,
 ) -> Option<f64> {
     let h = span.h;
-    let g = |tau: f64, scratch: &mut Vec<ManifoldPoint>| gap_at(bodies, surfaces, pair, span, tau, scratch).map_or(f64::INFINITY, |m| m.gap);
+    let g = |tau: f64, scratch: &mut Vec<ManifoldPoint>| {
+        gap_at(bodies, surfaces, pair, span, tau, scratch).map_or(f64::INFINITY, |m| m.gap)
+    };
+    let _ = slop;
     let g0 = g(0.0, scratch);
-    if g0 <= slop || !g0.is_finite() {
+    if g0 <= super::resting::touch_tolerance(&bodies[pair.a]) || !g0.is_finite() {
         return None;
     }
     let g1 = g(h, scratch);
+    if g1 > 0.0 {
+        // Separating at both ends: nothing to search (a pass-through
+        // approaches at the start).
+        let rate = |tau: f64, scratch: &mut Vec<ManifoldPoint>| {
+            gap_at(bodies, surfaces, pair, span, tau, scratch).map_or(0.0, |m| normal_velocity(span, pair, &m, tau))
+        };
+        if rate(0.0, scratch) >= 0.0 && rate(h, scratch) >= 0.0 {
+            return None;
+        }
+    }
     let (mut lo, mut hi, mut glo, mut ghi) = (0.0, h, g0, g1);
     if g1 > 0.0 {
         // Conservative advancement for what a step could jump over.
@@ -239,7 +268,13 @@ impl ContactSet {
     /// Gap and normal velocity of one pair at a state: what the world's
     /// Newton refinement of the impact time on the integrator itself uses
     /// (τ ← τ − g/ġ, re-integrating from the start of the step each time).
-    pub fn gap_and_rate(&mut self, bodies: &[Body], surfaces: &[Surface], pair: Pair, state: &State) -> Option<(f64, f64)> {
+    pub fn gap_and_rate(
+        &mut self,
+        bodies: &[Body],
+        surfaces: &[Surface],
+        pair: Pair,
+        state: &State,
+    ) -> Option<(f64, f64)> {
         let span = Span { start: state, end: state, h: 1.0 };
         let m = gap_at(bodies, surfaces, pair, &span, 0.0, &mut self.scratch)?;
         Some((m.gap, normal_velocity(&span, pair, &m, 0.0)))

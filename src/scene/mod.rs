@@ -247,7 +247,9 @@ impl Scene {
             };
             material.validate().map_err(|e| self.error_at(&format!("materials[{i}]"), e))?;
             if named.iter().any(|(n, _)| *n == m.name) {
-                return Err(self.error_at(&format!("materials[{i}].name"), format!("material '{}' is defined twice", m.name)));
+                return Err(
+                    self.error_at(&format!("materials[{i}].name"), format!("material '{}' is defined twice", m.name))
+                );
             }
             named.push((&m.name, material));
         }

@@ -16,7 +16,13 @@ use crate::shape::Shape;
 use crate::surface::SurfaceGeometry;
 
 /// Contact points of `shape` at `pose` against `surface`, gap ≤ `margin`.
-pub fn collide_surface(shape: &Shape, pose: &Pose, surface: &SurfaceGeometry, margin: f64, out: &mut Vec<ManifoldPoint>) {
+pub fn collide_surface(
+    shape: &Shape,
+    pose: &Pose,
+    surface: &SurfaceGeometry,
+    margin: f64,
+    out: &mut Vec<ManifoldPoint>,
+) {
     if let Some(h) = hull(shape) {
         let mut best: [Option<ManifoldPoint>; 2] = [None, None];
         for (i, &v) in h.iter().enumerate() {
@@ -25,7 +31,12 @@ pub fn collide_surface(shape: &Shape, pose: &Pose, surface: &SurfaceGeometry, ma
             if c.distance > margin {
                 continue;
             }
-            let p = ManifoldPoint { point: w - c.normal * (0.5 * c.distance), normal: c.normal, gap: c.distance, feature: i as u32 };
+            let p = ManifoldPoint {
+                point: w - c.normal * (0.5 * c.distance),
+                normal: c.normal,
+                gap: c.distance,
+                feature: i as u32,
+            };
             match best {
                 [None, _] => best[0] = Some(p),
                 [Some(b0), None] => {
@@ -72,7 +83,12 @@ pub fn collide_surface(shape: &Shape, pose: &Pose, surface: &SurfaceGeometry, ma
     }
     let c = surface.closest(p);
     if c.distance <= margin {
-        out.push(ManifoldPoint { point: p - c.normal * (0.5 * c.distance), normal: c.normal, gap: c.distance, feature: 0 });
+        out.push(ManifoldPoint {
+            point: p - c.normal * (0.5 * c.distance),
+            normal: c.normal,
+            gap: c.distance,
+            feature: 0,
+        });
     }
 }
 
