@@ -132,7 +132,9 @@ impl ContactSet {
                 b.target_normal =
                     if touching || row(&b, &state.v, 0) >= -resting_speed { 0.0 } else { f64::NEG_INFINITY };
                 let slid = self.warm.get(&(c.body_a, c.partner, c.manifold.feature)).is_some_and(|w| w.1);
-                let slipping = row(&b, &state.v, 1).abs() > 1e-9 * resting_speed.max(f64::MIN_POSITIVE);
+                // A new contact slips if it slides faster than gravity alone
+                // could have made it within the step (the resting speed).
+                let slipping = row(&b, &state.v, 1).abs() > resting_speed;
                 if slid || (slipping && !self.warm.contains_key(&(c.body_a, c.partner, c.manifold.feature))) {
                     b.friction = c.material.kinetic();
                 }
@@ -152,10 +154,9 @@ impl ContactSet {
                     });
                 }
             }
-            let sliding = b.impulse[0] > 0.0
-                && b.impulse[1].abs() >= b.friction * b.impulse[0] * (1.0 - 1e-9)
-                && b.friction > 0.0
-                || (b.friction == 0.0 && row(b, &state.v, 1).abs() > 0.0);
+            // Sliding: the contact point still slips after the solve (a
+            // corner at its friction bound inside a sticking block does not).
+            let sliding = row(b, &state.v, 1).abs() > 1e-6 * resting_speed;
             self.warm.insert((c.body_a, c.partner, c.manifold.feature), (b.impulse, sliding));
         }
         Ok(SolveReport { iterations: report.iterations, impacts: 0 })

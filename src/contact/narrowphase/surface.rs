@@ -1,5 +1,9 @@
 //! Any body shape against a static surface.
 //!
+//! The contact point is the body's own outline point (not the midpoint used
+//! between two bodies): its lever arm r is then the body's true one, which
+//! the closed forms of rolling and rolling resistance need to 1e-9.
+//!
 //! * Polygons (boxes, bars): every vertex is tested against the surface's
 //!   signed distance ([`SurfaceGeometry::closest`]); the (up to) two deepest
 //!   within the margin are kept, so a box lying on a floor gets its two
@@ -62,7 +66,7 @@ pub fn collide_surface(
         let c = surface.closest(pose.position);
         let gap = c.distance - radius;
         if gap <= margin {
-            let point = pose.position - c.normal * (radius + 0.5 * gap);
+            let point = pose.position - c.normal * *radius;
             out.push(ManifoldPoint { point, normal: c.normal, gap, feature: 0 });
         }
         return;
