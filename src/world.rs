@@ -470,6 +470,8 @@ impl World {
             (t, left) = (t + tau, left - tau);
             self.integrate_span(t, left)?;
         }
+        // The contact forces act over what is left of the step after the last impact.
+        let (q_start, span) = (s0.q, left);
         let bodies = self.bodies.as_slice();
         self.times
             .timed(Stage::Narrowphase, || self.contacts.narrowphase(bodies, &self.surfaces, &self.state.q))
@@ -478,7 +480,6 @@ impl World {
         // Impacts found at the end of the step (touching, still approaching
         // fast): instantaneous, so not part of the position update below.
         self.contacts.impacts_on_contacts(bodies, &mut self.state, t0 + h, rest);
-        let energy_before = crate::contact::mechanical_energy(bodies, &self.state.q, &self.state.v, self.gravity);
         let v_before = self.state.v.clone();
         let scene = Scene { bodies, constraints: &self.constraints, surfaces: &self.surfaces };
         self.contacts.position_weight = crate::contact::resting::position_weight(self.integrator.method());
@@ -499,9 +500,7 @@ impl World {
         }
         self.contacts.finish(bodies, &mut self.state.q, &self.state.v, &v_before, h);
         if !self.contacts.contacts().is_empty() {
-            // Work of the contact forces: the mechanical energy they changed.
-            self.state.work +=
-                crate::contact::mechanical_energy(bodies, &self.state.q, &self.state.v, self.gravity) - energy_before;
+            self.state.work += self.contacts.work(&q_start, &self.state.q, span);
             self.integrator.reset();
         }
         self.times.add(Stage::ContactSolve, started.elapsed());

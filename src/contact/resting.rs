@@ -225,6 +225,28 @@ impl ContactSet {
         self.max_penetration = self.max_penetration.max(deepest);
     }
 
+    /// Work of the contact forces over a step, from the impulses of the last
+    /// solve spread evenly over it (force λ/h) and the displacement of the
+    /// contact rows over the step, J·(q_end − q_start): zero for a resting
+    /// contact, −μ_k λₙ × slip for a sliding one, −μ_r λₙ × relative turn for
+    /// rolling resistance. (Impacts count their kinetic-energy change
+    /// separately.)
+    pub fn work(&self, q_start: &[f64], q_end: &[f64], h: f64) -> f64 {
+        let mut work = 0.0;
+        for c in &self.contacts {
+            let b = block_for(c, q_end, 3);
+            for r in 0..3 {
+                let mut d: f64 =
+                    (0..3).map(|k| b.jac_a[r][k] * (q_end[3 * b.body_a + k] - q_start[3 * b.body_a + k])).sum();
+                if let Some(j) = b.body_b {
+                    d += (0..3).map(|k| b.jac_b[r][k] * (q_end[3 * j + k] - q_start[3 * j + k])).sum::<f64>();
+                }
+                work += c.impulse[r] / h * d;
+            }
+        }
+        work
+    }
+
     /// Narrowphase at `state`, then the impacts there (see [`ContactSet::impacts_on_contacts`]).
     pub fn resolve_impacts(
         &mut self,

@@ -8,7 +8,10 @@ mod locate;
 mod schema;
 
 pub use locate::SourceMap;
-pub use schema::{AnchorDef, BodyDef, ChainDef, ConstraintDef, LoadDef, SceneFile, StabilizationDef};
+pub use schema::{
+    AnchorDef, BodyDef, ChainDef, ConstraintDef, ContactsDef, LoadDef, MaterialDef, PileDef, SceneFile,
+    StabilizationDef,
+};
 
 use std::path::Path;
 
@@ -206,6 +209,9 @@ impl Scene {
         }
         world.surfaces = f.surfaces.clone();
         self.build_contacts(&mut world)?;
+        for (i, p) in f.piles.iter().enumerate() {
+            self.build_pile(&mut world, i, p)?;
+        }
         for (i, fd) in f.fields.iter().enumerate() {
             fd.validate().map_err(|m| self.error_at(&format!("fields[{i}].kind"), m))?;
         }
@@ -302,6 +308,54 @@ impl Scene {
             max_impact_events: c.max_impact_events.unwrap_or(defaults.max_impact_events),
             body_materials,
         };
+        Ok(())
+    }
+
+    /// Adds the boxes of a pile (see [`schema::PileDef`]), sizes checked first.
+    fn build_pile(&self, world: &mut World, i: usize, p: &schema::PileDef) -> Result<(), SceneError> {
+        let at = |field: &str| format!("piles[{i}].{field}");
+        const MAX_ROWS: usize = 2000;
+        if p.rows == 0 || p.rows > MAX_ROWS {
+            return Err(self.error_at(&at("rows"), format!("rows must be in 1..={MAX_ROWS}, got {}", p.rows)));
+        }
+        for (name, v) in [("half_extent", p.half_extent), ("mass", p.mass)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(self.error_at(&at(name), format!("{name} must be positive and finite, got {v}")));
+            }
+        }
+        let material = match &p.material {
+            None => crate::contact::Material::default(),
+            Some(name) => self
+                .file
+                .materials
+                .iter()
+                .find(|m| &m.name == name)
+                .map(|m| crate::contact::Material {
+                    friction: m.friction,
+                    kinetic_friction: m.kinetic_friction,
+                    restitution: m.restitution,
+                    rolling_resistance: m.rolling_resistance,
+                })
+                .ok_or_else(|| self.error_at(&at("material"), format!("unknown material '{name}'")))?,
+        };
+        let h = p.half_extent;
+        let materials = &mut world.contacts.settings.body_materials;
+        materials.resize(world.bodies.len(), crate::contact::Material::default());
+        for row in 0..p.rows {
+            let count = if p.pyramid { p.rows - row } else { 1 };
+            for col in 0..count {
+                let x = p.base.x + (2.0 * col as f64 - (count as f64 - 1.0)) * h;
+                let y = p.base.y + h + 2.0 * h * row as f64;
+                let body =
+                    Body::builder(format!("{}{row}_{col}", p.prefix), Shape::Box { half_extents: DVec2::splat(h) })
+                        .mass(p.mass)
+                        .position(DVec2::new(x, y))
+                        .build()
+                        .map_err(|m| self.error_at(&at("half_extent"), m))?;
+                world.add_body(body).map_err(|m| self.error_at(&at("prefix"), m))?;
+                world.contacts.settings.body_materials.push(material);
+            }
+        }
         Ok(())
     }
 

@@ -73,6 +73,44 @@ pub struct SceneFile {
     /// Named contact materials, for `bodies[i].material` and `surfaces[i].material`.
     #[serde(default)]
     pub materials: Vec<MaterialDef>,
+    /// Generated piles of boxes: pyramids and columns.
+    #[serde(default)]
+    pub piles: Vec<PileDef>,
+}
+
+/// A generated pile of equal boxes, each touching its neighbours: a pyramid
+/// (`rows` boxes at the bottom, one fewer per row, Box2D's `large_pyramid`) or
+/// a column of `rows` boxes. Bodies are named `<prefix><row>_<column>`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Pile")]
+pub struct PileDef {
+    /// Body name prefix.
+    pub prefix: String,
+    /// Rows (pyramid: boxes in the bottom row; column: boxes).
+    pub rows: usize,
+    /// A pyramid (default) or a single column.
+    #[serde(default = "yes")]
+    pub pyramid: bool,
+    /// Half side of a box (m); default 0.5.
+    #[serde(default = "half_metre")]
+    pub half_extent: f64,
+    /// Middle of the bottom row's bottom edge (m); default (0, 0).
+    #[serde(default)]
+    pub base: DVec2,
+    /// Mass of a box (kg); default 1.
+    #[serde(default = "one")]
+    pub mass: f64,
+    /// Contact material name (one of `materials`); default none.
+    #[serde(default)]
+    pub material: Option<String>,
+}
+
+fn half_metre() -> f64 {
+    0.5
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 /// Contact settings as written in a scene (see `src/contact/mod.rs`).

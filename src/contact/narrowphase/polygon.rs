@@ -48,7 +48,9 @@ pub fn polygon_polygon(a: &[DVec2], pa: &Pose, b: &[DVec2], pb: &Pose, margin: f
     }
     // Prefer a's face unless b's is clearly better (hysteresis keeps the
     // reference face, hence the warm-start identities, stable).
-    let tol = 1e-9 * (1.0 + sa.abs().max(sb.abs()));
+    // Box2D's tolerance: a's face unless b's separates more by 1e-3 of a's size.
+    let size = a.iter().map(|v| v.length()).fold(0.0, f64::max);
+    let tol = 1e-3 * size;
     let start = out.len();
     if sb > sa + tol {
         clip(&vb, &nb, eb, &va, &na, margin, out);
@@ -94,9 +96,11 @@ fn clip(
             let s = d0 / (d0 - d1);
             let p = pts[0].0 + (pts[1].0 - pts[0].0) * s;
             if d0 < 0.0 {
-                pts[0] = (p, pts[0].1 | 0x100);
+                // The clipped point keeps the identity of the vertex it
+                // replaces: clipping or not must not change it (warm start).
+                pts[0] = (p, pts[0].1);
             } else {
-                pts[1] = (p, pts[1].1 | 0x100);
+                pts[1] = (p, pts[1].1);
             }
         }
     }
