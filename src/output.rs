@@ -11,6 +11,9 @@ use crate::world::World;
 
 /// `--trace` header: one row per body per recorded step.
 pub const TRACE_HEADER: &str = "step,t,body,x,y,angle,vx,vy,omega";
+/// `--contacts` CSV header: one row per active contact per recorded step
+/// (impulses of the step, N·s; the partner is a body name or `surface<i>`).
+pub const CONTACTS_HEADER: &str = "step,t,body_a,body_b,x,y,nx,ny,gap,normal_impulse,tangent_impulse";
 /// `--reactions` header: one row per constraint per recorded step (the
 /// constraint's force and torque on its first body).
 pub const REACTIONS_HEADER: &str = "step,t,constraint,fx,fy,torque";
@@ -39,6 +42,25 @@ impl CsvWriter {
                 self.out,
                 "{step},{t},{},{},{},{},{},{},{}",
                 b.name, b.position.x, b.position.y, b.angle, b.velocity.x, b.velocity.y, b.angular_velocity
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Appends one row per contact of the world's last step.
+    pub fn contact_rows(&mut self, world: &World) -> std::io::Result<()> {
+        let (step, t) = (world.step_count(), world.time());
+        let bodies = world.bodies.as_slice();
+        for c in world.contacts.contacts() {
+            let partner = match c.partner {
+                crate::contact::Partner::Body(j) => bodies[j].name.clone(),
+                crate::contact::Partner::Surface(s) => format!("surface{s}"),
+            };
+            let m = &c.manifold;
+            writeln!(
+                self.out,
+                "{step},{t},{},{partner},{},{},{},{},{},{},{}",
+                bodies[c.body_a].name, m.point.x, m.point.y, m.normal.x, m.normal.y, m.gap, c.impulse[0], c.impulse[1]
             )?;
         }
         Ok(())

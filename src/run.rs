@@ -40,6 +40,8 @@ pub struct RunOptions {
     pub summary: Option<PathBuf>,
     /// Reactions CSV path.
     pub reactions: Option<PathBuf>,
+    /// Contacts CSV path.
+    pub contacts: Option<PathBuf>,
     /// Show a progress bar (only drawn on a terminal).
     pub progress: bool,
     /// Where the fields run.
@@ -108,6 +110,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         trace: open(&options.trace, TRACE_HEADER)?,
         energy: open(&options.energy, ENERGY_HEADER)?,
         reactions: open(&options.reactions, REACTIONS_HEADER)?,
+        contacts: open(&options.contacts, crate::output::CONTACTS_HEADER)?,
     };
     // An initial state the constraints cannot be projected onto stops the
     // run like a failed step (exit 3), with the outputs of step 0 kept.
@@ -191,6 +194,7 @@ struct Recorder {
     trace: Option<CsvWriter>,
     energy: Option<CsvWriter>,
     reactions: Option<CsvWriter>,
+    contacts: Option<CsvWriter>,
 }
 
 impl Recorder {
@@ -206,11 +210,14 @@ impl Recorder {
         if let Some(r) = &mut self.reactions {
             r.reaction_rows(world)?;
         }
+        if let Some(c) = &mut self.contacts {
+            c.contact_rows(world)?;
+        }
         Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        for w in [&mut self.trace, &mut self.energy, &mut self.reactions].into_iter().flatten() {
+        for w in [&mut self.trace, &mut self.energy, &mut self.reactions, &mut self.contacts].into_iter().flatten() {
             w.flush()?;
         }
         Ok(())
