@@ -58,6 +58,7 @@
 //! | drift | Newton projection of positions and velocities, Baumgarte | [`constraint::system`] |
 //! | inverse problems | inverse kinematics, joint torques, impulsive constraints | [`inverse`], [`world::World::impulsive_constraint`] |
 //! | broadphase | uniform grid (CPU twin + WGSL), sweep-and-prune | [`broadphase`], [`gpu`] |
+//! | contacts | narrowphase (circle, polygon clipping, any shape vs surfaces), time of impact on the integrator's trajectory, Newton impacts, Coulomb friction (static/kinetic) and rolling resistance by block PGS, materials with a mixing rule | [`contact`], [`solver::pgs`] |
 //! | scenes and CLI | RON scenes with positioned errors, `--set` overrides, CSV/JSON outputs | [`scene`], [`run`], [`output`] |
 //!
 //! ## Conventions
@@ -87,6 +88,7 @@ pub mod bench;
 pub mod body;
 pub mod broadphase;
 pub mod constraint;
+pub mod contact;
 pub mod field;
 pub mod gpu;
 pub mod integrator;

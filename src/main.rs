@@ -75,6 +75,9 @@ struct RunArgs {
     /// Reaction forces CSV (step,t,constraint,fx,fy,torque).
     #[arg(long)]
     reactions: Option<PathBuf>,
+    /// Contacts CSV (step,t,body_a,body_b,x,y,nx,ny,gap,normal_impulse,tangent_impulse).
+    #[arg(long)]
+    contacts: Option<PathBuf>,
     /// Override a scene field: PATH=VALUE (repeatable).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     set: Vec<String>,
@@ -240,6 +243,7 @@ fn run(args: RunArgs) -> ExitCode {
         every: args.every,
         summary: args.summary,
         reactions: args.reactions,
+        contacts: args.contacts,
         progress: true,
         backend,
         stop: None,

@@ -12,6 +12,9 @@ use crate::world::World;
 
 /// `--trace` header: one row per body per recorded step.
 pub const TRACE_HEADER: &str = "step,t,body,x,y,angle,vx,vy,omega";
+/// `--contacts` CSV header: one row per active contact per recorded step
+/// (impulses of the step, N·s; the partner is a body name or `surface<i>`).
+pub const CONTACTS_HEADER: &str = "step,t,body_a,body_b,x,y,nx,ny,gap,normal_impulse,tangent_impulse";
 /// `--reactions` header: one row per constraint per recorded step (the
 /// constraint's force and torque on its first body).
 pub const REACTIONS_HEADER: &str = "step,t,constraint,fx,fy,torque";
@@ -57,6 +60,28 @@ impl CsvWriter {
             let numbers = numbers.map(|v| v.to_string());
             self.row(
                 [step.as_str(), t.as_str(), b.name.as_str()].into_iter().chain(numbers.iter().map(String::as_str)),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Appends one row per contact of the world's last step.
+    pub fn contact_rows(&mut self, world: &World) -> std::io::Result<()> {
+        let (step, t) = (world.step_count(), world.time());
+        let bodies = world.bodies.as_slice();
+        for c in world.contacts.contacts() {
+            let partner = match c.partner {
+                crate::contact::Partner::Body(j) => bodies[j].name.clone(),
+                crate::contact::Partner::Surface(s) => format!("surface{s}"),
+            };
+            let m = &c.manifold;
+            let numbers = [t, m.point.x, m.point.y, m.normal.x, m.normal.y, m.gap, c.impulse[0], c.impulse[1]]
+                .map(|v| v.to_string());
+            let (step, a) = (step.to_string(), bodies[c.body_a].name.as_str());
+            self.row(
+                [step.as_str(), numbers[0].as_str(), a, partner.as_str()]
+                    .into_iter()
+                    .chain(numbers[1..].iter().map(String::as_str)),
             )?;
         }
         Ok(())

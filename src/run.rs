@@ -44,6 +44,8 @@ pub struct RunOptions {
     pub summary: Option<PathBuf>,
     /// Reactions CSV path.
     pub reactions: Option<PathBuf>,
+    /// Contacts CSV path.
+    pub contacts: Option<PathBuf>,
     /// Show a progress bar (only drawn on a terminal).
     pub progress: bool,
     /// Where the fields run.
@@ -114,6 +116,7 @@ impl RunStop {
                 SimulationError::Diverged { step, .. }
                 | SimulationError::Constraints { step, .. }
                 | SimulationError::Gpu { step, .. }
+                | SimulationError::Contact { step, .. }
                 | SimulationError::Integrator { step, .. } => *step,
             },
             RunStop::NonFiniteEnergy { step, .. }
@@ -255,6 +258,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         trace: open(&options.trace, TRACE_HEADER)?,
         energy: open(&options.energy, ENERGY_HEADER)?,
         reactions: open(&options.reactions, REACTIONS_HEADER)?,
+        contacts: open(&options.contacts, crate::output::CONTACTS_HEADER)?,
     };
     // An initial state the constraints cannot be projected onto stops the
     // run like a failed step (exit 3) at step 0, with the outputs of step 0
@@ -357,7 +361,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         work_nonconservative: energy_final.work,
         energy_balance_error: (energy_final.balance() - energy_initial.balance()).abs(),
         max_constraint_error: world.max_constraint_error().max(initial_constraint_error),
-        max_penetration: 0.0,
+        max_penetration: world.contacts.max_penetration(),
         backend: world.field_backend().into(),
         adapter,
         stage_ms: world.stage_times().as_list().iter().map(|(n, d)| (n.to_string(), d.as_secs_f64() * 1e3)).collect(),
@@ -400,6 +404,7 @@ struct Recorder {
     trace: Option<CsvWriter>,
     energy: Option<CsvWriter>,
     reactions: Option<CsvWriter>,
+    contacts: Option<CsvWriter>,
 }
 
 impl Recorder {
@@ -423,11 +428,14 @@ impl Recorder {
                 }
             }
         }
+        if let Some(c) = &mut self.contacts {
+            c.contact_rows(world)?;
+        }
         Ok(Ok(()))
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        for w in [&mut self.trace, &mut self.energy, &mut self.reactions].into_iter().flatten() {
+        for w in [&mut self.trace, &mut self.energy, &mut self.reactions, &mut self.contacts].into_iter().flatten() {
             w.flush()?;
         }
         Ok(())
