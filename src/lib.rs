@@ -94,6 +94,7 @@ pub mod inverse;
 pub mod load;
 pub mod math;
 pub mod output;
+pub mod population;
 pub mod run;
 pub mod scene;
 pub mod shape;

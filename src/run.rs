@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::integrator::Method;
-use crate::output::{CsvWriter, ENERGY_HEADER, REACTIONS_HEADER, Stopped, Summary, TRACE_HEADER};
+use crate::output::{CsvWriter, ENERGY_HEADER, PopulationSummary, REACTIONS_HEADER, Stopped, Summary, TRACE_HEADER};
 use crate::scene::Scene;
 use crate::world::{SimulationError, World};
 
@@ -113,6 +113,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     // run like a failed step (exit 3), with the outputs of step 0 kept.
     let prepared = world.prepare();
     let energy_initial = world.energy();
+    let population_initial = world.population.as_ref().map(|p| p.stats());
     let initial_constraint_error = world.constraint_error();
     recorder.record(&mut world)?;
     let bar = if options.progress && steps >= 1000 {
@@ -128,15 +129,26 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     let started = Instant::now();
     let mut error = prepared.err();
     let steps = if error.is_some() { 0 } else { steps };
+    let mut overlap_seen = population_initial.map_or(0.0, |s| s.max_overlap_ratio);
     for k in 1..=steps {
         if let Err(e) = world.step() {
             error = Some(e);
             // Keep the state that diverged in the trace: it shows what went
             // wrong (reactions may no longer be computable: keep the rest).
+            let _ = world.sync_population();
             let _ = recorder.record(&mut world);
             break;
         }
         if k % every == 0 || k == steps {
+            if world.population.is_some() && (recorder.trace.is_some() || recorder.energy.is_some()) {
+                if let Err(e) = world.sync_population() {
+                    error = Some(e);
+                    break;
+                }
+                if let Some(pop) = &world.population {
+                    overlap_seen = overlap_seen.max(pop.stats().max_overlap_ratio);
+                }
+            }
             recorder.record(&mut world)?;
         }
         if let Some(bar) = &bar
@@ -150,6 +162,30 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     }
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
     recorder.flush()?;
+    if let Err(e) = world.sync_population() {
+        error.get_or_insert(e);
+    }
+    let taken_steps = world.step_count();
+    let population = match (&world.population, population_initial) {
+        (Some(pop), Some(initial)) => {
+            let last = pop.stats();
+            let stage = world.stage_times().get(crate::world::Stage::StepPopulation).as_secs_f64() * 1e3;
+            Some(PopulationSummary {
+                balls: pop.len(),
+                backend: world.population_backend().into(),
+                ms_per_step: if taken_steps > 0 { stage / taken_steps as f64 } else { 0.0 },
+                substeps: pop.params.substeps,
+                iterations: pop.params.iterations,
+                initial,
+                last,
+                escaped: last.escaped,
+                kinetic_per_ball: last.kinetic_per_ball,
+                max_overlap_ratio: last.max_overlap_ratio,
+                max_overlap_ratio_seen: overlap_seen.max(last.max_overlap_ratio),
+            })
+        }
+        _ => None,
+    };
     let energy_final = world.energy();
     let taken = world.step_count();
     let summary = Summary {
@@ -166,7 +202,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         work_nonconservative: energy_final.work,
         energy_balance_error: (energy_final.balance() - energy_initial.balance()).abs(),
         max_constraint_error: world.max_constraint_error().max(initial_constraint_error),
-        max_penetration: 0.0,
+        max_penetration: population.as_ref().map_or(0.0, |p| p.max_overlap_ratio),
         backend: world.field_backend().into(),
         adapter,
         stage_ms: world.stage_times().as_list().iter().map(|(n, d)| (n.to_string(), d.as_secs_f64() * 1e3)).collect(),
@@ -179,6 +215,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             message: e.to_string(),
         }),
         warnings: world.warnings().cloned().collect(),
+        population,
     };
     if let Some(p) = &options.summary {
         summary.write(p).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?;

@@ -8,6 +8,7 @@ use crate::constraint::Drive;
 use crate::field::Field;
 use crate::integrator::Method;
 use crate::load::Profile;
+use crate::population::PopulationDef;
 use crate::shape::Shape;
 use crate::surface::Surface;
 
@@ -66,6 +67,9 @@ pub struct SceneFile {
     /// Drift correction.
     #[serde(default)]
     pub stabilization: StabilizationDef,
+    /// The population tier: balls from generators (`docs/scene-format.md`).
+    #[serde(default)]
+    pub population: Option<PopulationDef>,
 }
 
 /// How constraint drift is corrected.
