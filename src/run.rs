@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use crate::integrator::Method;
 use crate::output::{CsvWriter, ENERGY_HEADER, PopulationSummary, REACTIONS_HEADER, Stopped, Summary, TRACE_HEADER};
+use crate::population::gpu::GpuPopulation;
 use crate::scene::Scene;
 use crate::world::{SimulationError, World};
 
@@ -63,6 +64,8 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     let mut world = scene.build_world()?;
     let adapter = match options.backend {
         Backend::Cpu => "none (--backend cpu)".to_string(),
+        // A population-only scene: one device, opened for the population below.
+        Backend::Gpu if world.bodies.is_empty() && world.population.is_some() => String::new(),
         Backend::Gpu => match crate::gpu::GpuFieldBackend::new() {
             Ok(gpu) => {
                 let name = gpu.adapter();
@@ -79,6 +82,30 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
                 format!("none ({e})")
             }
         },
+    };
+    let population_gpu = match (options.backend, &world.population) {
+        (Backend::Gpu, Some(pop)) => Some(
+            crate::gpu::GpuContext::new()
+                .map_err(|e| e.to_string())
+                .and_then(|ctx| GpuPopulation::new(std::sync::Arc::new(ctx), pop).map_err(|e| e.to_string())),
+        ),
+        _ => None,
+    };
+    let adapter = match population_gpu {
+        Some(Ok(gpu)) => {
+            let name = gpu.adapter();
+            world.set_population_gpu(Some(gpu))?;
+            name
+        }
+        // No silent fallback (as for the fields above).
+        Some(Err(e)) if std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1") => {
+            anyhow::bail!("--backend gpu: population: {e} (MX2D_REQUIRE_GPU=1)")
+        }
+        Some(Err(e)) => {
+            eprintln!("mx2d: --backend gpu cannot run the population ({e}); it runs on the CPU twin");
+            format!("none ({e})")
+        }
+        None => adapter,
     };
     if let Some(dt) = options.dt {
         anyhow::ensure!(dt.is_finite() && dt > 0.0, "--dt must be positive, got {dt}");
@@ -203,7 +230,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         energy_balance_error: (energy_final.balance() - energy_initial.balance()).abs(),
         max_constraint_error: world.max_constraint_error().max(initial_constraint_error),
         max_penetration: population.as_ref().map_or(0.0, |p| p.max_overlap_ratio),
-        backend: world.field_backend().into(),
+        backend: if world.population.is_some() { world.population_backend() } else { world.field_backend() }.into(),
         adapter,
         stage_ms: world.stage_times().as_list().iter().map(|(n, d)| (n.to_string(), d.as_secs_f64() * 1e3)).collect(),
         stopped: error.as_ref().map(|e| Stopped {

@@ -55,7 +55,7 @@ pub fn step(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     pop.list_overflow += find_neighbours(pop);
     let substeps = pop.params.substeps;
     let h = dt / substeps as f32;
-    let resting = pop.resting_speed(h);
+    let resting = pop.resting_speed(dt);
     for _ in 0..substeps {
         stabilize(pop);
         predict(pop, h);

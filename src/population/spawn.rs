@@ -10,10 +10,10 @@ fn one() -> f64 {
     1.0
 }
 fn default_substeps() -> u32 {
-    8
+    16
 }
 fn default_iterations() -> u32 {
-    4
+    2
 }
 fn default_skin() -> f64 {
     0.5
@@ -47,13 +47,14 @@ pub struct PopulationDef {
     #[serde(default)]
     pub rolling_resistance: f64,
     /// Normal speed below which an impact does not bounce (m/s); default
-    /// 2·|g|·h with h = dt/substeps.
+    /// 2·|g|·dt (the step, not the substep: Jacobi leaves residual speeds of
+    /// order g·h in a pile, which must not bounce).
     #[serde(default)]
     pub resting_speed: Option<f64>,
-    /// Substeps per step (≥ 1); default 8.
+    /// Substeps per step (≥ 1); default 16.
     #[serde(default = "default_substeps")]
     pub substeps: u32,
-    /// Jacobi position iterations per substep (≥ 1); default 4.
+    /// Jacobi position iterations per substep (≥ 1); default 2.
     #[serde(default = "default_iterations")]
     pub iterations: u32,
     /// Over-relaxation of the Jacobi position correction, in (0, 2); default 1.
