@@ -25,6 +25,10 @@ struct Params {
     obstacle_count: u32,
     kill_count: u32,
     step: u32,
+    dt: f32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 // Copy of shaders/fields.wgsl's Field (same encoding).
@@ -375,7 +379,8 @@ fn find_neighbours(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups
     for (var k = 0u; k < P.obstacle_count; k++) {
         let o = obstacles[k];
         let d = obstacle_contact(o, p).x;
-        if d < r + P.skin && in_reach(o, d, r + P.skin) {
+        let reach = r + P.skin + (length(pv[i].zw) + length(velocity_at(o, p))) * P.dt;
+        if d < reach && in_reach(o, d, reach) {
             if ocount < MAX_OBSTACLES {
                 obstacle_ids[i * MAX_OBSTACLES + ocount] = k;
                 ocount++;
@@ -445,11 +450,11 @@ fn at(j: u32, stabilise: bool) -> vec2<f32> {
     return pred[j].xy + dx_in[j];
 }
 
-// cpu.rs `corrections`.
+// cpu.rs `corrections`: balls (Jacobi, mass splitting) times the relaxation,
+// then the obstacles in turn, in full.
 fn corrections(i: u32, stabilise: bool) -> vec2<f32> {
     let r_i = ang[i].z;
     let w_i = ang[i].w;
-    let k_i = f32(contacts[i]) * w_i;
     let p_i = at(i, stabilise);
     var delta = vec2<f32>(0.0);
     for (var k = 0u; k < neighbour_count[i]; k++) {
@@ -472,6 +477,8 @@ fn corrections(i: u32, stabilise: bool) -> vec2<f32> {
             delta -= c;
         }
     }
+    // Summed apart from the position (p − p_i would round it).
+    var correction = delta * P.relaxation;
     for (var k = 0u; k < obstacle_count[i]; k++) {
         let o = obstacles[obstacle_ids[i * MAX_OBSTACLES + k]];
         var extra = 0.0;
@@ -481,12 +488,12 @@ fn corrections(i: u32, stabilise: bool) -> vec2<f32> {
             let vn_pre = dot(pred[i].zw - velocity_at(o, pv[i].xy - start.yz * r_i), start.yz);
             extra = rebound_distance(start.x - r_i, vn_pre, P.h, m.restitution);
         }
-        let now = obstacle_contact(o, p_i);
+        let now = obstacle_contact(o, p_i + correction);
         if in_reach(o, now.x, r_i) {
-            delta += position_correction(now.x - r_i - extra, now.yz, w_i, k_i);
+            correction += position_correction(now.x - r_i - extra, now.yz, w_i, w_i);
         }
     }
-    return delta;
+    return correction;
 }
 
 // Pre-stabilisation: the corrected position goes to pred.xy (a scratch use),
@@ -500,7 +507,7 @@ fn stabilise(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) grou
     }
     var x = pv[i].xy;
     if state[i] == ALIVE {
-        x += corrections(i, true) * P.relaxation;
+        x += corrections(i, true);
     }
     pred[i] = vec4<f32>(x, pred[i].zw);
 }
@@ -539,7 +546,7 @@ fn solve_positions(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups
     }
     var dx = dx_in[i];
     if state[i] == ALIVE {
-        dx += corrections(i, false) * P.relaxation;
+        dx += corrections(i, false);
     }
     dx_out[i] = dx;
 }
@@ -586,8 +593,10 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
         domega += -2.0 * w_i * p.y / r_i;
         roll += P.rolling * p.z * 2.0 * w_i / (r_i * r_i);
     }
+    // Obstacles after the balls, in turn and in full (infinite mass, priority).
     let p_i = pred[i].xy + dx_in[i];
-    let v_mid = pred[i].zw + dx_in[i] / P.h;
+    var v_i = pred[i].zw + dx_in[i] / P.h + dv;
+    var spin = ang[i].y + domega;
     for (var k = 0u; k < obstacle_count[i]; k++) {
         let o = obstacles[obstacle_ids[i * MAX_OBSTACLES + k]];
         let now = obstacle_contact(o, p_i);
@@ -602,14 +611,13 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
         let n = now.yz;
         let t = perp(n);
         let surface_velocity = velocity_at(o, p_i - n * r_i);
-        let rel = v_mid - t * (r_i * ang[i].y) - surface_velocity;
-        let p = contact_impulse(n, rel, dot(pred[i].zw - surface_velocity, n), overlap_pred, f32(contacts[i]) * w_i, m);
-        dv += (n * p.x + t * p.y) * w_i;
-        domega += -2.0 * w_i * p.y / r_i;
+        let rel = v_i - t * (r_i * spin) - surface_velocity;
+        let p = contact_impulse(n, rel, dot(pred[i].zw - surface_velocity, n), overlap_pred, w_i, m);
+        v_i += (n * p.x + t * p.y) * w_i;
+        spin += -2.0 * w_i * p.y / r_i;
         roll += m.rolling * p.z * 2.0 * w_i / (r_i * r_i);
     }
-    let spin = ang[i].y + domega;
-    vout[i] = vec4<f32>(v_mid + dv, spin - sign(spin) * min(roll, abs(spin)), 0.0);
+    vout[i] = vec4<f32>(v_i, spin - sign(spin) * min(roll, abs(spin)), 0.0);
 }
 
 @compute @workgroup_size(256)

@@ -52,7 +52,7 @@ pub fn step(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     release(&mut pop.state, &pop.release_step, pop.steps + 1);
     apply_fields(&pop.fields, pop.gravity, &pop.position, &pop.velocity, &pop.radius, &pop.inv_mass, &pop.state, &mut pop.scratch.acc);
     build_grid(&pop.grid, &pop.position, &pop.state, &mut pop.scratch);
-    pop.list_overflow += find_neighbours(pop);
+    pop.list_overflow += find_neighbours(pop, dt);
     let substeps = pop.params.substeps;
     let h = dt / substeps as f32;
     let resting = pop.resting_speed(dt);
@@ -192,8 +192,11 @@ fn obstacle_in_reach(o: &Obstacle, distance: f32, r: f32) -> bool {
 }
 
 /// Neighbour and obstacle lists of every ball; returns the contacts dropped
-/// because a list was full.
-fn find_neighbours(pop: &mut Population) -> u64 {
+/// because a list was full. Obstacles are listed within `r + skin` plus the
+/// distance the ball and the obstacle's surface there can close in the step,
+/// `(|v| + |v_o|)·dt`: a moving paddle or a ball shoved by the pile must
+/// not pass an obstacle it did not list.
+fn find_neighbours(pop: &mut Population, dt: f32) -> u64 {
     let n = pop.len();
     let s = &mut pop.scratch;
     s.neighbours.resize(n * MAX_NEIGHBOURS, 0);
@@ -201,7 +204,8 @@ fn find_neighbours(pop: &mut Population) -> u64 {
     s.obstacle_ids.resize(n * MAX_OBSTACLES, 0);
     s.obstacle_count.resize(n, 0);
     let (grid, skin) = (pop.grid, pop.params.skin);
-    let (position, radius, states, obstacles) = (&pop.position, &pop.radius, &pop.state, &pop.obstacles);
+    let (position, velocity, radius, states, obstacles) =
+        (&pop.position, &pop.velocity, &pop.radius, &pop.state, &pop.obstacles);
     let (cell_start, sorted) = (&s.cell_start, &s.sorted);
     let overflow_n: u64 = s
         .neighbours
@@ -254,7 +258,8 @@ fn find_neighbours(pop: &mut Population) -> u64 {
             let mut dropped = 0;
             for (k, o) in obstacles.iter().enumerate() {
                 let d = o.contact(p).distance;
-                if d < r + skin && obstacle_in_reach(o, d, r + skin) {
+                let reach = r + skin + (velocity[i].length() + o.velocity_at(p).length()) * dt;
+                if d < reach && obstacle_in_reach(o, d, reach) {
                     if (*count as usize) < MAX_OBSTACLES {
                         list[*count as usize] = k as u32;
                         *count += 1;
@@ -327,9 +332,12 @@ pub fn pair_normal(pa: Vec2, pb: Vec2) -> (Vec2, f32) {
     if d > 0.0 { (r / d, d) } else { (Vec2::X, 0.0) }
 }
 
-/// Sum of the position corrections of ball `i` at the positions `at`
-/// (`x_pred + dx`, or `x` for the stabilisation), with the rebound
-/// distance of new impacts when `rebound` is set.
+/// The position correction of ball `i` at the positions `at` (`x_pred + dx`,
+/// or `x` for the stabilisation): the balls' corrections (Jacobi, mass
+/// splitting) times the relaxation, then the ball is projected out of its
+/// obstacles in turn, in full: obstacles have infinite mass and take
+/// priority, so a pile cannot push a ball into a wall or a moving paddle.
+/// With `rebound`, new impacts get their rebound distance.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 fn corrections(
@@ -346,7 +354,6 @@ fn corrections(
     let (position, radius, inv_mass, obstacles) = (&pop.position, &pop.radius, &pop.inv_mass, &pop.obstacles);
     let balls = pop.params.material;
     let (r_i, w_i) = (radius[i], inv_mass[i]);
-    let k_i = counts[i] as f32 * w_i;
     let p_i = at(i);
     let mut delta = Vec2::ZERO;
     for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
@@ -365,6 +372,9 @@ fn corrections(
         let c = contact::position_correction(d - sum_r - extra, n, w_i, k);
         delta += if i == a { c } else { -c };
     }
+    // The correction is summed apart from the position (p − p_i would round
+    // it to the position's ulp and break the pairs' antisymmetry).
+    let mut correction = delta * pop.params.relaxation;
     for &o in &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize] {
         let o = &obstacles[o as usize];
         let extra = if rebound {
@@ -375,12 +385,12 @@ fn corrections(
         } else {
             0.0
         };
-        let now = o.contact(p_i);
+        let now = o.contact(p_i + correction);
         if obstacle_in_reach(o, now.distance, r_i) {
-            delta += contact::position_correction(now.distance - r_i - extra, now.normal, w_i, k_i);
+            correction += contact::position_correction(now.distance - r_i - extra, now.normal, w_i, w_i);
         }
     }
-    delta
+    correction
 }
 
 /// Pre-stabilisation (Macklin et al. 2014, §4.4): overlaps left at the start
@@ -391,12 +401,11 @@ fn stabilize(pop: &mut Population) {
     let mut out = std::mem::take(&mut pop.scratch.x_pred);
     {
         let p: &Population = pop;
-        let relaxation = p.params.relaxation;
         let counts = &p.scratch.contacts;
         out.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, x)| {
             *x = p.position[i];
             if p.state[i] == state::ALIVE {
-                *x += corrections(p, i, |j| p.position[j], counts, &p.scratch.v_pre, 1.0, 0.0, false) * relaxation;
+                *x += corrections(p, i, |j| p.position[j], counts, &p.scratch.v_pre, 1.0, 0.0, false);
             }
         });
     }
@@ -410,11 +419,10 @@ fn solve_positions(pop: &mut Population, h: f32, resting: f32) {
     {
         let p: &Population = pop;
         let s = &p.scratch;
-        let relaxation = p.params.relaxation;
         out.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, dx)| {
             *dx = s.dx[i];
             if p.state[i] == state::ALIVE {
-                *dx += corrections(p, i, |j| s.x_pred[j] + s.dx[j], &s.contacts, &s.v_pre, h, resting, true) * relaxation;
+                *dx += corrections(p, i, |j| s.x_pred[j] + s.dx[j], &s.contacts, &s.v_pre, h, resting, true);
             }
         });
     }
@@ -466,7 +474,11 @@ fn solve_velocities(pop: &mut Population, h: f32, resting: f32) {
             domega += contact::spin_change(p.tangent, w_i, r_i);
             roll += contact::rolling_limit(balls, p.total, w_i, r_i);
         }
+        // Obstacles after the balls, in turn and in full (infinite mass,
+        // priority), from the velocity the balls' impulses left.
         let p_i = x_new(i);
+        let mut v_i = v_mid(i) + dv;
+        let mut spin = omega[i] + domega;
         for &o in &ob[i * MAX_OBSTACLES..i * MAX_OBSTACLES + obc[i] as usize] {
             let o = &obstacles[o as usize];
             let now = o.contact(p_i);
@@ -483,18 +495,17 @@ fn solve_velocities(pop: &mut Population, h: f32, resting: f32) {
             let surface_velocity = o.velocity_at(p_i - n * r_i);
             let c = VelocityContact {
                 normal: n,
-                relative_velocity: v_mid(i) - t * (r_i * omega[i]) - surface_velocity,
+                relative_velocity: v_i - t * (r_i * spin) - surface_velocity,
                 vn_pre: (v_pre[i] - surface_velocity).dot(n),
                 overlap_pred,
-                k: counts[i] as f32 * w_i,
+                k: w_i,
             };
             let p = contact::contact_impulse(&c, m, h, resting);
-            dv += (n * p.normal + t * p.tangent) * w_i;
-            domega += contact::spin_change(p.tangent, w_i, r_i);
+            v_i += (n * p.normal + t * p.tangent) * w_i;
+            spin += contact::spin_change(p.tangent, w_i, r_i);
             roll += contact::rolling_limit(m, p.total, w_i, r_i);
         }
-        let spin = omega[i] + domega;
-        *v_out = v_mid(i) + dv;
+        *v_out = v_i;
         *w_out = spin - spin.signum() * roll.min(spin.abs());
     });
 }

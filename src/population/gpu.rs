@@ -54,6 +54,8 @@ struct Params {
     obstacle_count: u32,
     kill_count: u32,
     step: u32,
+    dt: f32,
+    _pad: [u32; 3],
 }
 
 struct Pipelines {
@@ -385,6 +387,8 @@ impl GpuPopulation {
             obstacle_count: pop.obstacles.len() as u32,
             kill_count: pop.params.kill.len() as u32,
             step: (pop.steps + 1).min(u64::from(u32::MAX)) as u32,
+            dt,
+            _pad: [0; 3],
         };
         ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
         let (x, y) = ctx.dispatch_grid(u64::from(self.n).max(1)).map_err(gpu_error)?;
