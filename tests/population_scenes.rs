@@ -42,7 +42,7 @@ fn mixer_balls_never_end_inside_the_paddle() {
 
 #[test]
 fn every_population_scene_loads() {
-    for name in ["balls_box", "mixer", "hourglass", "galton"] {
+    for name in ["balls_box", "mixer", "hourglass"] {
         let world = scene(name, &[]).build_world().unwrap();
         assert!(world.population.as_ref().is_some_and(|p| !p.is_empty()), "{name}");
     }
