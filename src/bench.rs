@@ -24,6 +24,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 mod plot;
+pub mod population;
 
 /// Command-line arguments of `mx2d bench`.
 #[derive(clap::Args, Debug, Clone)]
@@ -46,6 +47,9 @@ pub struct BenchArgs {
     /// Draw time against N (log-log) into this PNG.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Time the whole population step of this scene instead (e.g. `balls_box`).
+    #[arg(long)]
+    pub scene: Option<String>,
 }
 
 /// One measurement: a kernel at one N on both paths.
@@ -379,6 +383,9 @@ pub fn table(rows: &[BenchRow]) -> String {
 
 /// `mx2d bench`: measures, prints the table, writes JSON and the plot.
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    if let Some(scene) = &args.scene {
+        return population::run(args, scene);
+    }
     let mut gpu = None;
     let adapter = if args.no_gpu {
         "none (--no-gpu)".to_string()
