@@ -63,20 +63,85 @@ pub struct Scene {
     pub text: String,
 }
 
+/// The largest scene file read (bytes): far above any hand-written or
+/// generated scene (large populations are described by generators).
+pub const MAX_SCENE_BYTES: u64 = 16 << 20;
+
+/// Memory of one generated body with its joint, the solver's blocks and the
+/// integrator's state, measured as the peak RSS of `mx2d run` on chains of 1e5
+/// and 4e5 links with RK4 (2.07 kB per link), rounded up.
+const BYTES_PER_BODY: u64 = 2200;
+
+/// Most bodies a scene may have: constraint ids are u32 (2³² − 2).
+const MAX_BODIES: u64 = u32::MAX as u64 - 1;
+
+/// How much memory a scene may use, and where that figure came from.
+struct AvailableMemory {
+    bytes: u64,
+    source: &'static str,
+}
+
+/// `MemAvailable` of /proc/meminfo; where that cannot be read, 16 GiB.
+fn available_memory() -> AvailableMemory {
+    let from_proc = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+        let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb.saturating_mul(1024))
+    });
+    match from_proc {
+        Some(bytes) => AvailableMemory { bytes, source: "available on this machine (MemAvailable)" },
+        None => AvailableMemory { bytes: 16 << 30, source: "assumed available (memory size unknown here)" },
+    }
+}
+
 fn ron_options() -> ron::Options {
     ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
 }
 
 impl Scene {
     /// Reads, applies `overrides` (`PATH=VALUE`), parses and validates a file.
+    /// The file must be UTF-8 (a leading byte-order mark is accepted); bytes
+    /// that are not are reported at their line and column.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Scene, SceneError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| SceneError {
-            file: name.clone(),
-            line: 0,
-            column: 0,
-            field: String::new(),
-            message: format!("cannot read the scene file: {e}"),
+        let unplaced =
+            |message: String| SceneError { file: name.clone(), line: 0, column: 0, field: String::new(), message };
+        let metadata = std::fs::metadata(path).map_err(|e| unplaced(format!("cannot read the scene file: {e}")))?;
+        if metadata.is_dir() {
+            return Err(unplaced("cannot read the scene file: it is a directory".into()));
+        }
+        // Checked before reading: a scene is text written by hand or by a
+        // script, never this large (see docs, "Limits").
+        if metadata.is_file() && metadata.len() > MAX_SCENE_BYTES {
+            return Err(unplaced(format!(
+                "the scene file has {} bytes, more than the limit of {MAX_SCENE_BYTES}",
+                metadata.len()
+            )));
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(
+                std::fs::File::open(path).map_err(|e| unplaced(format!("cannot read the scene file: {e}")))?,
+                MAX_SCENE_BYTES + 1,
+            ),
+            &mut bytes,
+        )
+        .map_err(|e| unplaced(format!("cannot read the scene file: {e}")))?;
+        if bytes.len() as u64 > MAX_SCENE_BYTES {
+            return Err(unplaced(format!("the scene file is longer than the limit of {MAX_SCENE_BYTES} bytes")));
+        }
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let valid = e.utf8_error().valid_up_to();
+            let bytes = e.as_bytes();
+            let good = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
+            let (line, column) = locate::line_col_of(good, valid);
+            SceneError {
+                file: name.clone(),
+                line,
+                column,
+                field: String::new(),
+                message: format!("the file is not valid UTF-8 (byte 0x{:02X})", bytes[valid]),
+            }
         })?;
         Scene::parse_with_overrides(&text, &name, overrides)
     }
@@ -86,19 +151,27 @@ impl Scene {
         Scene::parse_with_overrides(text, name, &[])
     }
 
-    /// Applies overrides to `text`, then parses and validates it.
+    /// Parses `text` (so that the file's own errors come first, at their
+    /// place), applies the overrides in order, then parses and validates the
+    /// result. An error an override causes is reported against the override
+    /// (`FILE: --set PATH=VALUE: message`).
     pub fn parse_with_overrides(text: &str, name: &str, overrides: &[String]) -> Result<Scene, SceneError> {
+        // A UTF-8 byte-order mark is not part of the RON text.
+        let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+        let parsed: Result<SceneFile, _> = ron_options().from_str(text);
+        let mut file = parsed.map_err(|e| syntax_error(name, e))?;
         let mut text = text.to_string();
         for o in overrides {
-            text = apply_override(&text, o).map_err(|message| SceneError {
+            let set_error = |message: String| SceneError {
                 file: name.to_string(),
                 line: 0,
                 column: 0,
-                field: o.split('=').next().unwrap_or("").to_string(),
+                field: format!("--set {o}"),
                 message,
-            })?;
+            };
+            text = apply_override(&text, o).map_err(set_error)?;
+            file = ron_options().from_str(&text).map_err(|e| set_error(e.code.to_string()))?;
         }
-        let file: SceneFile = ron_options().from_str(&text).map_err(|e| syntax_error(name, &text, e))?;
         let scene = Scene { file, path: name.to_string(), text };
         scene.validate()?;
         Ok(scene)
@@ -144,6 +217,7 @@ impl Scene {
         {
             return Err(self.error_at("max_body_energy", format!("must be positive, got {e}")));
         }
+        self.check_size()?;
         let mut world = World::new(f.gravity);
         world.dt = f.dt;
         world.set_integrator(f.integrator);
@@ -163,7 +237,10 @@ impl Scene {
             if let Some(j) = b.inertia
                 && !(j.is_finite() && j > 0.0)
             {
-                return Err(self.error_at(&at("inertia"), format!("inertia must be positive and finite, got {j}")));
+                return Err(self.error_at(
+                    &at("inertia"),
+                    format!("inertia must be positive and finite, got {j} (for a point mass use shape: Point)"),
+                ));
             }
             b.shape.validate().map_err(|m| self.error_at(&at("shape"), m))?;
             finite_vec(&at("position"), b.position)?;
@@ -189,7 +266,13 @@ impl Scene {
                 builder = builder.inertia(j);
             }
             let body = builder.build().map_err(|m| {
-                let field = if m.starts_with("velocity") { "velocity" } else { "mass" };
+                let field = if m.starts_with("velocity") {
+                    "velocity"
+                } else if m.starts_with("inertia") {
+                    "inertia"
+                } else {
+                    "mass"
+                };
                 self.error_at(&at(field), m)
             })?;
             world.add_body(body).map_err(|m| self.error_at(&at("name"), m))?;
@@ -242,6 +325,34 @@ impl Scene {
             })?);
         }
         Ok(world)
+    }
+
+    /// Refuses, before anything is allocated, a scene whose generators ask for
+    /// more bodies than this machine's memory can hold (issue 10: `links:
+    /// 100000000` used to abort after 44 s at 6.7 GB, `4294967296` hung).
+    fn check_size(&self) -> Result<(), SceneError> {
+        let available = available_memory();
+        let mut total: u128 = self.file.bodies.len() as u128 * BYTES_PER_BODY as u128;
+        for (i, c) in self.file.chains.iter().enumerate() {
+            let need = c.links as u128 * BYTES_PER_BODY as u128;
+            total += need;
+            if c.links as u128 > MAX_BODIES as u128 || total > available.bytes as u128 {
+                let gib = |b: u128| b as f64 / (1u64 << 30) as f64;
+                return Err(self.error_at(
+                    &format!("chains[{i}].links"),
+                    format!(
+                        "links {}: the scene would need about {:.1} GiB ({} bytes per link with its joint, solver and integrator state; at most {} bodies), more than the {:.1} GiB {}",
+                        c.links,
+                        gib(total),
+                        BYTES_PER_BODY,
+                        MAX_BODIES,
+                        gib(available.bytes as u128),
+                        available.source
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn build_chain(&self, world: &mut World, i: usize, c: &ChainDef) -> Result<(), SceneError> {
@@ -513,7 +624,7 @@ fn constraint_numbers(c: &ConstraintDef) -> Vec<(&'static str, Vec<f64>)> {
     }
 }
 
-fn syntax_error(file: &str, text: &str, e: ron::error::SpannedError) -> SceneError {
+fn syntax_error(file: &str, e: ron::error::SpannedError) -> SceneError {
     // Name the field when the parser tells us which one.
     let field = match &e.code {
         ron::Error::NoSuchStructField { found, .. } => found.clone(),
@@ -521,7 +632,6 @@ fn syntax_error(file: &str, text: &str, e: ron::error::SpannedError) -> SceneErr
         ron::Error::DuplicateStructField { field, .. } => field.to_string(),
         _ => String::new(),
     };
-    let _ = text;
     SceneError {
         file: file.to_string(),
         line: e.span.start.line,
@@ -533,12 +643,21 @@ fn syntax_error(file: &str, text: &str, e: ron::error::SpannedError) -> SceneErr
 
 /// Rewrites `text` so that the value at PATH becomes VALUE (`PATH=VALUE`).
 /// An absent field of an existing struct is inserted; anything else that does
-/// not exist is an error naming the path.
+/// not exist is an error naming the path. VALUE must be exactly one RON value
+/// (no comments, nothing after it), so it can never change its surroundings.
 pub fn apply_override(text: &str, assignment: &str) -> Result<String, String> {
     let (path, value) =
         assignment.split_once('=').ok_or_else(|| format!("--set expects PATH=VALUE, got '{assignment}'"))?;
     let (path, value) = (path.trim(), value.trim());
+    if path.is_empty() {
+        return Err("--set expects PATH=VALUE: the path is empty".into());
+    }
+    SourceMap::check_single_value(value).map_err(|m| format!("bad value '{value}': {m}"))?;
     let map = SourceMap::new(text);
+    if let Some(e) = map.error() {
+        let (line, column) = map.line_col(e.offset);
+        return Err(format!("cannot apply to this text ({}: at {line}:{column})", e.message));
+    }
     let canon = map.resolve(path).ok_or_else(|| format!("unknown path '{path}'"))?;
     if let Some(l) = map.span(&canon) {
         return Ok(format!("{}{}{}", &text[..l.start], value, &text[l.end..]));
