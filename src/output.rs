@@ -46,7 +46,11 @@ impl CsvWriter {
         if let Some(pop) = &world.population {
             for i in (0..pop.len()).filter(|&i| pop.state[i] == crate::population::state::ALIVE) {
                 let (p, v) = (pop.position[i], pop.velocity[i]);
-                writeln!(self.out, "{step},{t},ball{i},{},{},{},{},{},{}", p.x, p.y, pop.angle[i], v.x, v.y, pop.omega[i])?;
+                writeln!(
+                    self.out,
+                    "{step},{t},ball{i},{},{},{},{},{},{}",
+                    p.x, p.y, pop.angle[i], v.x, v.y, pop.omega[i]
+                )?;
             }
         }
         Ok(())

@@ -85,11 +85,11 @@ fn two_balls_follow_seed_004_and_e_1_keeps_momentum_and_energy() {
         pop.inv_mass = vec![1.0 / m1 as f32, 1.0 / m2 as f32];
         pop.position = vec![Vec2::new(0.0, -5.0), Vec2::new(15.0, 5.0)];
         pop.velocity = vec![Vec2::new(0.0, 20.0), Vec2::new(-30.0, 0.0)];
-        let momentum = |p: &Population| {
-            (0..2).map(|i| p.velocity[i].as_dvec2() / f64::from(p.inv_mass[i])).sum::<glam::DVec2>()
+        let momentum =
+            |p: &Population| (0..2).map(|i| p.velocity[i].as_dvec2() / f64::from(p.inv_mass[i])).sum::<glam::DVec2>();
+        let energy = |p: &Population| {
+            (0..2).map(|i| 0.5 * p.velocity[i].as_dvec2().length_squared() / f64::from(p.inv_mass[i])).sum::<f64>()
         };
-        let energy =
-            |p: &Population| (0..2).map(|i| 0.5 * p.velocity[i].as_dvec2().length_squared() / f64::from(p.inv_mass[i])).sum::<f64>();
         let (p0, e0) = (momentum(&pop), energy(&pop));
         for _ in 0..100 {
             cpu::step(&mut pop, 0.01).unwrap();
@@ -104,7 +104,10 @@ fn two_balls_follow_seed_004_and_e_1_keeps_momentum_and_energy() {
         assert!((g2 - u2).length() < 1e-4 * 30.0, "e = {e}: u2 {g2} against {u2}");
         if e == 0.0 {
             for g in [g1, g2] {
-                assert!((g - glam::DVec2::new(-24.0, 4.0)).abs().max_element() < 0.005, "seed 004 prints (-24.0, 4.0): {g}");
+                assert!(
+                    (g - glam::DVec2::new(-24.0, 4.0)).abs().max_element() < 0.005,
+                    "seed 004 prints (-24.0, 4.0): {g}"
+                );
             }
         }
         // Momentum: antisymmetric impulses, 2e-6 of |p| (f32 rounding).

@@ -50,7 +50,16 @@ pub fn step(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     s.omega_new.resize(n, 0.0);
     s.contacts.resize(n, 1);
     release(&mut pop.state, &pop.release_step, pop.steps + 1);
-    apply_fields(&pop.fields, pop.gravity, &pop.position, &pop.velocity, &pop.radius, &pop.inv_mass, &pop.state, &mut pop.scratch.acc);
+    apply_fields(
+        &pop.fields,
+        pop.gravity,
+        &pop.position,
+        &pop.velocity,
+        &pop.radius,
+        &pop.inv_mass,
+        &pop.state,
+        &mut pop.scratch.acc,
+    );
     build_grid(&pop.grid, &pop.position, &pop.state, &mut pop.scratch);
     pop.list_overflow += find_neighbours(pop, dt);
     let substeps = pop.params.substeps;
@@ -279,11 +288,8 @@ fn predict(pop: &mut Population, h: f32) {
     let s = &mut pop.scratch;
     let (position, velocity, states) = (&pop.position, &pop.velocity, &pop.state);
     let acc = &s.acc;
-    (&mut s.v_pre, &mut s.x_pred, &mut s.dx)
-        .into_par_iter()
-        .with_min_len(CHUNK)
-        .enumerate()
-        .for_each(|(i, (v_pre, x_pred, dx))| {
+    (&mut s.v_pre, &mut s.x_pred, &mut s.dx).into_par_iter().with_min_len(CHUNK).enumerate().for_each(
+        |(i, (v_pre, x_pred, dx))| {
             *dx = Vec2::ZERO;
             if states[i] != state::ALIVE {
                 *v_pre = velocity[i];
@@ -292,7 +298,8 @@ fn predict(pop: &mut Population, h: f32) {
             }
             *v_pre = velocity[i] + acc[i] * h;
             *x_pred = position[i] + *v_pre * h;
-        });
+        },
+    );
 }
 
 /// Contacts of each ball at the predicted positions (or at the current ones,

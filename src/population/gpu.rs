@@ -156,9 +156,10 @@ impl GpuPopulation {
         for b in 1..=STORAGE_BINDINGS {
             entries.push(entry(b, if read_only.contains(&b) { ro } else { rw }));
         }
-        let layout = ctx
-            .device
-            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: Some("population"), entries: &entries });
+        let layout = ctx.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("population"),
+            entries: &entries,
+        });
         let pipeline_layout = ctx.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
             label: Some("population"),
             bind_group_layouts: &[Some(&layout)],
@@ -226,8 +227,9 @@ impl GpuPopulation {
                 q.write_buffer(b, 0, bytes);
             }
         };
-        let pv: Vec<Vec4> =
-            (0..pop.len()).map(|i| Vec4::new(pop.position[i].x, pop.position[i].y, pop.velocity[i].x, pop.velocity[i].y)).collect();
+        let pv: Vec<Vec4> = (0..pop.len())
+            .map(|i| Vec4::new(pop.position[i].x, pop.position[i].y, pop.velocity[i].x, pop.velocity[i].y))
+            .collect();
         let props: Vec<Vec4> =
             (0..pop.len()).map(|i| Vec4::new(pop.angle[i], pop.omega[i], pop.radius[i], pop.inv_mass[i])).collect();
         write(&balls, bytemuck::cast_slice(&pv));
@@ -350,10 +352,8 @@ impl GpuPopulation {
     pub fn step(&mut self, pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
         let ctx = self.ctx.clone();
         if pop.obstacles.len() > self.obstacle_capacity {
-            let mut b = GrowableBuffer::new(
-                "population obstacles",
-                wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
-            );
+            let mut b =
+                GrowableBuffer::new("population obstacles", wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST);
             b.ensure(&ctx, (pop.obstacles.len() * size_of::<Obstacle>()) as u64).map_err(gpu_error)?;
             self.obstacles = b.get().clone();
             self.obstacle_capacity = pop.obstacles.len();
@@ -396,8 +396,10 @@ impl GpuPopulation {
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("population step") });
         encoder.clear_buffer(&self.cell_start, 0, None);
         {
-            let mut pass = encoder
-                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("population step"), timestamp_writes: None });
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("population step"),
+                timestamp_writes: None,
+            });
             let p = &self.pipelines;
             let run = |pass: &mut wgpu::ComputePass<'_>, pipeline: &wgpu::ComputePipeline, group: usize| {
                 pass.set_pipeline(pipeline);

@@ -136,12 +136,9 @@ pub fn surface_obstacles(surface: &Surface, out: &mut Vec<Obstacle>) {
         ..Obstacle::default()
     };
     match &surface.geometry {
-        SurfaceGeometry::Line { point, normal } => out.push(Obstacle {
-            kind: kind::HALF_PLANE,
-            a: point.as_vec2(),
-            b: normal.normalize().as_vec2(),
-            ..base
-        }),
+        SurfaceGeometry::Line { point, normal } => {
+            out.push(Obstacle { kind: kind::HALF_PLANE, a: point.as_vec2(), b: normal.normalize().as_vec2(), ..base })
+        }
         SurfaceGeometry::Circle { center, radius, inside } => out.push(Obstacle {
             kind: kind::CIRCLE,
             flags: if *inside { INSIDE } else { 0 },
