@@ -62,6 +62,18 @@ impl CsvWriter {
                 [step.as_str(), t.as_str(), b.name.as_str()].into_iter().chain(numbers.iter().map(String::as_str)),
             )?;
         }
+        // Balls in the world, named `ball<index>` (call World::sync_population
+        // first when the population runs on the GPU).
+        if let Some(pop) = &world.population {
+            for i in (0..pop.len()).filter(|&i| pop.state[i] == crate::population::state::ALIVE) {
+                let (p, v) = (pop.position[i], pop.velocity[i]);
+                let numbers = [p.x, p.y, pop.angle[i], v.x, v.y, pop.omega[i]].map(|x| x.to_string());
+                let name = format!("ball{i}");
+                self.row(
+                    [step.as_str(), t.as_str(), name.as_str()].into_iter().chain(numbers.iter().map(String::as_str)),
+                )?;
+            }
+        }
         Ok(())
     }
 
@@ -195,6 +207,38 @@ pub struct Summary {
     pub stopped: Option<Stopped>,
     /// Warnings raised during the run (redundant constraints …).
     pub warnings: Vec<String>,
+    /// The population tier's figures, when the scene has one.
+    pub population: Option<PopulationSummary>,
+}
+
+/// The population tier in `--summary` (the peers script reads `escaped`,
+/// `kinetic_per_ball` and `max_overlap_ratio`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PopulationSummary {
+    /// Balls in all (every state).
+    pub balls: usize,
+    /// `cpu` or `gpu`: where the population stepped.
+    pub backend: String,
+    /// Mean wall time of the population stage per step (ms).
+    pub ms_per_step: f64,
+    /// Substeps per step.
+    pub substeps: u32,
+    /// Position iterations per substep.
+    pub iterations: u32,
+    /// Figures at the start.
+    pub initial: crate::population::PopulationStats,
+    /// Figures at the end: `alive`, `escaped`, `killed`, `pending`,
+    /// `kinetic_energy`, `kinetic_per_ball`, `max_overlap_ratio` (overlap over
+    /// the smaller radius), `list_overflow`.
+    pub last: crate::population::PopulationStats,
+    /// Balls that left the world over the run.
+    pub escaped: u64,
+    /// Kinetic energy per ball in the world at the end (J).
+    pub kinetic_per_ball: f64,
+    /// Largest overlap / radius at the end.
+    pub max_overlap_ratio: f64,
+    /// Largest overlap / radius over the recorded steps.
+    pub max_overlap_ratio_seen: f64,
 }
 
 impl Summary {

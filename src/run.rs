@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::integrator::Method;
-use crate::output::{CsvWriter, ENERGY_HEADER, REACTIONS_HEADER, Stopped, Summary, TRACE_HEADER};
+use crate::output::{CsvWriter, ENERGY_HEADER, PopulationSummary, REACTIONS_HEADER, Stopped, Summary, TRACE_HEADER};
+use crate::population::gpu::GpuPopulation;
 use crate::scene::{MAX_STEPS, Scene};
 use crate::world::{SimulationError, World};
 
@@ -117,6 +118,7 @@ impl RunStop {
                 | SimulationError::Constraints { step, .. }
                 | SimulationError::Gpu { step, .. }
                 | SimulationError::Contact { step, .. }
+                | SimulationError::Population { step, .. }
                 | SimulationError::Integrator { step, .. } => *step,
             },
             RunStop::NonFiniteEnergy { step, .. }
@@ -221,6 +223,8 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     let mut world = scene.build_world()?;
     let adapter = match options.backend {
         Backend::Cpu => "none (--backend cpu)".to_string(),
+        // A population-only scene: one device, opened for the population below.
+        Backend::Gpu if world.bodies.is_empty() && world.population.is_some() => String::new(),
         Backend::Gpu => match crate::gpu::GpuFieldBackend::new() {
             Ok(gpu) => {
                 let name = gpu.adapter();
@@ -240,6 +244,30 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     };
     let steps = planned_steps(scene, options).map_err(anyhow::Error::msg)?;
     check_distinct_outputs(options).map_err(anyhow::Error::msg)?;
+    let population_gpu = match (options.backend, &world.population) {
+        (Backend::Gpu, Some(pop)) => Some(
+            crate::gpu::GpuContext::new()
+                .map_err(|e| e.to_string())
+                .and_then(|ctx| GpuPopulation::new(std::sync::Arc::new(ctx), pop).map_err(|e| e.to_string())),
+        ),
+        _ => None,
+    };
+    let adapter = match population_gpu {
+        Some(Ok(gpu)) => {
+            let name = gpu.adapter();
+            world.set_population_gpu(Some(gpu))?;
+            name
+        }
+        // No silent fallback (as for the fields above).
+        Some(Err(e)) if std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1") => {
+            anyhow::bail!("--backend gpu: population: {e} (MX2D_REQUIRE_GPU=1)")
+        }
+        Some(Err(e)) => {
+            eprintln!("mx2d: --backend gpu cannot run the population ({e}); it runs on the CPU twin");
+            format!("none ({e})")
+        }
+        None => adapter,
+    };
     if let Some(dt) = options.dt {
         world.dt = dt;
     }
@@ -265,6 +293,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     // kept — with or without --reactions.
     let prepared = world.prepare();
     let energy_initial = world.energy();
+    let population_initial = world.population.as_ref().map(|p| p.stats());
     let initial_constraint_error = world.constraint_error();
     let mut error: Option<RunStop> = prepared.err().map(RunStop::from);
     let recorded = recorder.record(&mut world)?;
@@ -292,6 +321,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     let started = Instant::now();
     let steps = if error.is_some() { 0 } else { steps };
     let stop_requested = || options.stop.as_ref().map_or(0, |s| s.load(Ordering::Relaxed));
+    let mut overlap_seen = population_initial.map_or(0.0, |s| s.max_overlap_ratio);
     for k in 1..=steps {
         let signal = stop_requested();
         if signal != 0 {
@@ -319,10 +349,20 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             error = Some(e);
             // Keep the state that diverged in the trace: it shows what went
             // wrong (reactions may no longer be computable: keep the rest).
+            let _ = world.sync_population();
             recorder.record(&mut world)?.ok();
             break;
         }
         if k % every == 0 || k == steps {
+            if world.population.is_some() && (recorder.trace.is_some() || recorder.energy.is_some()) {
+                if let Err(e) = world.sync_population() {
+                    error = Some(e.into());
+                    break;
+                }
+                if let Some(pop) = &world.population {
+                    overlap_seen = overlap_seen.max(pop.stats().max_overlap_ratio);
+                }
+            }
             if let Err(e) = recorder.record(&mut world)? {
                 error = Some(e);
                 break;
@@ -339,6 +379,30 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     }
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
     recorder.flush()?;
+    if let Err(e) = world.sync_population() {
+        error.get_or_insert(e.into());
+    }
+    let taken_steps = world.step_count();
+    let population = match (&world.population, population_initial) {
+        (Some(pop), Some(initial)) => {
+            let last = pop.stats();
+            let stage = world.stage_times().get(crate::world::Stage::StepPopulation).as_secs_f64() * 1e3;
+            Some(PopulationSummary {
+                balls: pop.len(),
+                backend: world.population_backend().into(),
+                ms_per_step: if taken_steps > 0 { stage / taken_steps as f64 } else { 0.0 },
+                substeps: pop.params.substeps,
+                iterations: pop.params.iterations,
+                initial,
+                last,
+                escaped: last.escaped,
+                kinetic_per_ball: last.kinetic_per_ball,
+                max_overlap_ratio: last.max_overlap_ratio,
+                max_overlap_ratio_seen: overlap_seen.max(last.max_overlap_ratio),
+            })
+        }
+        _ => None,
+    };
     let energy_final = world.energy();
     let taken = world.step_count();
     let stats = world.integrator_stats();
@@ -362,7 +426,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         energy_balance_error: (energy_final.balance() - energy_initial.balance()).abs(),
         max_constraint_error: world.max_constraint_error().max(initial_constraint_error),
         max_penetration: world.contacts.max_penetration(),
-        backend: world.field_backend().into(),
+        backend: if world.population.is_some() { world.population_backend() } else { world.field_backend() }.into(),
         adapter,
         stage_ms: world.stage_times().as_list().iter().map(|(n, d)| (n.to_string(), d.as_secs_f64() * 1e3)).collect(),
         stopped: error.as_ref().map(|e| Stopped {
@@ -374,6 +438,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             message: e.to_string(),
         }),
         warnings: world.warnings().cloned().collect(),
+        population,
     };
     if let Some(p) = &options.summary {
         summary.write(p)?;

@@ -17,7 +17,12 @@
 //!    the constraints (seed 003 §IV);
 //! 5. `scatter_state` — back into the bodies;
 //! 6. `check_divergence` — NaN/∞ or runaway energy stops the run, naming the
-//!    step and the body.
+//!    step and the body;
+//! 7. `step_population` — when the world has a population tier
+//!    ([`crate::population`]), its balls are stepped last, so that they see
+//!    the bodies' new poses and velocities as moving obstacles (one-way
+//!    coupling: balls do not push bodies). A non-finite ball stops the run
+//!    with the step and the ball's index.
 
 use std::time::{Duration, Instant};
 
@@ -32,6 +37,8 @@ use crate::field::{Field, total_force};
 use crate::gpu::GpuFieldBackend;
 use crate::integrator::{DenseOutput, Dynamics, Integrator, IntegratorError, IntegratorStats, Method, State};
 use crate::load::{Kinematics, Load};
+use crate::population::Population;
+use crate::population::gpu::GpuPopulation;
 use crate::solver::SolverError;
 use crate::surface::Surface;
 
@@ -93,11 +100,13 @@ pub enum Stage {
     ScatterState,
     /// The divergence check.
     CheckDivergence,
+    /// The population tier's whole step (fields, grid, contacts, bounds).
+    StepPopulation,
 }
 
 impl Stage {
     /// Every stage, in step order.
-    pub const ALL: [Stage; 12] = [
+    pub const ALL: [Stage; 13] = [
         Stage::GatherState,
         Stage::ApplyFields,
         Stage::ApplyLoads,
@@ -110,6 +119,7 @@ impl Stage {
         Stage::CorrectDrift,
         Stage::ScatterState,
         Stage::CheckDivergence,
+        Stage::StepPopulation,
     ];
 
     /// The stage's name in the summary's `stage_ms`.
@@ -127,6 +137,7 @@ impl Stage {
             Stage::CorrectDrift => "correct_drift",
             Stage::ScatterState => "scatter_state",
             Stage::CheckDivergence => "check_divergence",
+            Stage::StepPopulation => "step_population",
         }
     }
 }
@@ -205,6 +216,16 @@ pub enum SimulationError {
         /// The pair and the reason.
         source: ContactError,
     },
+    /// The population tier failed (a non-finite ball, the GPU backend).
+    #[error("step {step} (t = {time}): population: {source}")]
+    Population {
+        /// Step that failed.
+        step: u64,
+        /// Time at the end of that step.
+        time: f64,
+        /// What went wrong.
+        source: crate::population::PopulationError,
+    },
     /// The integrator failed.
     #[error("step {step} (t = {time}): {source}")]
     Integrator {
@@ -249,6 +270,10 @@ pub struct World {
     pub stabilization: Stabilization,
     /// Contacts and impacts (off unless the scene turns them on).
     pub contacts: ContactSet,
+    /// The population tier (balls), stepped after the bodies.
+    pub population: Option<Population>,
+    /// The population's GPU backend, when it runs there.
+    population_gpu: Option<std::sync::Arc<std::sync::Mutex<GpuPopulation>>>,
     system: ConstraintSystem,
     /// Field forces from the GPU kernel instead of `field.rs`, when set.
     gpu_fields: Option<std::sync::Arc<std::sync::Mutex<GpuFieldBackend>>>,
@@ -277,6 +302,8 @@ impl World {
             constraints: ConstraintSet::new(),
             stabilization: Stabilization::default(),
             contacts: ContactSet::default(),
+            population: None,
+            population_gpu: None,
             system: ConstraintSystem::default(),
             gpu_fields: None,
             max_constraint_error: 0.0,
@@ -436,7 +463,57 @@ impl World {
         let started = Instant::now();
         let result = self.check_divergence();
         self.times.add(Stage::CheckDivergence, started.elapsed());
+        result?;
+        let started = Instant::now();
+        let result = self.step_population();
+        self.times.add(Stage::StepPopulation, started.elapsed());
         result
+    }
+
+    /// The population stage: bodies become obstacles at their new pose, then
+    /// one population step on the CPU twin or the GPU.
+    fn step_population(&mut self) -> Result<(), SimulationError> {
+        let Some(pop) = self.population.as_mut() else {
+            return Ok(());
+        };
+        if !self.bodies.is_empty() {
+            pop.set_body_obstacles(self.bodies.as_slice());
+        }
+        let dt = self.dt as f32;
+        let result = match &self.population_gpu {
+            None => crate::population::cpu::step(pop, dt),
+            Some(gpu) => match gpu.lock() {
+                Ok(mut gpu) => gpu.step(pop, dt),
+                Err(_) => Err(crate::population::PopulationError::Gpu("the GPU backend was poisoned".into())),
+            },
+        };
+        result.map_err(|source| SimulationError::Population { step: self.steps, time: self.time, source })
+    }
+
+    /// Steps the population on the GPU from now on (`None`: on the CPU twin
+    /// again, after reading the balls back). Clones of the world share it.
+    pub fn set_population_gpu(&mut self, gpu: Option<GpuPopulation>) -> Result<(), SimulationError> {
+        self.sync_population()?;
+        self.population_gpu = gpu.map(|g| std::sync::Arc::new(std::sync::Mutex::new(g)));
+        Ok(())
+    }
+
+    /// `"gpu"` when the population steps on the GPU, else `"cpu"`.
+    pub fn population_backend(&self) -> &'static str {
+        if self.population_gpu.is_some() { "gpu" } else { "cpu" }
+    }
+
+    /// Brings the GPU's balls into [`World::population`] (a readback; nothing
+    /// to do on the CPU twin). Call before reading the balls.
+    pub fn sync_population(&mut self) -> Result<(), SimulationError> {
+        let (Some(pop), Some(gpu)) = (self.population.as_mut(), &self.population_gpu) else {
+            return Ok(());
+        };
+        let result = match gpu.lock() {
+            Ok(mut gpu) => gpu.read_back(pop),
+            Err(_) => Err(crate::population::PopulationError::Gpu("the GPU backend was poisoned".into())),
+        };
+        result.map_err(|source| SimulationError::Population { step: self.steps, time: self.time, source })
     }
 
     fn force_model(&mut self) -> (ForceModel<'_>, &mut Integrator, &mut State) {

@@ -20,6 +20,7 @@ use glam::DVec2;
 use crate::body::{Body, BodyHandle};
 use crate::constraint::{Constraint, ConstraintKind};
 use crate::load::{Anchor, Load};
+use crate::population::{Population, PopulationError};
 use crate::shape::Shape;
 use crate::world::World;
 
@@ -429,6 +430,27 @@ impl Scene {
         for (i, c) in f.constraints.iter().enumerate() {
             let constraint = self.build_constraint(&world, i, c)?;
             world.add_constraint(constraint).map_err(|m| self.error_at(&format!("constraints[{i}]"), m))?;
+        }
+        if let Some(def) = &f.population {
+            let built = Population::build(
+                def,
+                &world.surfaces,
+                &world.fields,
+                f.gravity,
+                f.dt,
+                crate::population::cpu_memory_limit(),
+            );
+            world.population = Some(built.map_err(|e| match e {
+                PopulationError::Invalid { field, message } => self.error_at(&format!("population.{field}"), message),
+                other => {
+                    let field = if f.population.as_ref().is_some_and(|p| p.count.is_some()) {
+                        "population.count"
+                    } else {
+                        "population.spawn"
+                    };
+                    self.error_at(field, other.to_string())
+                }
+            })?);
         }
         Ok(world)
     }

@@ -9,6 +9,7 @@ use crate::contact::{BroadphaseChoice, MixRule};
 use crate::field::Field;
 use crate::integrator::Method;
 use crate::load::Profile;
+use crate::population::PopulationDef;
 use crate::shape::Shape;
 use crate::surface::Surface;
 
@@ -80,6 +81,9 @@ pub struct SceneFile {
     /// Generated piles of boxes: pyramids and columns.
     #[serde(default)]
     pub piles: Vec<PileDef>,
+    /// The population tier: balls from generators (`docs/scene-format.md`).
+    #[serde(default)]
+    pub population: Option<PopulationDef>,
 }
 
 /// A generated pile of equal boxes, each touching its neighbours: a pyramid
