@@ -55,6 +55,12 @@ pub struct RunOptions {
     /// after the current step: the outputs get the last complete step and
     /// the summary says `stopped`. `mx2d run` wires SIGINT and SIGTERM here.
     pub stop: Option<Arc<AtomicUsize>>,
+    /// Write a PNG per recorded step into this folder (`--frames DIR`).
+    pub frames: Option<PathBuf>,
+    /// Picture size of the frames; default [`crate::render::headless::DEFAULT_SIZE`].
+    pub frame_size: Option<(u32, u32)>,
+    /// Energy plot PNG (`--energy-plot FILE.png`), drawn at the end from the recorded steps.
+    pub energy_plot: Option<PathBuf>,
 }
 
 /// Why a run ended before the steps it was asked for.
@@ -287,6 +293,13 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         energy: open(&options.energy, ENERGY_HEADER)?,
         reactions: open(&options.reactions, REACTIONS_HEADER)?,
         contacts: open(&options.contacts, crate::output::CONTACTS_HEADER)?,
+        pictures: crate::render::headless::RunPictures::open(
+            &world,
+            &scene.file.name,
+            options.frames.as_deref(),
+            options.frame_size,
+            options.energy_plot.as_deref(),
+        )?,
     };
     // An initial state the constraints cannot be projected onto stops the
     // run like a failed step (exit 3) at step 0, with the outputs of step 0
@@ -403,6 +416,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         }
         _ => None,
     };
+    recorder.pictures.finish()?;
     let energy_final = world.energy();
     let taken = world.step_count();
     let stats = world.integrator_stats();
@@ -470,13 +484,15 @@ struct Recorder {
     energy: Option<CsvWriter>,
     reactions: Option<CsvWriter>,
     contacts: Option<CsvWriter>,
+    /// `--frames` and `--energy-plot` (src/render/headless.rs).
+    pictures: crate::render::headless::RunPictures,
 }
 
 impl Recorder {
     /// Writes the rows of the world's current step to every open file. The
-    /// outer error is an I/O error (naming the file); the inner one a
+    /// outer error is an output error (naming the file); the inner one a
     /// reaction that cannot be computed, which stops the run like a step.
-    fn record(&mut self, world: &mut World) -> std::io::Result<Result<(), RunStop>> {
+    fn record(&mut self, world: &mut World) -> anyhow::Result<Result<(), RunStop>> {
         if let Some(t) = &mut self.trace {
             t.trace_rows(world)?;
         }
@@ -496,6 +512,7 @@ impl Recorder {
         if let Some(c) = &mut self.contacts {
             c.contact_rows(world)?;
         }
+        self.pictures.record(world)?;
         Ok(Ok(()))
     }
 
