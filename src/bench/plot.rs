@@ -126,6 +126,8 @@ mod tests {
             max_force_rel_error: None,
             agree: None,
             gpu_error: None,
+            gpu_readback_sort_ms: None,
+            gpu_passes: None,
         }
     }
 

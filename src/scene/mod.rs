@@ -8,7 +8,10 @@ mod locate;
 mod schema;
 
 pub use locate::SourceMap;
-pub use schema::{AnchorDef, BodyDef, ChainDef, ConstraintDef, LoadDef, SceneFile, StabilizationDef};
+pub use schema::{
+    AnchorDef, BodyDef, ChainDef, ConstraintDef, ContactsDef, LoadDef, MaterialDef, PileDef, SceneFile,
+    StabilizationDef,
+};
 
 use std::path::Path;
 
@@ -17,6 +20,7 @@ use glam::DVec2;
 use crate::body::{Body, BodyHandle};
 use crate::constraint::{Constraint, ConstraintKind};
 use crate::load::{Anchor, Load};
+use crate::population::{Population, PopulationError};
 use crate::shape::Shape;
 use crate::world::World;
 
@@ -62,22 +66,110 @@ pub struct Scene {
     pub text: String,
 }
 
+/// The largest scene file read (bytes): far above any hand-written or
+/// generated scene (large populations are described by generators).
+pub const MAX_SCENE_BYTES: u64 = 16 << 20;
+
+/// Memory of one generated body with its joint, the solver's blocks and the
+/// integrator's state, measured as the peak RSS of `mx2d run` on chains of 1e5
+/// and 4e5 links with RK4 (2.07 kB per link), rounded up.
+const BYTES_PER_BODY: u64 = 2200;
+
+/// Most bodies a scene may have: constraint ids are u32 (2³² − 2).
+const MAX_BODIES: u64 = u32::MAX as u64 - 1;
+
+/// How much memory a scene may use, and where that figure came from.
+struct AvailableMemory {
+    bytes: u64,
+    source: &'static str,
+}
+
+/// `MemAvailable` of /proc/meminfo; where that cannot be read, 16 GiB.
+fn available_memory() -> AvailableMemory {
+    let from_proc = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+        let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kb.saturating_mul(1024))
+    });
+    match from_proc {
+        Some(bytes) => AvailableMemory { bytes, source: "available on this machine (MemAvailable)" },
+        None => AvailableMemory { bytes: 16 << 30, source: "assumed available (memory size unknown here)" },
+    }
+}
+
+/// The largest magnitude of any number in a scene: squares and products of
+/// three such numbers stay finite (1e100³ = 1e300), so energies do too.
+pub const MAX_MAGNITUDE: f64 = 1e100;
+
+/// How far from the origin a body may be, in units of the largest body's
+/// radius: at 1e12 radii an f64 position still resolves 1e-4 of a radius.
+pub const MAX_EXTENT_RATIO: f64 = 1e12;
+
+/// The most links one chain may generate (each is a body and a joint: about
+/// 2 KiB with the sparse solver's share; see docs, "Limits").
+pub const MAX_CHAIN_LINKS: usize = 1_000_000;
+
+/// The most steps one run may take (a scene's `steps`, `duration / dt`, or
+/// the command line's): 10⁹ steps is hours of the smallest scene; a larger
+/// count is a typo or a saturated conversion, and would never end.
+pub const MAX_STEPS: u64 = 1_000_000_000;
+
 fn ron_options() -> ron::Options {
     ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
 }
 
 impl Scene {
     /// Reads, applies `overrides` (`PATH=VALUE`), parses and validates a file.
+    /// The file must be UTF-8 (a leading byte-order mark is accepted); bytes
+    /// that are not are reported at their line and column.
     pub fn load(path: &Path, overrides: &[String]) -> Result<Scene, SceneError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| SceneError {
-            file: name.clone(),
-            line: 0,
-            column: 0,
-            field: String::new(),
-            message: format!("cannot read the scene file: {e}"),
+        let unplaced =
+            |message: String| SceneError { file: name.clone(), line: 0, column: 0, field: String::new(), message };
+        let metadata = std::fs::metadata(path).map_err(|e| unplaced(format!("cannot read the scene file: {e}")))?;
+        if metadata.is_dir() {
+            return Err(unplaced("cannot read the scene file: it is a directory".into()));
+        }
+        // Checked before reading: a scene is text written by hand or by a
+        // script, never this large (see docs, "Limits").
+        if metadata.is_file() && metadata.len() > MAX_SCENE_BYTES {
+            return Err(unplaced(format!(
+                "the scene file has {} bytes, more than the limit of {MAX_SCENE_BYTES}",
+                metadata.len()
+            )));
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(
+                std::fs::File::open(path).map_err(|e| unplaced(format!("cannot read the scene file: {e}")))?,
+                MAX_SCENE_BYTES + 1,
+            ),
+            &mut bytes,
+        )
+        .map_err(|e| unplaced(format!("cannot read the scene file: {e}")))?;
+        if bytes.len() as u64 > MAX_SCENE_BYTES {
+            return Err(unplaced(format!("the scene file is longer than the limit of {MAX_SCENE_BYTES} bytes")));
+        }
+        Scene::from_bytes(bytes, &name, overrides)
+    }
+
+    /// Checks that `bytes` are UTF-8 (invalid bytes are reported at their
+    /// line and column), then parses them as [`Scene::parse_with_overrides`].
+    pub fn from_bytes(bytes: Vec<u8>, name: &str, overrides: &[String]) -> Result<Scene, SceneError> {
+        let text = String::from_utf8(bytes).map_err(|e| {
+            let valid = e.utf8_error().valid_up_to();
+            let bytes = e.as_bytes();
+            let good = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
+            let (line, column) = locate::line_col_of(good, valid);
+            SceneError {
+                file: name.to_string(),
+                line,
+                column,
+                field: String::new(),
+                message: format!("the file is not valid UTF-8 (byte 0x{:02X})", bytes[valid]),
+            }
         })?;
-        Scene::parse_with_overrides(&text, &name, overrides)
+        Scene::parse_with_overrides(&text, name, overrides)
     }
 
     /// Parses and validates scene text (`name` is used in messages).
@@ -85,19 +177,27 @@ impl Scene {
         Scene::parse_with_overrides(text, name, &[])
     }
 
-    /// Applies overrides to `text`, then parses and validates it.
+    /// Parses `text` (so that the file's own errors come first, at their
+    /// place), applies the overrides in order, then parses and validates the
+    /// result. An error an override causes is reported against the override
+    /// (`FILE: --set PATH=VALUE: message`).
     pub fn parse_with_overrides(text: &str, name: &str, overrides: &[String]) -> Result<Scene, SceneError> {
+        // A UTF-8 byte-order mark is not part of the RON text.
+        let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
+        let parsed: Result<SceneFile, _> = ron_options().from_str(text);
+        let mut file = parsed.map_err(|e| syntax_error(name, e))?;
         let mut text = text.to_string();
         for o in overrides {
-            text = apply_override(&text, o).map_err(|message| SceneError {
+            let set_error = |message: String| SceneError {
                 file: name.to_string(),
                 line: 0,
                 column: 0,
-                field: o.split('=').next().unwrap_or("").to_string(),
+                field: format!("--set {o}"),
                 message,
-            })?;
+            };
+            text = apply_override(&text, o).map_err(set_error)?;
+            file = ron_options().from_str(&text).map_err(|e| set_error(e.code.to_string()))?;
         }
-        let file: SceneFile = ron_options().from_str(&text).map_err(|e| syntax_error(name, &text, e))?;
         let scene = Scene { file, path: name.to_string(), text };
         scene.validate()?;
         Ok(scene)
@@ -115,6 +215,73 @@ impl Scene {
         SceneError { file: self.path.clone(), line, column, field, message }
     }
 
+    /// Every number in the scene must be a normal float (or zero) of sane
+    /// size: a subnormal (1e-320) passes "positive and finite" but its
+    /// inverse is infinite (`mass`) or a run with it never ends (`dt`); a
+    /// magnitude past [`MAX_MAGNITUDE`] overflows the energy (m g y with y =
+    /// 1e308 is infinite). Body positions must also lie within
+    /// [`MAX_EXTENT_RATIO`] × the largest body's radius of the origin, past
+    /// which f64 can no longer resolve the bodies themselves.
+    fn check_numbers(&self) -> Result<(), SceneError> {
+        fn walk(v: &serde_json::Value, path: &str, out: &mut Vec<(String, f64)>) {
+            match v {
+                serde_json::Value::Number(n) if !(n.is_i64() || n.is_u64()) => {
+                    out.push((path.to_string(), n.as_f64().unwrap_or(0.0)));
+                }
+                serde_json::Value::Array(items) => {
+                    for (k, item) in items.iter().enumerate() {
+                        walk(item, &format!("{path}[{k}]"), out);
+                    }
+                }
+                serde_json::Value::Object(fields) => {
+                    // An enum variant `{"Circle": {...}}`: the tag is not a path part.
+                    let tag = fields.len() == 1 && fields.keys().all(|k| k.starts_with(|c: char| c.is_uppercase()));
+                    for (name, field) in fields {
+                        let child = match (tag, path.is_empty()) {
+                            (true, _) => path.to_string(),
+                            (false, true) => name.clone(),
+                            (false, false) => format!("{path}.{name}"),
+                        };
+                        walk(field, &child, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Ok(value) = serde_json::to_value(&self.file) else { return Ok(()) };
+        let mut numbers = Vec::new();
+        walk(&value, "", &mut numbers);
+        for (path, v) in numbers {
+            if v != 0.0 && v.is_finite() && !v.is_normal() {
+                return Err(self.error_at(
+                    &path,
+                    format!(
+                        "{v:e} is subnormal, too small to compute with (the smallest normal float is {:e})",
+                        f64::MIN_POSITIVE
+                    ),
+                ));
+            }
+            if v.abs() > MAX_MAGNITUDE {
+                return Err(
+                    self.error_at(&path, format!("{v:e} is beyond the largest magnitude accepted, {MAX_MAGNITUDE:e}"))
+                );
+            }
+        }
+        let largest = self.file.bodies.iter().map(|b| b.shape.bounding_radius()).fold(0.0, f64::max);
+        for (i, b) in self.file.bodies.iter().enumerate() {
+            let r = b.position.length();
+            if r > MAX_EXTENT_RATIO * largest {
+                return Err(self.error_at(
+                    &format!("bodies[{i}].position"),
+                    format!(
+                        "{r:e} from the origin is more than {MAX_EXTENT_RATIO:e} × the largest body radius ({largest:e}): f64 cannot resolve the bodies there"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn validate(&self) -> Result<(), SceneError> {
         self.build_world().map(|_| ())
     }
@@ -122,6 +289,7 @@ impl Scene {
     /// Builds the world the scene describes.
     pub fn build_world(&self) -> Result<World, SceneError> {
         let f = &self.file;
+        self.check_numbers()?;
         let finite_vec = |path: &str, v: glam::DVec2| {
             if v.is_finite() {
                 Ok(())
@@ -138,14 +306,35 @@ impl Scene {
         {
             return Err(self.error_at("duration", format!("must be finite and >= 0, got {d}")));
         }
+        if let Some(n) = f.steps
+            && n > MAX_STEPS
+        {
+            return Err(self.error_at("steps", format!("{n} steps is more than the limit of {MAX_STEPS}")));
+        }
+        if f.steps.is_none()
+            && let Some(d) = f.duration
+            && d / f.dt > MAX_STEPS as f64
+        {
+            let n = d / f.dt;
+            return Err(
+                self.error_at("duration", format!("duration / dt = {n:e} steps, more than the limit of {MAX_STEPS}"))
+            );
+        }
         if let Some(e) = f.max_body_energy
             && !(e.is_finite() && e > 0.0)
         {
             return Err(self.error_at("max_body_energy", format!("must be positive, got {e}")));
         }
+        self.check_size()?;
         let mut world = World::new(f.gravity);
         world.dt = f.dt;
         world.set_integrator(f.integrator);
+        if let Some(tol) = f.tolerance {
+            if !(tol.is_finite() && tol > 0.0 && tol < 1.0) {
+                return Err(self.error_at("tolerance", format!("must be in (0, 1), got {tol}")));
+            }
+            world.set_tolerance(tol);
+        }
         world.limits.max_body_energy = f.max_body_energy;
         for (i, b) in f.bodies.iter().enumerate() {
             let at = |field: &str| format!("bodies[{i}].{field}");
@@ -162,7 +351,10 @@ impl Scene {
             if let Some(j) = b.inertia
                 && !(j.is_finite() && j > 0.0)
             {
-                return Err(self.error_at(&at("inertia"), format!("inertia must be positive and finite, got {j}")));
+                return Err(self.error_at(
+                    &at("inertia"),
+                    format!("inertia must be positive and finite, got {j} (for a point mass use shape: Point)"),
+                ));
             }
             b.shape.validate().map_err(|m| self.error_at(&at("shape"), m))?;
             finite_vec(&at("position"), b.position)?;
@@ -188,15 +380,35 @@ impl Scene {
                 builder = builder.inertia(j);
             }
             let body = builder.build().map_err(|m| {
-                let field = if m.starts_with("velocity") { "velocity" } else { "mass" };
+                let field = if m.starts_with("velocity") {
+                    "velocity"
+                } else if m.starts_with("inertia") {
+                    "inertia"
+                } else if m.starts_with("name") {
+                    "name"
+                } else {
+                    "mass"
+                };
                 self.error_at(&at(field), m)
             })?;
             world.add_body(body).map_err(|m| self.error_at(&at("name"), m))?;
         }
         for (i, s) in f.surfaces.iter().enumerate() {
-            s.validate().map_err(|m| self.error_at(&format!("surfaces[{i}].geometry"), m))?;
+            s.validate().map_err(|m| {
+                let word = m.split_whitespace().next().unwrap_or("");
+                let field = if ["friction", "kinetic_friction", "restitution", "rolling_resistance"].contains(&word) {
+                    format!("surfaces[{i}].{word}")
+                } else {
+                    format!("surfaces[{i}].geometry")
+                };
+                self.error_at(&field, m)
+            })?;
         }
         world.surfaces = f.surfaces.clone();
+        self.build_contacts(&mut world)?;
+        for (i, p) in f.piles.iter().enumerate() {
+            self.build_pile(&mut world, i, p)?;
+        }
         for (i, fd) in f.fields.iter().enumerate() {
             fd.validate().map_err(|m| self.error_at(&format!("fields[{i}].kind"), m))?;
         }
@@ -219,11 +431,188 @@ impl Scene {
             let constraint = self.build_constraint(&world, i, c)?;
             world.add_constraint(constraint).map_err(|m| self.error_at(&format!("constraints[{i}]"), m))?;
         }
+        if let Some(def) = &f.population {
+            let built = Population::build(
+                def,
+                &world.surfaces,
+                &world.fields,
+                f.gravity,
+                f.dt,
+                crate::population::cpu_memory_limit(),
+            );
+            world.population = Some(built.map_err(|e| match e {
+                PopulationError::Invalid { field, message } => self.error_at(&format!("population.{field}"), message),
+                other => {
+                    let field = if f.population.as_ref().is_some_and(|p| p.count.is_some()) {
+                        "population.count"
+                    } else {
+                        "population.spawn"
+                    };
+                    self.error_at(field, other.to_string())
+                }
+            })?);
+        }
         Ok(world)
+    }
+
+    /// Materials and contact settings (`contacts`, `materials`,
+    /// `bodies[i].material`, `surfaces[i].material`), each bad value refused
+    /// at its position.
+    fn build_contacts(&self, world: &mut World) -> Result<(), SceneError> {
+        use crate::contact::{ContactSettings, Material};
+        let f = &self.file;
+        let mut named: Vec<(&str, Material)> = Vec::new();
+        for (i, m) in f.materials.iter().enumerate() {
+            let material = Material {
+                friction: m.friction,
+                kinetic_friction: m.kinetic_friction,
+                restitution: m.restitution,
+                rolling_resistance: m.rolling_resistance,
+            };
+            material.validate().map_err(|e| self.error_at(&format!("materials[{i}]"), e))?;
+            if named.iter().any(|(n, _)| *n == m.name) {
+                return Err(
+                    self.error_at(&format!("materials[{i}].name"), format!("material '{}' is defined twice", m.name))
+                );
+            }
+            named.push((&m.name, material));
+        }
+        let lookup = |path: &str, name: &str| {
+            named.iter().find(|(n, _)| *n == name).map(|(_, m)| *m).ok_or_else(|| {
+                let known: Vec<&str> = named.iter().map(|(n, _)| *n).collect();
+                self.error_at(path, format!("unknown material '{name}' (materials: {})", known.join(", ")))
+            })
+        };
+        let mut body_materials = Vec::with_capacity(f.bodies.len());
+        for (i, b) in f.bodies.iter().enumerate() {
+            body_materials.push(match &b.material {
+                Some(name) => lookup(&format!("bodies[{i}].material"), name)?,
+                None => Material::default(),
+            });
+        }
+        for (i, s) in f.surfaces.iter().enumerate() {
+            if let Some(name) = &s.material {
+                let m = lookup(&format!("surfaces[{i}].material"), name)?;
+                let surface = &mut world.surfaces[i];
+                surface.friction = m.friction;
+                surface.kinetic_friction = m.kinetic_friction;
+                surface.restitution = m.restitution;
+                surface.rolling_resistance = m.rolling_resistance;
+            }
+        }
+        let Some(c) = &f.contacts else {
+            return Ok(());
+        };
+        let positive = |path: &str, v: Option<f64>| match v {
+            Some(x) if !(x.is_finite() && x >= 0.0) => {
+                Err(self.error_at(path, format!("must be finite and >= 0, got {x}")))
+            }
+            _ => Ok(()),
+        };
+        positive("contacts.resting_speed", c.resting_speed)?;
+        positive("contacts.slop", c.slop)?;
+        positive("contacts.tolerance", c.tolerance)?;
+        let defaults = ContactSettings::default();
+        world.contacts.settings = ContactSettings {
+            enabled: true,
+            mix: c.mix,
+            broadphase: c.broadphase,
+            collide_connected: c.collide_connected,
+            resting_speed: c.resting_speed,
+            slop: c.slop,
+            iterations: c.iterations.unwrap_or(defaults.iterations),
+            tolerance: c.tolerance.unwrap_or(defaults.tolerance),
+            joint_passes: c.joint_passes.unwrap_or(defaults.joint_passes),
+            max_impact_events: c.max_impact_events.unwrap_or(defaults.max_impact_events),
+            body_materials,
+        };
+        Ok(())
+    }
+
+    /// Adds the boxes of a pile (see [`schema::PileDef`]), sizes checked first.
+    fn build_pile(&self, world: &mut World, i: usize, p: &schema::PileDef) -> Result<(), SceneError> {
+        let at = |field: &str| format!("piles[{i}].{field}");
+        const MAX_ROWS: usize = 2000;
+        if p.rows == 0 || p.rows > MAX_ROWS {
+            return Err(self.error_at(&at("rows"), format!("rows must be in 1..={MAX_ROWS}, got {}", p.rows)));
+        }
+        for (name, v) in [("half_extent", p.half_extent), ("mass", p.mass)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(self.error_at(&at(name), format!("{name} must be positive and finite, got {v}")));
+            }
+        }
+        let material = match &p.material {
+            None => crate::contact::Material::default(),
+            Some(name) => self
+                .file
+                .materials
+                .iter()
+                .find(|m| &m.name == name)
+                .map(|m| crate::contact::Material {
+                    friction: m.friction,
+                    kinetic_friction: m.kinetic_friction,
+                    restitution: m.restitution,
+                    rolling_resistance: m.rolling_resistance,
+                })
+                .ok_or_else(|| self.error_at(&at("material"), format!("unknown material '{name}'")))?,
+        };
+        let h = p.half_extent;
+        let materials = &mut world.contacts.settings.body_materials;
+        materials.resize(world.bodies.len(), crate::contact::Material::default());
+        for row in 0..p.rows {
+            let count = if p.pyramid { p.rows - row } else { 1 };
+            for col in 0..count {
+                let x = p.base.x + (2.0 * col as f64 - (count as f64 - 1.0)) * h;
+                let y = p.base.y + h + 2.0 * h * row as f64;
+                let body =
+                    Body::builder(format!("{}{row}_{col}", p.prefix), Shape::Box { half_extents: DVec2::splat(h) })
+                        .mass(p.mass)
+                        .position(DVec2::new(x, y))
+                        .build()
+                        .map_err(|m| self.error_at(&at("half_extent"), m))?;
+                world.add_body(body).map_err(|m| self.error_at(&at("prefix"), m))?;
+                world.contacts.settings.body_materials.push(material);
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses, before anything is allocated, a scene whose generators ask for
+    /// more bodies than this machine's memory can hold (issue 10: `links:
+    /// 100000000` used to abort after 44 s at 6.7 GB, `4294967296` hung).
+    fn check_size(&self) -> Result<(), SceneError> {
+        let available = available_memory();
+        let mut total: u128 = self.file.bodies.len() as u128 * BYTES_PER_BODY as u128;
+        for (i, c) in self.file.chains.iter().enumerate() {
+            let need = c.links as u128 * BYTES_PER_BODY as u128;
+            total += need;
+            if c.links as u128 > MAX_BODIES as u128 || total > available.bytes as u128 {
+                let gib = |b: u128| b as f64 / (1u64 << 30) as f64;
+                return Err(self.error_at(
+                    &format!("chains[{i}].links"),
+                    format!(
+                        "links {}: the scene would need about {:.1} GiB ({} bytes per link with its joint, solver and integrator state; at most {} bodies), more than the {:.1} GiB {}",
+                        c.links,
+                        gib(total),
+                        BYTES_PER_BODY,
+                        MAX_BODIES,
+                        gib(available.bytes as u128),
+                        available.source
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     fn build_chain(&self, world: &mut World, i: usize, c: &ChainDef) -> Result<(), SceneError> {
         let at = |field: &str| format!("chains[{i}].{field}");
+        crate::body::check_name(&format!("{}0", c.prefix)).map_err(|m| self.error_at(&at("prefix"), m))?;
+        if c.links > MAX_CHAIN_LINKS {
+            return Err(
+                self.error_at(&at("links"), format!("{} links is more than the limit of {MAX_CHAIN_LINKS}", c.links))
+            );
+        }
         if c.links == 0 {
             return Err(self.error_at(&at("links"), "a chain needs at least one link"));
         }
@@ -388,6 +777,7 @@ impl Scene {
                 (name.clone().unwrap_or_else(|| default_name("point_on_curve")), a, None, kind)
             }
         };
+        crate::body::check_name(&name).map_err(|m| self.error_at(&at_path("name"), m))?;
         if b == Some(a) {
             return Err(
                 self.error_at(&at_path("b"), format!("constraint '{name}' joins body '{}' to itself", body(a).name))
@@ -491,7 +881,7 @@ fn constraint_numbers(c: &ConstraintDef) -> Vec<(&'static str, Vec<f64>)> {
     }
 }
 
-fn syntax_error(file: &str, text: &str, e: ron::error::SpannedError) -> SceneError {
+fn syntax_error(file: &str, e: ron::error::SpannedError) -> SceneError {
     // Name the field when the parser tells us which one.
     let field = match &e.code {
         ron::Error::NoSuchStructField { found, .. } => found.clone(),
@@ -499,7 +889,6 @@ fn syntax_error(file: &str, text: &str, e: ron::error::SpannedError) -> SceneErr
         ron::Error::DuplicateStructField { field, .. } => field.to_string(),
         _ => String::new(),
     };
-    let _ = text;
     SceneError {
         file: file.to_string(),
         line: e.span.start.line,
@@ -511,12 +900,21 @@ fn syntax_error(file: &str, text: &str, e: ron::error::SpannedError) -> SceneErr
 
 /// Rewrites `text` so that the value at PATH becomes VALUE (`PATH=VALUE`).
 /// An absent field of an existing struct is inserted; anything else that does
-/// not exist is an error naming the path.
+/// not exist is an error naming the path. VALUE must be exactly one RON value
+/// (no comments, nothing after it), so it can never change its surroundings.
 pub fn apply_override(text: &str, assignment: &str) -> Result<String, String> {
     let (path, value) =
         assignment.split_once('=').ok_or_else(|| format!("--set expects PATH=VALUE, got '{assignment}'"))?;
     let (path, value) = (path.trim(), value.trim());
+    if path.is_empty() {
+        return Err("--set expects PATH=VALUE: the path is empty".into());
+    }
+    SourceMap::check_single_value(value).map_err(|m| format!("bad value '{value}': {m}"))?;
     let map = SourceMap::new(text);
+    if let Some(e) = map.error() {
+        let (line, column) = map.line_col(e.offset);
+        return Err(format!("cannot apply to this text ({}: at {line}:{column})", e.message));
+    }
     let canon = map.resolve(path).ok_or_else(|| format!("unknown path '{path}'"))?;
     if let Some(l) = map.span(&canon) {
         return Ok(format!("{}{}{}", &text[..l.start], value, &text[l.end..]));
