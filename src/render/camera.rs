@@ -106,6 +106,13 @@ pub fn world_bounds(world: &World) -> (DVec2, DVec2) {
     for b in world.bodies.iter() {
         add(b.position, b.shape.bounding_radius());
     }
+    if let Some(pop) = &world.population {
+        for (i, p) in pop.position.iter().enumerate() {
+            if pop.state.get(i) == Some(&crate::population::state::ALIVE) {
+                add(DVec2::new(f64::from(p.x), f64::from(p.y)), f64::from(pop.radius[i]));
+            }
+        }
+    }
     for s in &world.surfaces {
         use crate::surface::SurfaceGeometry as G;
         match &s.geometry {

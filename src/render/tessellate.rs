@@ -283,6 +283,9 @@ pub fn draw_list(world: &World, camera: &Camera, width: u32, height: u32, style:
             }
         }
     }
+    if let Some(pop) = &world.population {
+        population_discs(pop, &mut list.discs);
+    }
     let mut b = Builder { out: &mut list.over, px };
     for trail in extras.trails {
         b.polyline(trail, false, style.line_px, style.trail);
@@ -437,5 +440,27 @@ fn surface(
             }
             b.polyline(&outline, true, 2.0 * style.line_px, style.surface);
         }
+    }
+}
+
+/// The live balls of a population, from its CPU arrays, coloured by speed
+/// (blue at rest to red at the fastest ball's speed). With the GPU backend
+/// these arrays hold the state of the last read-back.
+pub fn population_discs(pop: &crate::population::Population, out: &mut Vec<DiscInstance>) {
+    let alive = |i: usize| pop.state.get(i) == Some(&crate::population::state::ALIVE);
+    let fastest =
+        (0..pop.position.len()).filter(|&i| alive(i)).map(|i| pop.velocity[i].length()).fold(0.0f32, f32::max);
+    out.reserve(pop.position.len());
+    for i in (0..pop.position.len()).filter(|&i| alive(i)) {
+        let t = if fastest > 0.0 { (pop.velocity[i].length() / fastest).clamp(0.0, 1.0) } else { 0.0 };
+        let mix = |a: f32, b: f32| (a + (b - a) * t) as u8;
+        out.push(DiscInstance {
+            position: pop.position[i].to_array(),
+            radius: pop.radius[i],
+            angle: pop.angle.get(i).copied().unwrap_or(0.0),
+            color: rgba(mix(40.0, 230.0), mix(110.0, 60.0), mix(220.0, 40.0), 255),
+            flags: DISC_RADIUS_LINE | DISC_RIM,
+            pad: [0; 2],
+        });
     }
 }

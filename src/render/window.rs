@@ -38,9 +38,9 @@ use crate::load::{Anchor, Load};
 use crate::scene::Scene;
 use crate::world::World;
 
-/// The scene of `mx2d` with no arguments, shown with trails (until the ball
-/// population lands: the double pendulum, chaotic and always in frame).
-pub const DEMO_SCENE: &str = include_str!("../../scenes/double_pendulum.ron");
+/// The scene of `mx2d` with no arguments: DESIGN.md's balls_box, 1,000
+/// balls thrown into a box (population tier, CPU twin).
+pub const DEMO_SCENE: &str = include_str!("../../scenes/balls_box.ron");
 
 /// Frames the `MX2D_WINDOW_TEST=1` run draws before its screenshot and exit.
 pub const TEST_FRAMES: u64 = 60;
@@ -97,8 +97,8 @@ pub fn run(scene: Scene, size: (u32, u32), trails: bool) -> anyhow::Result<()> {
 
 /// The default demo.
 pub fn run_demo() -> anyhow::Result<()> {
-    let scene = Scene::parse(DEMO_SCENE, "demo (scenes/double_pendulum.ron)")?;
-    run(scene, (1024, 768), true)
+    let scene = Scene::parse(DEMO_SCENE, "demo (scenes/balls_box.ron)")?;
+    run(scene, (1024, 768), false)
 }
 
 struct Gpu {
@@ -319,7 +319,12 @@ impl App {
                 "{steps} steps/s   frame {:.1} ms (simulate {:.1}, draw {:.1})",
                 self.frame_ms, self.simulate_ms, self.draw_ms
             ),
-            format!("N = {} bodies   E = {:.6e} J", self.world.bodies.len(), self.world.energy().total),
+            format!(
+                "N = {} bodies, {} balls   E = {:.6e} J",
+                self.world.bodies.len(),
+                self.world.population.as_ref().map_or(0, |p| p.position.len()),
+                self.world.energy().total
+            ),
             format!("fields on {}   draw on {adapter}", self.world.field_backend()),
         ];
         if let Some(h) = &self.halted {
