@@ -5,9 +5,11 @@
 //! under gravity, loads and force fields, held by joints, rolling contacts and
 //! motors whose forces are Lagrange multipliers: the constraint Jacobian is
 //! assembled block-sparse and J M⁻¹ Jᵀ λ = b is solved by sparse Gaussian
-//! elimination ordered leaves-first. Its **population tier** (f32) evaluates
-//! force fields and finds collision pairs for millions of balls with WGSL
-//! compute shaders, each with a multithreaded CPU twin.
+//! elimination ordered leaves-first. Its **population tier** (f32) steps
+//! millions of balls — fields, grid, substepped Jacobi contacts with
+//! restitution, friction and spin — with WGSL compute shaders on resident
+//! buffers and a multithreaded CPU twin of every kernel; the bodies of the
+//! mechanism tier are moving obstacles for the balls.
 //!
 //! ## Getting started
 //!
@@ -58,6 +60,8 @@
 //! | drift | Newton projection of positions and velocities, Baumgarte | [`constraint::system`] |
 //! | inverse problems | inverse kinematics, joint torques, impulsive constraints | [`inverse`], [`world::World::impulsive_constraint`] |
 //! | broadphase | uniform grid (CPU twin + WGSL), sweep-and-prune | [`broadphase`], [`gpu`] |
+//! | contacts | narrowphase (circle, polygon clipping, any shape vs surfaces), time of impact on the integrator's trajectory, Newton impacts, Coulomb friction (static/kinetic) and rolling resistance by block PGS, materials with a mixing rule | [`contact`], [`solver::pgs`] |
+//! | population | balls from generators; contacts, restitution, friction, spin; surfaces and bodies as obstacles; CPU twin + WGSL | [`population`] |
 //! | scenes and CLI | RON scenes with positioned errors, `--set` overrides, CSV/JSON outputs | [`scene`], [`run`], [`output`] |
 //!
 //! ## Conventions
@@ -66,9 +70,15 @@
 //! matrix diag(m, m, J). Constraint forces are Jᵀλ.
 //!
 //! ## FAQ
-//! - *Why does a free body fall through a floor?* Surfaces act through
-//!   constraints (rolling, point-on-curve). Contacts and impacts between free
-//!   bodies and surfaces are not modelled yet.
+//! - *Why does a free body fall through a floor?* Surfaces act on bodies
+//!   through constraints (rolling, point-on-curve). Contacts and impacts
+//!   between free bodies and surfaces are not modelled yet; the balls of the
+//!   population tier do collide with surfaces and bodies.
+//! - *Do balls push the bodies?* No: the population is stepped after the
+//!   bodies, which are kinematic obstacles for it (one-way coupling).
+//! - *My pile still overlaps a few % of the radius.* The Jacobi contact solve
+//!   propagates corrections one ball per iteration; raise `substeps` (better
+//!   than `iterations`) for tall piles.
 //! - *My chain diverges with `symplectic`.* First-order methods cannot follow
 //!   links spinning at hundreds of rad/s at a millisecond step; use `rk4` or a
 //!   smaller step.
@@ -87,6 +97,7 @@ pub mod bench;
 pub mod body;
 pub mod broadphase;
 pub mod constraint;
+pub mod contact;
 pub mod field;
 pub mod gpu;
 pub mod integrator;
@@ -94,6 +105,7 @@ pub mod inverse;
 pub mod load;
 pub mod math;
 pub mod output;
+pub mod population;
 pub mod run;
 pub mod scene;
 pub mod shape;
