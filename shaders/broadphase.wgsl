@@ -5,9 +5,12 @@
 // documentation describes both and proves that every pair is reported
 // exactly once.
 //
-// Per call: clear buckets and counters; count_cells; exclusive prefix sum of
-// the buckets (prefix_sum.wgsl); scatter_cells; find_pairs. Afterwards the
-// bucket table holds bucket *ends* (start of bucket k = end of bucket k − 1).
+// Per call, one compute pass each: clear buckets and counters; count_cells
+// (per box); exclusive prefix sum of the buckets (prefix_sum.wgsl);
+// scatter_cells (per box; the host then copies the last bucket end, the
+// entry count, into the counters); find_pairs (per sorted entry).
+// Afterwards the bucket table holds bucket *ends* (start of bucket k = end
+// of bucket k − 1).
 // Overflow of `sorted` or `pairs` is never silent: the counters keep counting
 // past the capacities, the host compares and reruns with larger buffers.
 //
@@ -49,16 +52,30 @@ struct Aabb {
     max: vec2<f32>,
 }
 
+// One (box, cell) entry of the counting sort, 24 bytes. It carries the box
+// itself, so that find_pairs streams through `sorted` and never reads
+// `aabbs` at the random index of a partner (on a GPU with random body order,
+// those reads were the pair pass's cost). The cell is stored as its offset
+// from the box's lower-left covered cell, 16 bits per axis (count_cells
+// flags a box spanning more than 65,536 cells on an axis).
 struct CellEntry {
+    min: vec2<f32>,
+    max: vec2<f32>,
     body: u32,
-    ix: i32,
-    iy: i32,
+    cell_offset: u32,
 }
 
+// `entries` is not counted here: the host copies the last bucket end after
+// scatter_cells into it (one global atomic per box saved). `pairs` grows by
+// one atomic per workgroup of find_pairs, not per pair. `span_overflow` is
+// set when a box covers more than MAX_SPAN + 1 cells on an axis.
 struct Counters {
     entries: atomic<u32>,
     pairs: atomic<u32>,
+    span_overflow: atomic<u32>,
 }
+
+const MAX_SPAN: i32 = 65535;
 
 @group(0) @binding(0) var<uniform> grid: GridParams;
 @group(0) @binding(1) var<uniform> capacity: Capacities;
@@ -184,7 +201,10 @@ fn count_cells(
     let y0 = cells.y;
     let x1 = cells.z;
     let y1 = cells.w;
-    atomicAdd(&counters.entries, u32((x1 - x0 + 1) * (y1 - y0 + 1)));
+    if x1 - x0 > MAX_SPAN || y1 - y0 > MAX_SPAN {
+        atomicMax(&counters.span_overflow, 1u);
+        return;
+    }
     for (var iy = y0; iy <= y1; iy++) {
         for (var ix = x0; ix <= x1; ix++) {
             atomicAdd(&buckets[cell_key(ix, iy)], 1u);
@@ -211,60 +231,94 @@ fn scatter_cells(
     let y0 = cells.y;
     let x1 = cells.z;
     let y1 = cells.w;
+    if x1 - x0 > MAX_SPAN || y1 - y0 > MAX_SPAN {
+        return;
+    }
     for (var iy = y0; iy <= y1; iy++) {
         for (var ix = x0; ix <= x1; ix++) {
             let slot = atomicAdd(&buckets[cell_key(ix, iy)], 1u);
             if slot < capacity.entries {
-                store_entry(slot, CellEntry(i, ix, iy));
+                let offset = (u32(iy - y0) << 16u) | u32(ix - x0);
+                store_entry(slot, CellEntry(a.min, a.max, i, offset));
             }
         }
     }
 }
 
+// The cell of entry `e`: its box's lower-left covered cell plus the offset.
+fn entry_cell(e: CellEntry) -> vec2<i32> {
+    let origin = vec2<i32>(cell_coord(e.min.x), cell_coord(e.min.y));
+    return origin + vec2<i32>(i32(e.cell_offset & 0xffffu), i32(e.cell_offset >> 16u));
+}
+
+// The partners of sorted entry `s` (cell `cell`, box `e`): the later entries
+// of its bucket, up to `end`, in the same cell, whose box overlaps and whose
+// intersection has its lower-left corner in this cell (the reference cell:
+// exactly one cell reports a pair). Counts them, or, with `emit`, stores
+// them from pair slot `first` on.
+fn partners(s: u32, e: CellEntry, cell: vec2<i32>, end: u32, emit: bool, first: u32) -> u32 {
+    var found = 0u;
+    for (var t = s + 1u; t < end; t++) {
+        let f = load_entry(t);
+        let a = Aabb(e.min, e.max);
+        let b = Aabb(f.min, f.max);
+        if overlaps(a, b) && cell_coord(max(a.min.x, b.min.x)) == cell.x
+            && cell_coord(max(a.min.y, b.min.y)) == cell.y && all(entry_cell(f) == cell) {
+            if emit {
+                let p = first + found;
+                if p < capacity.pairs {
+                    store_pair(p, vec2<u32>(min(e.body, f.body), max(e.body, f.body)));
+                }
+            }
+            found += 1u;
+        }
+    }
+    return found;
+}
+
+var<workgroup> group_pairs: atomic<u32>;
+var<workgroup> group_first: u32;
+
+// One thread per sorted entry (dispatched over the entry capacity): every
+// pair of boxes sharing its reference cell c has one entry each in c's
+// bucket, so the pair is found once, by the earlier of the two entries.
+// Reads are sequential in `sorted` (a bucket's entries are contiguous), so
+// the pass streams whatever the body order. Pair slots are taken per
+// workgroup (count, workgroup-local offsets, one global atomic, emit), not
+// one global atomic per pair.
 @compute @workgroup_size(256)
 fn find_pairs(
     @builtin(workgroup_id) workgroup: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) local: u32,
 ) {
-    let i = box_index(workgroup, groups, local);
-    if i >= grid.box_count {
-        return;
+    let s = box_index(workgroup, groups, local);
+    // Entries stored: the last bucket end, within the capacity (past an
+    // overflow the tail of `sorted` was never written).
+    let stored = min(atomicLoad(&buckets[grid.table_size - 1u]), capacity.entries);
+    var e: CellEntry;
+    var cell = vec2<i32>(0, 0);
+    var end = 0u;
+    var mine = 0u;
+    if s < stored {
+        e = load_entry(s);
+        cell = entry_cell(e);
+        end = min(atomicLoad(&buckets[cell_key(cell.x, cell.y)]), capacity.entries);
+        mine = partners(s, e, cell, end, false, 0u);
     }
-    let a = load_aabb(i);
-    if !is_valid(a) {
-        return;
+    var offset = 0u;
+    if mine > 0u {
+        offset = atomicAdd(&group_pairs, mine);
     }
-    let cells = covered_cells(a);
-    let x0 = cells.x;
-    let y0 = cells.y;
-    let x1 = cells.z;
-    let y1 = cells.w;
-    for (var iy = y0; iy <= y1; iy++) {
-        for (var ix = x0; ix <= x1; ix++) {
-            let key = cell_key(ix, iy);
-            var start = 0u;
-            if key > 0u {
-                start = atomicLoad(&buckets[key - 1u]);
-            }
-            // Past an overflow the tail of `sorted` was never written.
-            let end = min(atomicLoad(&buckets[key]), capacity.entries);
-            for (var s = start; s < end; s++) {
-                let e = load_entry(s);
-                if e.body <= i || e.ix != ix || e.iy != iy {
-                    continue;
-                }
-                let b = load_aabb(e.body);
-                // Report from the reference cell only: the cell holding the
-                // lower-left corner of the intersection.
-                if overlaps(a, b) && cell_coord(max(a.min.x, b.min.x)) == ix
-                    && cell_coord(max(a.min.y, b.min.y)) == iy {
-                    let p = atomicAdd(&counters.pairs, 1u);
-                    if p < capacity.pairs {
-                        store_pair(p, vec2<u32>(i, e.body));
-                    }
-                }
-            }
+    workgroupBarrier();
+    if local == 0u {
+        let total = atomicLoad(&group_pairs);
+        if total > 0u {
+            group_first = atomicAdd(&counters.pairs, total);
         }
+    }
+    let first = workgroupUniformLoad(&group_first);
+    if mine > 0u {
+        partners(s, e, cell, end, true, first + offset);
     }
 }

@@ -17,6 +17,7 @@
 
 use crate::broadphase::{Aabb, GridBroadphase, SweepAndPrune};
 use crate::field::{Falloff, Field, FieldKind, Region};
+use crate::gpu::timing::PassTime;
 use crate::gpu::{GpuBody, GpuContext, GpuFieldEvaluator, GpuGridBroadphase, cpu_field_forces};
 use anyhow::Context as _;
 use glam::{DVec2, Vec2};
@@ -46,6 +47,26 @@ pub struct BenchArgs {
     /// Draw time against N (log-log) into this PNG.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Also time each GPU pass (count, scan, scatter, pair emission; the
+    /// field kernel's one pass) and print its share: GPU timestamps when the
+    /// adapter has them, else the wall clock around each pass submitted alone.
+    #[arg(long)]
+    pub passes: bool,
+    /// Order of the bodies: `random` (as generated) or `cell` (sorted by grid
+    /// cell, row-major, as a population kept in cell order would be).
+    #[arg(long, value_enum, default_value_t = BodyOrder::Random)]
+    pub order: BodyOrder,
+}
+
+/// The order in which the benchmark population is fed to the kernels.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BodyOrder {
+    /// Generation order: neighbours in space are far apart in memory.
+    #[default]
+    Random,
+    /// Sorted by the GPU grid's cell (row-major), ties by generation order.
+    Cell,
 }
 
 /// One measurement: a kernel at one N on both paths.
@@ -77,6 +98,12 @@ pub struct BenchRow {
     pub agree: Option<bool>,
     /// Why the GPU side of this row failed (its GPU columns are then empty).
     pub gpu_error: Option<String>,
+    /// Host readback of the pairs plus their sort (ms, median), broadphase
+    /// rows: the part of `gpu_e2e_ms` that a GPU consumer of the pairs
+    /// (`GpuGridBroadphase::encode`) does not pay.
+    pub gpu_readback_sort_ms: Option<f64>,
+    /// Time of each GPU pass (ms, median per pass), with `--passes`.
+    pub gpu_passes: Option<Vec<PassTime>>,
 }
 
 /// `gpu_error` of the combined row when a part failed (the part's own row
@@ -103,6 +130,19 @@ pub fn bench_population(n: usize) -> Vec<GpuBody> {
             radius: 0.5,
         })
         .collect()
+}
+
+/// Reorders `bodies` as `order` says (stable: ties keep generation order).
+pub fn order_population(bodies: &mut [GpuBody], order: BodyOrder) {
+    if order == BodyOrder::Cell {
+        let aabbs: Vec<Aabb> = bodies.iter().map(|b| Aabb::from_disc(b.position, b.radius)).collect();
+        let inv = crate::broadphase::GridParams::for_aabbs(&aabbs).inv_cell_size;
+        let cell = |b: &GpuBody| {
+            let c = Aabb::from_disc(b.position, b.radius).min * inv;
+            (c.y.floor() as i64, c.x.floor() as i64)
+        };
+        bodies.sort_by_key(cell);
+    }
 }
 
 /// The benchmark fields: gravity, a softened attractor in a disc, a vortex in
@@ -199,7 +239,8 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
     let mut cpu_grid = GridBroadphase::new();
     let mut sap = SweepAndPrune::new();
     for &n in &args.sizes {
-        let bodies = bench_population(n);
+        let mut bodies = bench_population(n);
+        order_population(&mut bodies, args.order);
         let fields = bench_fields(n);
         let aabbs: Vec<Aabb> = bodies.iter().map(|b| Aabb::from_disc(b.position, b.radius)).collect();
         let (mut cpu_forces, mut gpu_forces) = (Vec::new(), Vec::new());
@@ -227,6 +268,8 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
             max_force_rel_error: None,
             agree: None,
             gpu_error: None,
+            gpu_readback_sort_ms: None,
+            gpu_passes: None,
         };
         let mut grid_row = BenchRow {
             kernel: "broadphase",
@@ -258,7 +301,7 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
                 })?;
                 Ok((field_e2e, field_gpu, source))
             })();
-            let grid_result = (|| -> anyhow::Result<(f64, f64, &'static str)> {
+            let grid_result = (|| -> anyhow::Result<(f64, f64, &'static str, f64)> {
                 let grid_e2e = time_median(args.repeats, || {
                     let t = Instant::now();
                     grid.find_pairs(ctx, &aabbs, &mut gpu_pairs).map_err(e)?;
@@ -270,8 +313,27 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
                     source = timing_name(timing.source);
                     Ok(timing.ms)
                 })?;
-                Ok((grid_e2e, grid_gpu, source))
+                // The readback and host sort alone, on the pairs of the last run.
+                let count = gpu_pairs.len();
+                let mut scratch = Vec::with_capacity(count);
+                let readback = time_median(args.repeats, || {
+                    let t = Instant::now();
+                    grid.read_pairs(ctx, count, &mut scratch).map_err(e)?;
+                    Ok(t.elapsed().as_secs_f64() * 1e3)
+                })?;
+                Ok((grid_e2e, grid_gpu, source, readback))
             })();
+            if args.passes {
+                field_row.gpu_passes = pass_medians(args.repeats, || {
+                    let timing = eval.run(ctx).map_err(e)?;
+                    Ok(vec![PassTime { name: "field_forces", ms: timing.ms }])
+                })
+                .map_err(|err| field_row.gpu_error.get_or_insert(format!("{err:#}")).clone())
+                .ok();
+                grid_row.gpu_passes = pass_medians(args.repeats, || Ok(grid.run_profiled(ctx).map_err(e)?.1.passes))
+                    .map_err(|err| grid_row.gpu_error.get_or_insert(format!("{err:#}")).clone())
+                    .ok();
+            }
             let mut error = None;
             match &field_result {
                 Ok((e2e, gpu_ms, source)) => {
@@ -287,7 +349,8 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
             }
             let mut pairs_agree = None;
             match &grid_result {
-                Ok((e2e, gpu_ms, source)) => {
+                Ok((e2e, gpu_ms, source, readback)) => {
+                    grid_row.gpu_readback_sort_ms = Some(*readback);
                     let agree = gpu_pairs == cpu_pairs && sap_ms.is_none_or(|_| sap_pairs == cpu_pairs);
                     pairs_agree = Some(agree);
                     grid_row.gpu_ms = Some(*gpu_ms);
@@ -300,7 +363,7 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
             both_row.pairs = Some(cpu_pairs.len());
             both_row.max_force_rel_error = error;
             match (&field_result, &grid_result, error, pairs_agree) {
-                (Ok((fe, fg, source)), Ok((ge, gg, _)), Some(rel), Some(agree)) => {
+                (Ok((fe, fg, source)), Ok((ge, gg, _, _)), Some(rel), Some(agree)) => {
                     both_row.gpu_ms = Some(fg + gg);
                     both_row.gpu_e2e_ms = Some(fe + ge);
                     both_row.gpu_timing = Some(source);
@@ -316,6 +379,38 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
         rows.extend([field_row, grid_row, both_row]);
     }
     Ok(rows)
+}
+
+/// Runs `f` once to warm up, then `repeats` times; the median of each pass.
+fn pass_medians(repeats: usize, mut f: impl FnMut() -> anyhow::Result<Vec<PassTime>>) -> anyhow::Result<Vec<PassTime>> {
+    f()?;
+    let runs = (0..repeats.max(1)).map(|_| f()).collect::<anyhow::Result<Vec<_>>>()?;
+    let first = runs.first().cloned().unwrap_or_default();
+    Ok(first
+        .iter()
+        .enumerate()
+        .map(|(k, pass)| PassTime {
+            name: pass.name,
+            ms: median(runs.iter().filter_map(|run| run.get(k).map(|p| p.ms)).collect()),
+        })
+        .collect())
+}
+
+/// Each row's passes with their share of the row's pass total, one line per
+/// kernel and N.
+pub fn pass_table(rows: &[BenchRow]) -> String {
+    let mut s = String::new();
+    for r in rows {
+        let Some(passes) = &r.gpu_passes else { continue };
+        let total: f64 = passes.iter().map(|p| p.ms).sum();
+        s += &format!("{:<12} {:>9}  total {:>10.3} ms:", r.kernel, r.n, total);
+        for p in passes {
+            let share = if total > 0.0 { 100.0 * p.ms / total } else { 0.0 };
+            s += &format!("  {} {:.3} ({share:.0}%)", p.name, p.ms);
+        }
+        s.push('\n');
+    }
+    s
 }
 
 fn timing_name(source: crate::gpu::TimingSource) -> &'static str {
@@ -401,11 +496,17 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
         use std::io::Write as _;
         let mut out = std::io::stdout().lock();
         write!(out, "adapter: {adapter}\ncpu: {threads} rayon threads\n{}", table(&rows))
-            .and_then(|()| out.flush())
+            .and_then(|()| {
+                if args.passes {
+                    writeln!(out, "per-pass GPU times (median; share of the passes' total), order: {:?}", args.order)?;
+                    write!(out, "{}", pass_table(&rows))?;
+                }
+                out.flush()
+            })
             .context("writing the table to stdout")?;
     }
     if let Some(path) = &args.json {
-        let doc = serde_json::json!({ "adapter": adapter, "cpu_threads": threads, "rows": rows });
+        let doc = serde_json::json!({ "adapter": adapter, "cpu_threads": threads, "order": args.order, "rows": rows });
         std::fs::write(path, serde_json::to_string_pretty(&doc)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
@@ -438,6 +539,8 @@ mod tests {
             max_force_rel_error: Some(0.0),
             agree: Some(true),
             gpu_error: None,
+            gpu_readback_sort_ms: None,
+            gpu_passes: None,
         };
         let failed = BenchRow {
             kernel: "broadphase",

@@ -40,9 +40,37 @@ impl Body {
         BodyBuilder::new(name, shape)
     }
 
-    /// Inverse masses (1/m, 1/m, 1/J) — zeros for a fixed body.
+    /// Inverse masses (1/m, 1/m, 1/J) — zeros for a fixed body; (1/m, 1/m, 0)
+    /// for a point mass, whose rotation is not a degree of freedom.
     pub fn inverse_mass(&self) -> [f64; 3] {
-        if self.fixed { [0.0; 3] } else { [1.0 / self.mass, 1.0 / self.mass, 1.0 / self.inertia] }
+        if self.fixed {
+            [0.0; 3]
+        } else if self.is_point() {
+            [1.0 / self.mass, 1.0 / self.mass, 0.0]
+        } else {
+            [1.0 / self.mass, 1.0 / self.mass, 1.0 / self.inertia]
+        }
+    }
+
+    /// Whether the body is a point mass ([`Shape::Point`]): no rotational
+    /// degree of freedom.
+    pub fn is_point(&self) -> bool {
+        matches!(self.shape, Shape::Point)
+    }
+
+    /// Weights (1, 1, 1/ℓ²) of the mass-independent metric in which the
+    /// constraint solver decides rank (ℓ: bounding radius; see
+    /// `solver::gauss`, "Scale-invariant rank decisions"); zeros for a fixed
+    /// body, (1, 1, 0) for a point.
+    pub fn rank_weights(&self) -> [f64; 3] {
+        let r = self.radius();
+        if self.fixed {
+            [0.0; 3]
+        } else if self.is_point() || r <= 0.0 {
+            [1.0, 1.0, 0.0]
+        } else {
+            [1.0, 1.0, 1.0 / (r * r)]
+        }
     }
 
     /// Radius of the shape's bounding disc, the radius used by Stokes drag and
@@ -167,9 +195,15 @@ impl BodyBuilder {
         if self.fixed && (self.velocity != DVec2::ZERO || self.angular_velocity != 0.0) {
             return Err("velocity: a fixed body cannot move: give it no velocity".into());
         }
-        let inertia = self.inertia.unwrap_or(mass * shape.unit_inertia());
-        if !(self.fixed || inertia.is_normal() && inertia > 0.0) {
-            return Err(format!("moment of inertia must be positive and finite, got {inertia}"));
+        let point = matches!(shape, Shape::Point);
+        if point && (self.angular_velocity != 0.0 || self.inertia.is_some_and(|j| j != 0.0)) {
+            return Err("inertia: a Point body has no rotation (give it no inertia and no angular velocity)".into());
+        }
+        let inertia = if point { 0.0 } else { self.inertia.unwrap_or(mass * shape.unit_inertia()) };
+        if !(self.fixed || point || inertia.is_normal() && inertia > 0.0) {
+            return Err(format!(
+                "moment of inertia must be positive and finite, got {inertia} (for a point mass use shape: Point)"
+            ));
         }
         for (what, v) in [
             ("position", self.position),

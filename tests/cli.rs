@@ -122,3 +122,23 @@ fn backend_flag_is_checked_and_reported() {
         assert!(String::from_utf8_lossy(&out.stderr).contains("--backend gpu cannot run"));
     }
 }
+
+/// Issue 13: `mx2d bench` panicked in the CPU grid when rayon had more threads
+/// than the input had runs of boxes (2 boxes on 4 threads; every size up to
+/// 1000 on 64). Through the binary, as a user on a many-core machine runs it;
+/// the environment variable sizes rayon's global pool whatever the cores.
+#[test]
+fn bench_cpu_runs_at_3_16_and_64_rayon_threads() {
+    for threads in ["3", "16", "64"] {
+        let out = mx2d()
+            .env("RAYON_NUM_THREADS", threads)
+            .args(["bench", "--no-gpu", "--sizes", "2,3,5,9,17,100,500,1000", "--repeats", "1", "--sap-max", "0"])
+            .output()
+            .expect("runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{threads} threads: {}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+        assert!(stdout.contains(&format!("cpu: {threads} rayon threads")), "{threads} threads:\n{stdout}");
+        // One broadphase row per size.
+        assert_eq!(stdout.lines().filter(|l| l.starts_with("broadphase ")).count(), 8, "{stdout}");
+    }
+}

@@ -341,6 +341,37 @@ impl Constraint {
             }
             _ => {}
         }
+        self.check_point_bodies(bodies, surfaces)
+    }
+
+    /// A [`Shape::Point`](crate::shape::Shape::Point) body has no rotation: a
+    /// constraint may not act on its angle (an offset anchor, an angle or weld
+    /// row). Checked on the rows at the bodies' current states.
+    fn check_point_bodies(&self, bodies: &[Body], surfaces: &[Surface]) -> Result<(), String> {
+        let state = |h: BodyHandle| {
+            let b = &bodies[h.0];
+            ([b.position.x, b.position.y, b.angle], [b.velocity.x, b.velocity.y, b.angular_velocity])
+        };
+        let slots = [Some(self.body_a), self.body_b];
+        if !slots.iter().flatten().any(|h| bodies[h.0].is_point() && !bodies[h.0].fixed) {
+            return Ok(());
+        }
+        let block = self.evaluate(0.0, state(self.body_a), self.body_b.map(state), bodies, surfaces);
+        for (slot, h) in slots.iter().enumerate() {
+            let Some(h) = h else { continue };
+            let body = &bodies[h.0];
+            if !body.is_point() || body.fixed {
+                continue;
+            }
+            for row in &block.jac[slot][..block.rows] {
+                if row[2].abs() > 1e-12 * (1.0 + row[0].abs() + row[1].abs()) {
+                    return Err(format!(
+                        "body '{}' is a Point (its rotation is not a degree of freedom): constraint '{}' must attach at its centre (anchor (0, 0)) and cannot hold its angle; a pendulum bob hangs on a Distance rod",
+                        body.name, self.name
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 }

@@ -12,6 +12,9 @@ use crate::body::Body;
 use crate::solver::{ConstraintSolver, SolverError, SparseJacobian};
 use crate::surface::Surface;
 
+/// Halvings of a projection step tried before giving up on it.
+const MAX_BACKTRACKS: usize = 4;
+
 /// Above this many constraints the rows are evaluated in parallel.
 const PARALLEL_ROWS: usize = 2048;
 
@@ -57,10 +60,12 @@ pub struct ConstraintSystem {
     jac: SparseJacobian,
     blocks: Vec<RowBlock>,
     inv_mass: Vec<[f64; 3]>,
+    rank_weights: Vec<[f64; 3]>,
     rhs: Vec<f64>,
     lambda: Vec<f64>,
     scratch: Vec<f64>,
     scratch_dq: Vec<f64>,
+    scratch_q: Vec<f64>,
     scratch_rows: Vec<f64>,
     /// Warnings raised so far (redundant or singular constraints), each once.
     pub warnings: BTreeSet<String>,
@@ -98,6 +103,11 @@ impl ConstraintSystem {
         }
         self.inv_mass.clear();
         self.inv_mass.extend(scene.bodies.iter().map(Body::inverse_mass));
+        // rank is decided in a mass-independent metric (solver::gauss,
+        // "Scale-invariant rank decisions")
+        self.rank_weights.clear();
+        self.rank_weights.extend(scene.bodies.iter().map(Body::rank_weights));
+        self.solver.set_rank_metric(&self.rank_weights);
         self.jac.clear(scene.bodies.len());
         for (c, block) in items.iter().zip(&self.blocks) {
             let a = (c.body_a.0, block.jac[0]);
@@ -154,6 +164,17 @@ impl ConstraintSystem {
         self.scratch_rows = jv;
         self.lambda.resize(n, 0.0);
         let report = self.solver.solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
+        if !report.badly_scaled.is_empty() {
+            let names: Vec<_> = report
+                .badly_scaled
+                .iter()
+                .filter_map(|id| scene.constraints.iter().nth(id.index()).map(|c| c.name.clone()))
+                .collect();
+            self.warnings.insert(format!(
+                "constraints {} are independent but their bodies' inertias are too small for their size (J ≪ m·ℓ²) to be resolved in f64: multipliers regularised; model such bodies as shape: Point",
+                names.join(", ")
+            ));
+        }
         if !report.rank_deficient.is_empty() {
             let names: Vec<_> = report
                 .rank_deficient
@@ -209,18 +230,50 @@ impl ConstraintSystem {
         }
         self.solver.factor(&self.jac, &self.inv_mass, None)?;
         let jac0 = self.jac.clone();
-        for _ in 0..settings.max_iterations {
-            self.fill_rhs_from_values();
-            self.lambda.resize(self.rhs.len(), 0.0);
-            self.solver.solve_factored(&self.rhs, &mut self.lambda)?;
-            self.correct(&jac0, q)?;
-            self.assemble(scene, t, q, v)?;
-            err = self.max_error();
-            if err <= settings.tolerance {
-                break;
+        let mut dq = std::mem::take(&mut self.scratch_dq);
+        let mut q0 = std::mem::take(&mut self.scratch_q);
+        let result = (|| {
+            for _ in 0..settings.max_iterations {
+                self.fill_rhs_from_values();
+                self.lambda.resize(self.rhs.len(), 0.0);
+                self.solver.solve_factored(&self.rhs, &mut self.lambda)?;
+                dq.clear();
+                dq.resize(q.len(), 0.0);
+                self.correct(&jac0, &mut dq)?;
+                q0.clear();
+                q0.extend_from_slice(q);
+                // The error must never grow (issue 10): a regularised or
+                // far-from-solution step is halved until it decreases |C|, and
+                // if none does, q is left where it was.
+                let mut step = 1.0;
+                let mut improved = false;
+                for _ in 0..MAX_BACKTRACKS {
+                    for ((qi, q0i), d) in q.iter_mut().zip(&q0).zip(&dq) {
+                        *qi = q0i + step * d;
+                    }
+                    self.assemble(scene, t, q, v)?;
+                    let new_err = self.max_error();
+                    if new_err < err {
+                        err = new_err;
+                        improved = true;
+                        break;
+                    }
+                    step *= 0.5;
+                }
+                if !improved {
+                    q.copy_from_slice(&q0);
+                    self.assemble(scene, t, q, v)?;
+                    break;
+                }
+                if err <= settings.tolerance {
+                    break;
+                }
             }
-        }
-        Ok(err)
+            Ok(err)
+        })();
+        self.scratch_dq = dq;
+        self.scratch_q = q0;
+        result
     }
 
     /// Projects `v` onto J v + bias = 0 at the current positions (seed 003

@@ -32,8 +32,9 @@
 //! nothing is allocated per step once the sizes have been seen.
 
 use super::buffers::{BUFFER_ALIGNMENT, GrowableBuffer, PagedBuffer, Readback, map_read};
-use super::context::{GpuContext, GpuError, GpuTiming, PassTimer};
+use super::context::{GpuContext, GpuError, GpuTiming, TimingSource};
 use super::prefix_sum::PrefixSum;
+use super::timing::{PassProfiler, PassTimings};
 use crate::broadphase::{Aabb, GridParams};
 use bytemuck::{Pod, Zeroable};
 use rayon::prelude::*;
@@ -92,10 +93,46 @@ pub struct GpuGridBroadphase {
     pair_capacity: u64,
     readback: Readback,
     counter_values: Vec<u32>,
-    timer: PassTimer,
+    /// Times each pass with GPU timestamps when the adapter has them (else,
+    /// only in [`run_profiled`](GpuGridBroadphase::run_profiled), with the
+    /// wall clock around separately submitted passes).
+    profiler: PassProfiler,
 }
 
-const ENTRY_BYTES: u64 = 12;
+/// The passes of one run, in order; each is its own compute pass so that
+/// each can be timed ([`GpuGridBroadphase::run_profiled`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// Per box: one atomic increment per covered cell's bucket.
+    CountCells,
+    /// Exclusive prefix sum of the bucket counts (all levels).
+    Scan,
+    /// Per box: one atomic slot per covered cell, the entry written there.
+    ScatterCells,
+    /// Per box: its cells' buckets scanned for partners, pairs emitted.
+    FindPairs,
+}
+
+impl Stage {
+    const ALL: [Stage; 4] = [Stage::CountCells, Stage::Scan, Stage::ScatterCells, Stage::FindPairs];
+
+    /// The pass's name in timings (the kernel's entry point).
+    fn name(self) -> &'static str {
+        match self {
+            Stage::CountCells => "count_cells",
+            Stage::Scan => "scan",
+            Stage::ScatterCells => "scatter_cells",
+            Stage::FindPairs => "find_pairs",
+        }
+    }
+}
+
+/// Most cells a box may cover on one axis (`MAX_SPAN + 1` in the shader:
+/// an entry stores its cell as a 16-bit offset per axis).
+pub const MAX_SPAN_CELLS: u32 = 65_536;
+
+/// WGSL `CellEntry`: the box (16 bytes), its index, its cell's offset.
+const ENTRY_BYTES: u64 = 24;
 const PAIR_BYTES: u64 = 8;
 const AABB_BYTES: u64 = size_of::<Aabb>() as u64;
 
@@ -166,7 +203,10 @@ impl GpuGridBroadphase {
             grid_uniform: small("grid params", uniform_usage),
             capacity_uniform: small("capacities", uniform_usage),
             aabbs: PagedBuffer::new("aabbs", storage | wgpu::BufferUsages::COPY_DST, AABB_BYTES, PAGES),
-            buckets: GrowableBuffer::new("buckets", storage | wgpu::BufferUsages::COPY_DST),
+            buckets: GrowableBuffer::new(
+                "buckets",
+                storage | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+            ),
             sorted: PagedBuffer::new("sorted cell entries", storage, ENTRY_BYTES, PAGES),
             pairs: PagedBuffer::new("pairs", storage | wgpu::BufferUsages::COPY_SRC, PAIR_BYTES, PAGES),
             counters: GrowableBuffer::new(
@@ -181,7 +221,7 @@ impl GpuGridBroadphase {
             pair_capacity: 0,
             readback: Readback::new(),
             counter_values: Vec::new(),
-            timer: PassTimer::new(ctx, "broadphase timer"),
+            profiler: PassProfiler::new(ctx, "broadphase passes"),
         })
     }
 
@@ -213,8 +253,114 @@ impl GpuGridBroadphase {
 
     /// Uploads the boxes and chooses the grid for them ([`GridParams::for_aabbs`]).
     pub fn upload(&mut self, ctx: &GpuContext, aabbs: &[Aabb]) -> Result<(), GpuError> {
-        self.params = GridParams::for_aabbs(aabbs);
-        self.gpu_params = self.params;
+        self.configure(ctx, GridParams::for_aabbs(aabbs), aabbs.len(), 4 * aabbs.len() as u64)?;
+        if self.aabbs.upload(ctx, aabbs)? {
+            self.bind_group = None;
+        }
+        Ok(())
+    }
+
+    /// Prepares a run on boxes that stay on the GPU (no host copy of them):
+    /// `params` is the grid (`box_count` is filled in here), which the caller
+    /// chooses from what it knows of its population (e.g. its bounds and
+    /// largest radius; [`GridParams::for_aabbs`] on a host copy gives the
+    /// bench's grid), and `expected_pairs` sizes the pair buffer. The caller
+    /// then fills the boxes with [`copy_boxes`](Self::copy_boxes) or its own
+    /// kernel writing [`box_pages`](Self::box_pages), and records the
+    /// passes with [`encode`](Self::encode).
+    pub fn prepare_resident(
+        &mut self,
+        ctx: &GpuContext,
+        params: GridParams,
+        box_count: usize,
+        expected_pairs: u64,
+    ) -> Result<(), GpuError> {
+        self.configure(ctx, params, box_count, expected_pairs)?;
+        if self.aabbs.ensure(ctx, box_count as u64)? {
+            self.bind_group = None;
+        }
+        Ok(())
+    }
+
+    /// Records the copy of `count` boxes (WGSL `Aabb`, 16 bytes each) from
+    /// the start of `source` (which needs `COPY_SRC`) into the box pages: a
+    /// GPU-to-GPU copy, no host round trip.
+    pub fn copy_boxes(&self, encoder: &mut wgpu::CommandEncoder, source: &wgpu::Buffer, count: u64) {
+        let page = self.aabbs.page_elems();
+        for (k, target) in self.aabbs.pages().enumerate() {
+            let first = k as u64 * page;
+            if first >= count {
+                break;
+            }
+            let elems = (count - first).min(page);
+            encoder.copy_buffer_to_buffer(source, first * AABB_BYTES, target, 0, elems * AABB_BYTES);
+        }
+    }
+
+    /// The box pages (binding `k` holds boxes `k·page .. (k+1)·page`, page =
+    /// [`box_page_elems`](Self::box_page_elems)), for a producer kernel.
+    pub fn box_pages(&self) -> impl ExactSizeIterator<Item = &wgpu::Buffer> {
+        self.aabbs.pages()
+    }
+
+    /// Boxes per box page.
+    pub fn box_page_elems(&self) -> u64 {
+        self.aabbs.page_elems()
+    }
+
+    /// The pair pages (`vec2<u32>` `[i, j]`, `i < j`, unsorted), as the
+    /// box pages; the first `min(pairs, pair_capacity)` are valid, where
+    /// `pairs` is the second `u32` of [`counters`](Self::counters).
+    pub fn pair_pages(&self) -> impl ExactSizeIterator<Item = &wgpu::Buffer> {
+        self.pairs.pages()
+    }
+
+    /// Pairs per pair page.
+    pub fn pair_page_elems(&self) -> u64 {
+        self.pairs.page_elems()
+    }
+
+    /// Pairs the pair pages hold; a run that finds more keeps counting (see
+    /// [`read_counts`](Self::read_counts)) but stores only this many.
+    pub fn pair_capacity(&self) -> u64 {
+        self.pair_capacity
+    }
+
+    /// The counters of the last encoded run, two `u32` on the GPU:
+    /// (cell entries, pairs), both exact even past the capacities.
+    pub fn counters(&self) -> &wgpu::Buffer {
+        self.counters.get()
+    }
+
+    /// Chooses the kernel's grid for `params` (hashed keys when the dense
+    /// table would not fit one binding) and sizes every buffer but the boxes.
+    fn configure(
+        &mut self,
+        ctx: &GpuContext,
+        mut params: GridParams,
+        box_count: usize,
+        expected_pairs: u64,
+    ) -> Result<(), GpuError> {
+        params.box_count = u32::try_from(box_count).map_err(|_| GpuError::TooLarge {
+            what: "box count",
+            bytes: box_count as u64,
+            limit: u64::from(u32::MAX),
+        })?;
+        let valid_cell = params.cell_size.is_finite() && params.cell_size > 0.0 && params.inv_cell_size > 0.0;
+        let valid_table = params.table_size > 0
+            && (params.dense != 0 || params.table_size.is_power_of_two())
+            && (params.dense == 0 || u64::from(params.width) <= u64::from(params.table_size));
+        if !(valid_cell && valid_table) {
+            return Err(GpuError::Runtime {
+                kernel: "broadphase",
+                message: format!(
+                    "invalid grid {params:?}: needs a finite positive cell size, at least one bucket, \
+                     a power-of-two table for hashed keys"
+                ),
+            });
+        }
+        self.params = params;
+        self.gpu_params = params;
         let max_table = ctx.max_binding_bytes() / BUFFER_ALIGNMENT * BUFFER_ALIGNMENT / 4;
         if u64::from(self.params.table_size) > max_table {
             // Largest power of two that fits one binding (the prefix sum and
@@ -228,16 +374,16 @@ impl GpuGridBroadphase {
             self.gpu_params.width = 0;
             self.gpu_params.table_size = 1 << max_table.ilog2();
         }
-        let n = aabbs.len() as u64;
-        let mut rebind = self.aabbs.upload(ctx, aabbs)?;
-        if self.buckets.ensure(ctx, u64::from(self.gpu_params.table_size) * 4)? {
+        let n = box_count as u64;
+        let mut rebind = false;
+        if self.buckets.ensure(ctx, u64::from(self.gpu_params.table_size).max(1) * 4)? {
             self.scan.bind(ctx, self.buckets.get(), self.buckets.capacity() / 4)?;
             rebind = true;
         }
         // First guesses, at most what the pages hold; an overflow reruns
         // with the exact sizes.
         let entries = (4 * n).max(1024).min(self.sorted.max_elems(ctx)?);
-        let pairs = (4 * n).max(1024).min(self.pairs.max_elems(ctx)?);
+        let pairs = expected_pairs.max(1024).min(self.pairs.max_elems(ctx)?);
         rebind |= self.grow_outputs(ctx, entries, pairs)?;
         rebind |= self.counters.ensure(ctx, 256)?;
         if rebind {
@@ -261,25 +407,71 @@ impl GpuGridBroadphase {
     }
 
     /// Runs the grid on the uploaded boxes, rerunning with larger buffers
-    /// until nothing overflows; the pairs stay on the GPU.
+    /// until nothing overflows; the pairs stay on the GPU. The timing is the
+    /// sum of the passes' GPU timestamps, or the wall clock from submission
+    /// to completion on an adapter without timestamps.
     pub fn run(&mut self, ctx: &GpuContext) -> Result<GpuPairsReport, GpuError> {
+        Ok(self.run_with(ctx, false)?.0)
+    }
+
+    /// Replaces the profiler of [`run_profiled`](Self::run_profiled) (e.g.
+    /// [`PassProfiler::wall_clock`] to compare with timestamps). A wall-clock
+    /// profiler is used by `run_profiled` only; [`run`](Self::run) then times
+    /// the whole submission.
+    pub fn set_profiler(&mut self, profiler: PassProfiler) {
+        self.profiler = profiler;
+    }
+
+    /// As [`run`](Self::run), and the time of each pass of the final run
+    /// (count, scan, scatter, pair emission). Without timestamp queries each
+    /// pass is submitted and waited for on its own and timed by the wall
+    /// clock ([`TimingSource::Wall`]): an upper bound, not a kernel time.
+    pub fn run_profiled(&mut self, ctx: &GpuContext) -> Result<(GpuPairsReport, PassTimings), GpuError> {
+        self.run_with(ctx, true)
+    }
+
+    fn run_with(&mut self, ctx: &GpuContext, per_pass: bool) -> Result<(GpuPairsReport, PassTimings), GpuError> {
         let mut reruns = 0;
         loop {
-            let timing = self.run_once(ctx)?;
+            let (timing, passes) = self.run_once(ctx, per_pass)?;
             let (entries, pairs) = self.read_counters(ctx)?;
             if entries <= self.entry_capacity && pairs <= self.pair_capacity {
-                return Ok(GpuPairsReport { pairs: pairs as usize, entries: entries as usize, reruns, timing });
+                let report = GpuPairsReport { pairs: pairs as usize, entries: entries as usize, reruns, timing };
+                return Ok((report, passes));
             }
             reruns += 1;
-            // Exact sizes plus slack for the next, similar, step, within what
-            // the pages can hold; the exact sizes alone must fit.
-            let slack = |exact: u64, max: u64| (exact + exact / 4).min(max).max(exact);
-            let entries = slack(entries, self.sorted.max_elems(ctx)?);
-            let pairs = slack(pairs, self.pairs.max_elems(ctx)?);
-            if self.grow_outputs(ctx, entries, pairs)? {
-                self.bind_group = None;
-            }
+            self.grow_to_fit(ctx, entries, pairs)?;
         }
+    }
+
+    /// Grows the outputs to the exact sizes of an overflowed run, plus slack
+    /// for the next, similar, step, within what the pages can hold.
+    fn grow_to_fit(&mut self, ctx: &GpuContext, entries: u64, pairs: u64) -> Result<(), GpuError> {
+        let slack = |exact: u64, max: u64| (exact + exact / 4).min(max).max(exact);
+        let entries = slack(entries, self.sorted.max_elems(ctx)?);
+        let pairs = slack(pairs, self.pairs.max_elems(ctx)?);
+        if self.grow_outputs(ctx, entries, pairs)? {
+            self.bind_group = None;
+        }
+        Ok(())
+    }
+
+    /// Reads the counters of the last submitted run (a small readback: call
+    /// it only when the count is needed on the host). Returns (cell entries,
+    /// pairs) and, when either passed its capacity, grows the buffers so that
+    /// the next run fits; the overflowed run stored only the first
+    /// [`pair_capacity`](Self::pair_capacity) pairs.
+    pub fn read_counts(&mut self, ctx: &GpuContext) -> Result<(u64, u64), GpuError> {
+        let mut encoder =
+            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("broadphase counts") });
+        encoder.copy_buffer_to_buffer(self.counters.get(), 0, &self.counters_read, 0, 12);
+        ctx.queue.submit([encoder.finish()]);
+        ctx.wait("broadphase counts")?;
+        let (entries, pairs) = self.read_counters(ctx)?;
+        if entries > self.entry_capacity || pairs > self.pair_capacity {
+            self.grow_to_fit(ctx, entries, pairs)?;
+        }
+        Ok((entries, pairs))
     }
 
     /// Reads the first `count` pairs of the last run into `out` and sorts them.
@@ -289,7 +481,22 @@ impl GpuGridBroadphase {
         Ok(())
     }
 
-    fn run_once(&mut self, ctx: &GpuContext) -> Result<GpuTiming, GpuError> {
+    /// Records every pass of one run into `encoder`, on the resident buffers:
+    /// clear, count, scan, scatter, pair emission. Nothing is submitted and
+    /// nothing is read back: a consumer of the pairs records its own passes
+    /// after these, in the same encoder. Call [`upload`](Self::upload) or
+    /// [`prepare_resident`](Self::prepare_resident) first.
+    pub fn encode(&mut self, ctx: &GpuContext, encoder: &mut wgpu::CommandEncoder) -> Result<(), GpuError> {
+        let mut off = PassProfiler::disabled();
+        self.encode_passes(ctx, encoder, &mut off)
+    }
+
+    fn encode_passes(
+        &mut self,
+        ctx: &GpuContext,
+        encoder: &mut wgpu::CommandEncoder,
+        profiler: &mut PassProfiler,
+    ) -> Result<(), GpuError> {
         let params = self.gpu_params;
         ctx.queue.write_buffer(&self.grid_uniform, 0, bytemuck::bytes_of(&params));
         // Page sizes are at most u32::MAX (PagedBuffer::page_elems_for).
@@ -327,44 +534,96 @@ impl GpuGridBroadphase {
         }
         let table = u64::from(params.table_size);
         let boxes = u64::from(params.box_count);
-        let mut encoder =
-            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("broadphase") });
         encoder.clear_buffer(self.buckets.get(), 0, Some(table * 4));
         encoder.clear_buffer(self.counters.get(), 0, None);
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("broadphase"),
-                timestamp_writes: self.timer.pass_writes(),
-            });
-            // Dispatches in one pass are ordered, with storage writes visible
-            // to later dispatches (WebGPU usage scopes): no host round trip.
-            pass.set_bind_group(0, self.bind_group.as_ref(), &[]);
-            let (x, y) = ctx.dispatch_grid(boxes)?;
-            if boxes > 0 {
-                pass.set_pipeline(&self.count_cells);
-                pass.dispatch_workgroups(x, y, 1);
-            }
-            self.scan.encode(ctx, &mut pass, table)?;
-            if boxes > 0 {
-                pass.set_bind_group(0, self.bind_group.as_ref(), &[]);
-                pass.set_pipeline(&self.scatter_cells);
-                pass.dispatch_workgroups(x, y, 1);
-                pass.set_pipeline(&self.find_pairs);
-                pass.dispatch_workgroups(x, y, 1);
-            }
+        if boxes == 0 {
+            return Ok(());
         }
-        self.timer.resolve(&mut encoder);
-        encoder.copy_buffer_to_buffer(self.counters.get(), 0, &self.counters_read, 0, 8);
-        self.timer.submitted();
-        ctx.queue.submit([encoder.finish()]);
-        ctx.wait("broadphase")?;
-        self.timer.finish(ctx)
+        let (x, y) = ctx.dispatch_grid(boxes)?;
+        let entry_grid = ctx.dispatch_grid(self.entry_capacity)?;
+        // One compute pass per stage, so that each can be timed; passes in
+        // one encoder run in order, each seeing the storage writes of the
+        // ones before (WebGPU usage scopes): no host round trip.
+        for stage in Stage::ALL {
+            let name = stage.name();
+            {
+                let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(name),
+                    timestamp_writes: profiler.writes(name),
+                });
+                let pipeline = match stage {
+                    Stage::Scan => {
+                        self.scan.encode(ctx, &mut pass, table)?;
+                        None
+                    }
+                    Stage::CountCells => Some(&self.count_cells),
+                    Stage::ScatterCells => Some(&self.scatter_cells),
+                    Stage::FindPairs => Some(&self.find_pairs),
+                };
+                if let Some(pipeline) = pipeline {
+                    // find_pairs runs one thread per stored entry; their
+                    // number is on the GPU, so cover the capacity (threads
+                    // past the stored entries return at once).
+                    let (x, y) = if stage == Stage::FindPairs { entry_grid } else { (x, y) };
+                    pass.set_bind_group(0, self.bind_group.as_ref(), &[]);
+                    pass.set_pipeline(pipeline);
+                    pass.dispatch_workgroups(x, y, 1);
+                }
+            }
+            if stage == Stage::ScatterCells {
+                // After the scatter the table holds bucket ends, so its last
+                // entry is the number of cell entries: the counters' first
+                // word, without an atomic per box on one address.
+                encoder.copy_buffer_to_buffer(self.buckets.get(), (table - 1) * 4, self.counters.get(), 0, 4);
+            }
+            profiler.end_pass(ctx, encoder)?;
+        }
+        Ok(())
+    }
+
+    fn run_once(&mut self, ctx: &GpuContext, per_pass: bool) -> Result<(GpuTiming, PassTimings), GpuError> {
+        // Per-pass wall-clock timing splits the submission; only on request.
+        let timestamps = self.profiler.source() == Some(TimingSource::Timestamps);
+        let mut profiler = if timestamps || per_pass {
+            std::mem::replace(&mut self.profiler, PassProfiler::disabled())
+        } else {
+            PassProfiler::disabled()
+        };
+        profiler.begin();
+        let mut encoder =
+            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("broadphase") });
+        let started = std::time::Instant::now();
+        let encoded = self.encode_passes(ctx, &mut encoder, &mut profiler);
+        let result = encoded.and_then(|()| {
+            profiler.resolve(&mut encoder);
+            encoder.copy_buffer_to_buffer(self.counters.get(), 0, &self.counters_read, 0, 12);
+            ctx.queue.submit([encoder.finish()]);
+            ctx.wait("broadphase")?;
+            let wall_ms = started.elapsed().as_secs_f64() * 1e3;
+            let passes = profiler.finish(ctx)?;
+            let timing = match passes.source {
+                Some(TimingSource::Timestamps) => GpuTiming { ms: passes.total_ms(), source: TimingSource::Timestamps },
+                _ => GpuTiming { ms: wall_ms, source: TimingSource::Wall },
+            };
+            Ok((timing, passes))
+        });
+        if profiler.is_enabled() {
+            self.profiler = profiler;
+        }
+        result
     }
 
     fn read_counters(&mut self, ctx: &GpuContext) -> Result<(u64, u64), GpuError> {
-        map_read(ctx, &self.counters_read, 2, &mut self.counter_values)?;
+        map_read(ctx, &self.counters_read, 3, &mut self.counter_values)?;
         match self.counter_values[..] {
-            [entries, pairs] => Ok((u64::from(entries), u64::from(pairs))),
+            [_, _, span_overflow] if span_overflow != 0 => Err(GpuError::Runtime {
+                kernel: "count_cells",
+                message: format!(
+                    "a box spans more than {MAX_SPAN_CELLS} cells of {} m on an axis; choose larger cells",
+                    self.gpu_params.cell_size
+                ),
+            }),
+            [entries, pairs, _] => Ok((u64::from(entries), u64::from(pairs))),
             _ => Err(GpuError::Runtime { kernel: "broadphase counters", message: "short readback".into() }),
         }
     }

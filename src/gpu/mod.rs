@@ -24,6 +24,7 @@ pub mod context;
 pub mod fields;
 pub mod mechanism;
 pub mod prefix_sum;
+pub mod timing;
 
 pub use broadphase::{GpuGridBroadphase, GpuPairsReport};
 pub use context::{GpuContext, GpuError, GpuOptions, GpuTiming, TimingSource};

@@ -55,6 +55,12 @@ pub enum Shape {
         /// Half width and half height (m).
         half_extents: DVec2,
     },
+    /// A point mass (issue 10): no extent, no moment of inertia, and its
+    /// rotation is **not a degree of freedom** (its angle stays as given; the
+    /// solver's inverse inertia for it is 0). Its mass must be given. Joints
+    /// attach at its centre (anchors (0, 0)); a pendulum bob is a `Point` on a
+    /// `Distance` rod, not on an offset pin.
+    Point,
     /// Thin bar (rod) along the local x axis, centred on the origin.
     Bar {
         /// Length (m).
@@ -75,6 +81,7 @@ impl Shape {
             Shape::Polygon { vertices } => polygon::area(vertices),
             Shape::Box { half_extents } => 4.0 * half_extents.x * half_extents.y,
             Shape::Bar { length, width } => length * width,
+            Shape::Point => 0.0,
         }
     }
 
@@ -88,6 +95,7 @@ impl Shape {
             Shape::Polygon { vertices } => polygon::unit_inertia(vertices),
             Shape::Box { half_extents } => (half_extents.x * half_extents.x + half_extents.y * half_extents.y) / 3.0,
             Shape::Bar { length, width } => bar::unit_inertia(*length, *width),
+            Shape::Point => 0.0,
         }
     }
 
@@ -100,6 +108,7 @@ impl Shape {
             Shape::Polygon { vertices } => polygon::support(vertices, direction),
             Shape::Box { half_extents } => polygon::support(&box_vertices(*half_extents), direction),
             Shape::Bar { length, width } => bar::support(*length, *width, direction),
+            Shape::Point => DVec2::ZERO,
         }
     }
 
@@ -112,6 +121,7 @@ impl Shape {
             Shape::Polygon { vertices } => polygon::signed_distance(vertices, p),
             Shape::Box { half_extents } => polygon::signed_distance(&box_vertices(*half_extents), p),
             Shape::Bar { length, width } => bar::signed_distance(*length, *width, p),
+            Shape::Point => p.length(),
         }
     }
 
@@ -139,6 +149,7 @@ impl Shape {
             Shape::Polygon { vertices } => vertices.clone(),
             Shape::Box { half_extents } => box_vertices(*half_extents).to_vec(),
             Shape::Bar { length, width } => bar::outline(*length, *width),
+            Shape::Point => vec![DVec2::ZERO],
         }
     }
 
@@ -157,6 +168,7 @@ impl Shape {
             Shape::Polygon { vertices } => vertices.iter().map(|v| v.length()).fold(0.0, f64::max),
             Shape::Box { half_extents } => half_extents.length(),
             Shape::Bar { length, width } => (0.25 * length * length + 0.25 * width * width).sqrt(),
+            Shape::Point => 0.0,
         }
     }
 
@@ -206,6 +218,7 @@ impl Shape {
                 }
                 Ok(())
             }
+            Shape::Point => Ok(()),
         }
     }
 }

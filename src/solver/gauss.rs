@@ -24,6 +24,27 @@
 //!   λ ← λ + (A + εD)⁻¹(b − Aλ). For a consistent b this converges to the solution of
 //!   A λ = b with the least Σ A_rr λ_r² — the mass-weighted minimal norm of
 //!   DESIGN.md "Physics conventions" — so Jᵀλ (the forces) is the unique one.
+//! * **Scale-invariant rank decisions** ([`BlockLdl::factor_with_metric`], issue 10).
+//!   The pivot test `d_r <= tol × A_rr` is invariant to the units of each constraint
+//!   row (A → S A S for a diagonal S leaves d_r / A_rr unchanged) but not to the mass
+//!   matrix: a body with J ≪ m·ℓ² (a near-point bob on an offset pin) puts 1/J ≫ 1/m
+//!   in both rows of its joint, the rows are nearly parallel *in the M⁻¹ metric* and
+//!   the test calls a perfectly good joint singular. Rank, however, is a property of J
+//!   alone: for any positive definite W on the moving degrees of freedom,
+//!   rank(J M⁻¹ Jᵀ) = rank(J W Jᵀ) = rank(J). So when A shows a small pivot, the
+//!   decision is taken again on G = J W Jᵀ with the per-body weights
+//!   W_b = diag(1, 1, 1/ℓ_b²), ℓ_b the body's bounding radius. G does not contain the
+//!   masses or inertias at all, so the decision is exactly invariant to scaling any
+//!   body's mass or inertia by any factor; under a change of length unit (positions,
+//!   anchors and ℓ_b all × s) each row of J is multiplied by a constant (1 for
+//!   translations, s for the rotation column, and 1/ℓ_b² × s² cancels it), i.e. G → S G S,
+//!   and the relative pivot test is invariant to that too. ℓ_b is the body's own size,
+//!   so a rotation is weighted like the motion of its rim: the metric asks "is this row
+//!   dependent on the others for motions of ordinary size", which is the engineering
+//!   meaning of a redundant joint. If G is regular, A is factored as is (its small
+//!   pivots are only small relative to a huge 1/J term, they are accurate to
+//!   u × A_rr); only if G is rank-deficient is A regularised, and the constraints
+//!   G named are reported. The common case (no small pivot in A) costs nothing extra.
 //! * **Several right-hand sides**: [`BlockLdl::solve`] reuses the factors.
 
 use super::block::{self, Block, Pivot, SmallPivot, ZERO};
@@ -33,6 +54,10 @@ use super::{SolveReport, SolverError, SolverSettings};
 /// Body incidence at or below which the simpliciality test scans a body's
 /// constraint list (keeps phase 1 linear even around hub bodies).
 const SMALL_INCIDENCE: u32 = 8;
+
+/// Pivot growth max D⁻¹_rr·A_rr above which a regular solve is refined
+/// iteratively (`max_refine_steps`): the block inverses then lose ~growth × u.
+const REFINE_GROWTH: f64 = 1e4;
 
 /// Symbolic and numeric block LDLᵀ factors of a [`BlockSparseSymmetric`].
 #[derive(Clone, Debug, Default)]
@@ -71,6 +96,10 @@ pub struct BlockLdl {
     scale: Vec<[f64; 3]>,
     regularized: bool,
     rank_deficient: Vec<ConstraintId>,
+    badly_scaled: Vec<ConstraintId>,
+    /// Largest D⁻¹_rr · A_rr of the last pass (1 for a diagonal A; large when a
+    /// pivot block is ill-conditioned, e.g. a body with J ≪ m·ℓ²).
+    pivot_growth: f64,
     factored: bool,
     // ---- scratch
     w: Vec<Block>,
@@ -92,9 +121,14 @@ pub struct FactorReport {
     /// Constraints with at least one row found (numerically) dependent on the
     /// others: redundant constraints, or singular configurations. Sorted.
     pub rank_deficient: Vec<ConstraintId>,
-    /// Whether the factor is of A + ε·diag(A) (true when `rank_deficient` is not
-    /// empty).
+    /// Whether the factor is of A + ε·diag(A) (true when `rank_deficient` or
+    /// `badly_scaled` is not empty).
     pub regularized: bool,
+    /// Constraints whose rows are independent (the rank metric G is regular) but
+    /// where A = J M⁻¹ Jᵀ is singular to working precision: inertia ratios too
+    /// extreme for f64 normal equations (J/(m·ℓ²) ≲ 1e-12 on several bodies of a
+    /// loop). A is then regularised as for a dependent row. Sorted.
+    pub badly_scaled: Vec<ConstraintId>,
 }
 
 impl BlockLdl {
@@ -360,7 +394,28 @@ impl BlockLdl {
             self.analyze(a);
         }
         self.rank_deficient.clear();
+        self.badly_scaled.clear();
         self.regularized = false;
+        self.compute_scales(a);
+        // pass 1: exact elimination, dependent rows dropped and recorded
+        let tol = settings.pivot_tolerance;
+        let found = self.numeric(a, 0.0, tol, 0.0, SmallPivot::Drop, true);
+        if found {
+            self.regularize(a, settings);
+        }
+        self.rank_deficient.sort_unstable();
+        self.rank_deficient.dedup();
+        self.factored = true;
+        Ok(FactorReport {
+            analyzed,
+            rank_deficient: self.rank_deficient.clone(),
+            regularized: self.regularized,
+            badly_scaled: self.badly_scaled.clone(),
+        })
+    }
+
+    /// Row scales: the diagonal of `a`; empty rows get the mean positive diagonal.
+    fn compute_scales(&mut self, a: &BlockSparseSymmetric) {
         // row scales: original diagonal; empty rows get the mean positive diagonal
         let mut sum = 0.0;
         let mut cnt = 0usize;
@@ -393,28 +448,94 @@ impl BlockLdl {
             }
             self.scale_c[c] = s;
         }
-        // pass 1: exact elimination, dependent rows dropped and recorded
+    }
+
+    /// Pass 2 of [`factor`](Self::factor): A + ε diag(A), static pivot floor ε·scale.
+    fn regularize(&mut self, a: &BlockSparseSymmetric, settings: &SolverSettings) {
+        self.regularized = true;
+        let eps = settings.regularization;
+        self.numeric(a, eps, 0.1 * eps, eps, SmallPivot::Floor, false);
+    }
+
+    /// [`factor`](Self::factor) with the rank decided in a second metric when the
+    /// mass-weighted one finds a small pivot (see the module doc, "Scale-invariant
+    /// rank decisions"). `metric` is called at most once and returns a matrix of
+    /// the same pattern as `a`: G = J W Jᵀ with W a per-body weight that does not
+    /// depend on the masses.
+    ///
+    /// * No small pivot in A: the factor of A, as [`factor`](Self::factor).
+    /// * Small pivots in A but none in G: the rows are independent and A is only
+    ///   badly scaled (a body with J ≪ m·ℓ²). A is refactored exactly; a pivot that
+    ///   roundoff pushed to or below zero is floored at 4u × its row scale. Nothing
+    ///   is reported.
+    /// * Small pivots in G: the constraints found there are reported and A is
+    ///   regularised as in [`factor`](Self::factor).
+    pub fn factor_with_metric<'m>(
+        &mut self,
+        a: &BlockSparseSymmetric,
+        settings: &SolverSettings,
+        metric: impl FnOnce() -> Result<&'m BlockSparseSymmetric, SolverError>,
+    ) -> Result<FactorReport, SolverError> {
+        let analyzed = self.needs_analysis(a);
+        if analyzed {
+            self.analyze(a);
+        }
+        self.rank_deficient.clear();
+        self.badly_scaled.clear();
+        self.regularized = false;
+        self.compute_scales(a);
         let tol = settings.pivot_tolerance;
-        let found = self.numeric(a, 0.0, tol, SmallPivot::Drop, true);
-        if found {
-            // pass 2: A + ε diag(A), static pivot floor ε·scale
-            self.regularized = true;
-            self.numeric(a, settings.regularization, 0.1 * settings.regularization, SmallPivot::Floor, false);
+        if self.numeric(a, 0.0, tol, 0.0, SmallPivot::Drop, false) {
+            let g = metric()?;
+            if g.n_blocks() != self.n || g.off.len() != a.off.len() || g.rows != a.rows {
+                return Err(SolverError::NotFactored);
+            }
+            // rank decision in the metric G (scales from G's own diagonal)
+            self.compute_scales(g);
+            let dependent = self.numeric(g, 0.0, tol, 0.0, SmallPivot::Drop, true);
+            self.compute_scales(a);
+            if dependent {
+                self.regularize(a, settings);
+            } else {
+                // exact factor of A; a pivot at roundoff level means A is singular
+                // in f64 although J is not: regularise, and say so
+                let u4 = 4.0 * f64::EPSILON;
+                if self.numeric(a, 0.0, u4, u4, SmallPivot::Drop, true) {
+                    std::mem::swap(&mut self.rank_deficient, &mut self.badly_scaled);
+                    self.badly_scaled.sort_unstable();
+                    self.badly_scaled.dedup();
+                    self.regularize(a, settings);
+                }
+            }
         }
         self.rank_deficient.sort_unstable();
         self.rank_deficient.dedup();
         self.factored = true;
-        Ok(FactorReport { analyzed, rank_deficient: self.rank_deficient.clone(), regularized: self.regularized })
+        Ok(FactorReport {
+            analyzed,
+            rank_deficient: self.rank_deficient.clone(),
+            regularized: self.regularized,
+            badly_scaled: self.badly_scaled.clone(),
+        })
     }
 
     /// One numeric pass. `eps`: diagonal regularisation relative to the row scale;
-    /// pivots `<= thresh_rel × scale` are small. Returns whether any was small.
-    fn numeric(&mut self, a: &BlockSparseSymmetric, eps: f64, thresh_rel: f64, mode: SmallPivot, record: bool) -> bool {
+    /// pivots `<= thresh_rel × scale` are small (and, with [`SmallPivot::Floor`],
+    /// replaced by `floor_rel × scale`). Returns whether any was small.
+    fn numeric(
+        &mut self,
+        a: &BlockSparseSymmetric,
+        eps: f64,
+        thresh_rel: f64,
+        floor_rel: f64,
+        mode: SmallPivot,
+        record: bool,
+    ) -> bool {
         // constraints of at most 2 rows (revolute joints, contacts): 2×2 kernels
         if self.max_rows <= 2 {
-            self.numeric_r::<2>(a, eps, thresh_rel, mode, record)
+            self.numeric_r::<2>(a, eps, thresh_rel, floor_rel, mode, record)
         } else {
-            self.numeric_r::<3>(a, eps, thresh_rel, mode, record)
+            self.numeric_r::<3>(a, eps, thresh_rel, floor_rel, mode, record)
         }
     }
 
@@ -423,6 +544,7 @@ impl BlockLdl {
         a: &BlockSparseSymmetric,
         eps: f64,
         thresh_rel: f64,
+        floor_rel: f64,
         mode: SmallPivot,
         record: bool,
     ) -> bool {
@@ -448,12 +570,16 @@ impl BlockLdl {
             self.lval[self.a_map[k] as usize] = if self.a_tr[k] { block::transpose(blk) } else { *blk };
         }
         let mut any_small = false;
+        let mut growth = 0.0f64;
         for p in 0..n {
             let sc = self.scale[p];
             let thresh = [thresh_rel * sc[0], thresh_rel * sc[1], thresh_rel * sc[2]];
-            let floor = [eps * sc[0], eps * sc[1], eps * sc[2]];
+            let floor = [floor_rel * sc[0], floor_rel * sc[1], floor_rel * sc[2]];
             let (dinv, piv) = block::ldl_inverse(&self.diag[p], &thresh, &floor, mode);
             self.dinv[p] = dinv;
+            for r in 0..R {
+                growth = growth.max(dinv[4 * r] * sc[r]);
+            }
             if piv != [Pivot::Ok; 3] {
                 any_small = true;
                 if record {
@@ -485,6 +611,7 @@ impl BlockLdl {
                 }
             }
         }
+        self.pivot_growth = growth;
         any_small
     }
 
@@ -572,15 +699,19 @@ impl BlockLdl {
         dx.extend_from_slice(&b);
         let mut steps = 0;
         let mut res;
+        // An ill-conditioned pivot block (inverse-based block LDLᵀ, a body with
+        // J ≪ m·ℓ²) costs accuracy of order growth × u: refine then.
+        let refine_steps =
+            if self.pivot_growth > REFINE_GROWTH { settings.max_refine_steps } else { settings.refine_steps };
         if !self.regularized {
             // regular factor: one solve, optional classical refinement
             x.copy_from_slice(&b);
             self.solve_padded(&mut x);
             res = f64::NAN;
-            if settings.refine_steps > 0 {
+            if refine_steps > 0 {
                 res = residual(a, &b, &x, &mut dx);
             }
-            while steps < settings.refine_steps && res > settings.refine_tolerance * bnorm {
+            while steps < refine_steps && res > settings.refine_tolerance * bnorm {
                 self.solve_padded(&mut dx);
                 xn.clear();
                 xn.extend(x.iter().zip(dx.iter()).map(|(u, v)| add3(u, v)));
@@ -649,6 +780,7 @@ impl BlockLdl {
         self.d = dx;
         Ok(SolveReport {
             rank_deficient: self.rank_deficient.clone(),
+            badly_scaled: self.badly_scaled.clone(),
             regularized: self.regularized,
             refine_steps: steps,
             relative_residual: if bnorm > 0.0 { res / bnorm } else { res },

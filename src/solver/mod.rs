@@ -132,6 +132,9 @@ pub struct SolveReport {
     /// Constraints with a row found dependent on the others (redundant or at a
     /// singular configuration), sorted. λ is then the regularised minimal-norm one.
     pub rank_deficient: Vec<ConstraintId>,
+    /// Constraints with independent rows on which A is nevertheless singular in
+    /// f64 (see [`FactorReport::badly_scaled`]); λ is then the regularised one.
+    pub badly_scaled: Vec<ConstraintId>,
     /// The factor is of A + ε·diag(A).
     pub regularized: bool,
     /// Iterative refinement steps taken.
@@ -153,6 +156,10 @@ pub struct ConstraintSolver {
     a: BlockSparseSymmetric,
     ldl: BlockLdl,
     last_analyzed: bool,
+    /// Per-body weights W of the rank metric G = J W Jᵀ (empty: none).
+    rank_metric: Vec<[f64; 3]>,
+    /// G, assembled only when A shows a small pivot.
+    metric_matrix: BlockSparseSymmetric,
 }
 
 impl ConstraintSolver {
@@ -171,9 +178,28 @@ impl ConstraintSolver {
         compliance: Option<&[f64]>,
     ) -> Result<FactorReport, SolverError> {
         self.a.assemble(jac, inv_mass, compliance)?;
-        let rep = self.ldl.factor(&self.a, &self.settings)?;
+        let rep = if self.rank_metric.len() == jac.n_bodies() && !self.rank_metric.is_empty() {
+            let (weights, g) = (&self.rank_metric, &mut self.metric_matrix);
+            self.ldl.factor_with_metric(&self.a, &self.settings, || {
+                g.assemble(jac, weights, None)?;
+                Ok(&*g)
+            })?
+        } else {
+            self.ldl.factor(&self.a, &self.settings)?
+        };
         self.last_analyzed = rep.analyzed;
         Ok(rep)
+    }
+
+    /// Sets the per-body weights `W_b` of the metric in which rank is decided
+    /// (module doc, "Scale-invariant rank decisions"): for each body
+    /// `[1, 1, 1/ℓ_b²]` with ℓ_b a length of the body's geometry (its bounding
+    /// radius; 0 for a point, whose rotation is not a degree of freedom), zeros
+    /// for a fixed body. Zero weights must match the zero inverse masses. Empty:
+    /// rank is decided on A itself. Copied; no allocation once the size is reached.
+    pub fn set_rank_metric(&mut self, weights: &[[f64; 3]]) {
+        self.rank_metric.clear();
+        self.rank_metric.extend_from_slice(weights);
     }
 
     /// Solves A λ = `rhs` with the factors of the last [`factor`](Self::factor)

@@ -1,0 +1,233 @@
+//! Per-pass GPU timing: one timestamp pair around each compute pass of a
+//! kernel, so that the slow pass of a multi-pass kernel is visible on any
+//! adapter (issue 13).
+//!
+//! A kernel that can be profiled records each of its passes through a
+//! [`PassProfiler`]: [`PassProfiler::writes`] gives the timestamp writes of
+//! the next named pass, and [`PassProfiler::end_pass`] closes it. With
+//! timestamp queries (`Features::TIMESTAMP_QUERY`) the passes all go into one
+//! submission and the GPU's own clock times each of them. Without them the
+//! profiler falls back to the host's wall clock and says so
+//! ([`TimingSource::Wall`]): each pass is then submitted on its own and waited
+//! for, which adds a submission and a wait to every pass, so such figures are
+//! an upper bound for the pass, not its kernel time.
+//!
+//! A disabled profiler ([`PassProfiler::disabled`]) records nothing and
+//! splits nothing: the production path pays for no query.
+
+use super::context::{GpuContext, GpuError, TimingSource};
+use std::time::Instant;
+
+/// Most passes one profiled submission can time.
+pub const MAX_PASSES: u32 = 32;
+
+/// The time of one compute pass.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PassTime {
+    /// The pass, e.g. "count_cells" or "scan".
+    pub name: &'static str,
+    /// Milliseconds.
+    pub ms: f64,
+}
+
+/// The passes of one profiled run, in submission order.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PassTimings {
+    /// Each pass and its time.
+    pub passes: Vec<PassTime>,
+    /// How they were measured (`None` when nothing was recorded).
+    pub source: Option<TimingSource>,
+}
+
+impl PassTimings {
+    /// Sum of the pass times (ms).
+    pub fn total_ms(&self) -> f64 {
+        self.passes.iter().map(|p| p.ms).sum()
+    }
+
+    /// The time of the pass named `name` (ms), summed if it ran more than once.
+    pub fn ms(&self, name: &str) -> Option<f64> {
+        let mut found = None;
+        for p in self.passes.iter().filter(|p| p.name == name) {
+            *found.get_or_insert(0.0) += p.ms;
+        }
+        found
+    }
+}
+
+enum Mode {
+    Off,
+    Timestamps { set: wgpu::QuerySet, resolve: wgpu::Buffer, read: wgpu::Buffer, period_ns: f64 },
+    Wall { last: Option<Instant>, times: Vec<f64> },
+}
+
+/// Records the passes of one submission (see the module documentation).
+pub struct PassProfiler {
+    mode: Mode,
+    names: Vec<&'static str>,
+    ticks: Vec<u64>,
+}
+
+impl PassProfiler {
+    /// A profiler that records nothing (the production path).
+    pub fn disabled() -> Self {
+        Self { mode: Mode::Off, names: Vec::new(), ticks: Vec::new() }
+    }
+
+    /// A profiler timing with GPU timestamps when the adapter has them, else
+    /// with the host clock around separately submitted passes.
+    pub fn new(ctx: &GpuContext, label: &'static str) -> Self {
+        let mode = if ctx.has_timestamps() {
+            let bytes = u64::from(2 * MAX_PASSES) * 8;
+            let buffer = |usage| {
+                ctx.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some(label),
+                    size: bytes,
+                    usage,
+                    mapped_at_creation: false,
+                })
+            };
+            Mode::Timestamps {
+                set: ctx.device.create_query_set(&wgpu::QuerySetDescriptor {
+                    label: Some(label),
+                    ty: wgpu::QueryType::Timestamp,
+                    count: 2 * MAX_PASSES,
+                }),
+                resolve: buffer(wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC),
+                read: buffer(wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST),
+                period_ns: f64::from(ctx.queue.get_timestamp_period()),
+            }
+        } else {
+            Mode::Wall { last: None, times: Vec::new() }
+        };
+        Self { mode, names: Vec::new(), ticks: Vec::new() }
+    }
+
+    /// A profiler timing with the host clock whatever the adapter offers
+    /// (each pass submitted and waited for on its own): the fallback of
+    /// adapters without timestamp queries, available everywhere for tests.
+    pub fn wall_clock() -> Self {
+        Self { mode: Mode::Wall { last: None, times: Vec::new() }, names: Vec::new(), ticks: Vec::new() }
+    }
+
+    /// Whether this profiler records anything.
+    pub fn is_enabled(&self) -> bool {
+        !matches!(self.mode, Mode::Off)
+    }
+
+    /// How the passes are timed (`None` when disabled).
+    pub fn source(&self) -> Option<TimingSource> {
+        match self.mode {
+            Mode::Off => None,
+            Mode::Timestamps { .. } => Some(TimingSource::Timestamps),
+            Mode::Wall { .. } => Some(TimingSource::Wall),
+        }
+    }
+
+    /// Forgets the passes recorded so far; call before encoding a new run.
+    pub fn begin(&mut self) {
+        self.names.clear();
+        if let Mode::Wall { last, times } = &mut self.mode {
+            *last = None;
+            times.clear();
+        }
+    }
+
+    /// Timestamp writes for the next pass, named `name`; `None` when the
+    /// pass is not timed on the GPU (disabled, wall clock, or past
+    /// [`MAX_PASSES`], whose passes then go unrecorded).
+    pub fn writes(&mut self, name: &'static str) -> Option<wgpu::ComputePassTimestampWrites<'_>> {
+        match &mut self.mode {
+            Mode::Off => None,
+            Mode::Wall { last, .. } => {
+                self.names.push(name);
+                last.get_or_insert_with(Instant::now);
+                None
+            }
+            Mode::Timestamps { set, .. } => {
+                let index = self.names.len() as u32;
+                if index >= MAX_PASSES {
+                    return None;
+                }
+                self.names.push(name);
+                Some(wgpu::ComputePassTimestampWrites {
+                    query_set: set,
+                    beginning_of_pass_write_index: Some(2 * index),
+                    end_of_pass_write_index: Some(2 * index + 1),
+                })
+            }
+        }
+    }
+
+    /// Closes the pass just encoded into `encoder`. With the wall clock this
+    /// submits the encoder, waits, times the pass and leaves a fresh encoder
+    /// in its place; otherwise it does nothing.
+    pub fn end_pass(&mut self, ctx: &GpuContext, encoder: &mut wgpu::CommandEncoder) -> Result<(), GpuError> {
+        if let Mode::Wall { last, times } = &mut self.mode {
+            let fresh =
+                ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("profiled pass") });
+            let done = std::mem::replace(encoder, fresh);
+            ctx.queue.submit([done.finish()]);
+            ctx.wait("profiled pass")?;
+            let now = Instant::now();
+            let start = last.replace(now).unwrap_or(now);
+            times.push((now - start).as_secs_f64() * 1e3);
+        }
+        Ok(())
+    }
+
+    /// Appends the resolve of the recorded timestamps to `encoder` (after
+    /// the last timed pass, before submission).
+    pub fn resolve(&self, encoder: &mut wgpu::CommandEncoder) {
+        if let Mode::Timestamps { set, resolve, read, .. } = &self.mode {
+            let count = self.names.len().min(MAX_PASSES as usize) as u32;
+            if count > 0 {
+                encoder.resolve_query_set(set, 0..2 * count, resolve, 0);
+                encoder.copy_buffer_to_buffer(resolve, 0, read, 0, u64::from(2 * count) * 8);
+            }
+        }
+    }
+
+    /// Reads the times after the submission completed (after
+    /// [`GpuContext::wait`]). A pass whose end tick is not after its start
+    /// (a driver that does not time empty passes) reads 0 ms.
+    pub fn finish(&mut self, ctx: &GpuContext) -> Result<PassTimings, GpuError> {
+        let source = self.source();
+        let times: Vec<f64> = match &self.mode {
+            Mode::Off => Vec::new(),
+            Mode::Wall { times, .. } => times.clone(),
+            Mode::Timestamps { read, period_ns, .. } => {
+                let count = self.names.len().min(MAX_PASSES as usize);
+                if count == 0 {
+                    Vec::new()
+                } else {
+                    super::buffers::map_read(ctx, read, 2 * count, &mut self.ticks)?;
+                    self.ticks.chunks_exact(2).map(|t| t[1].saturating_sub(t[0]) as f64 * period_ns * 1e-6).collect()
+                }
+            }
+        };
+        let passes = self.names.iter().zip(times).map(|(&name, ms)| PassTime { name, ms }).collect();
+        Ok(PassTimings { passes, source })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pass_timings_sum_and_look_up_by_name() {
+        let t = PassTimings {
+            passes: vec![
+                PassTime { name: "count", ms: 1.5 },
+                PassTime { name: "scan", ms: 0.25 },
+                PassTime { name: "count", ms: 0.5 },
+            ],
+            source: Some(TimingSource::Timestamps),
+        };
+        assert_eq!(t.total_ms(), 2.25);
+        assert_eq!(t.ms("count"), Some(2.0));
+        assert_eq!(t.ms("scan"), Some(0.25));
+        assert_eq!(t.ms("sort"), None);
+    }
+}
