@@ -153,7 +153,8 @@ pub fn planned_steps(scene: &Scene, options: &RunOptions) -> Result<u64, String>
         }
         (None, None) => scene.default_steps() as f64,
     };
-    if !(exact <= MAX_STEPS as f64) {
+    // NaN included: only a count known to be within the limit passes.
+    if exact.is_nan() || exact > MAX_STEPS as f64 {
         return Err(format!(
             "the run would take {exact:e} steps (dt = {dt} s), more than the limit of {MAX_STEPS:e}; ask for fewer steps, a shorter duration or a larger dt"
         ));
@@ -296,7 +297,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             let e = world.max_constraint_error();
             match energy_check(&world, energy_initial) {
                 Some(stop) => Err(stop),
-                None if !(e <= constraint_bound) => Err(RunStop::ConstraintError {
+                None if e.is_nan() || e > constraint_bound => Err(RunStop::ConstraintError {
                     step: world.step_count(),
                     time: world.time(),
                     error: e,
@@ -312,11 +313,11 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             recorder.record(&mut world)?.ok();
             break;
         }
-        if k % every == 0 || k == steps {
-            if let Err(e) = recorder.record(&mut world)? {
-                error = Some(e);
-                break;
-            }
+        if (k % every == 0 || k == steps)
+            && let Err(e) = recorder.record(&mut world)?
+        {
+            error = Some(e);
+            break;
         }
         if let Some(bar) = &bar
             && k % 256 == 0
