@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 mod plot;
+pub mod population;
 
 /// Command-line arguments of `mx2d bench`.
 #[derive(clap::Args, Debug, Clone)]
@@ -47,6 +48,9 @@ pub struct BenchArgs {
     /// Draw time against N (log-log) into this PNG.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Time the whole population step of this scene instead (e.g. `balls_box`).
+    #[arg(long)]
+    pub scene: Option<String>,
     /// Also time each GPU pass (count, scan, scatter, pair emission; the
     /// field kernel's one pass) and print its share: GPU timestamps when the
     /// adapter has them, else the wall clock around each pass submitted alone.
@@ -474,6 +478,9 @@ pub fn table(rows: &[BenchRow]) -> String {
 
 /// `mx2d bench`: measures, prints the table, writes JSON and the plot.
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    if let Some(scene) = &args.scene {
+        return population::run(args, scene);
+    }
     let mut gpu = None;
     let adapter = if args.no_gpu {
         "none (--no-gpu)".to_string()
@@ -495,15 +502,15 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
     {
         use std::io::Write as _;
         let mut out = std::io::stdout().lock();
-        write!(out, "adapter: {adapter}\ncpu: {threads} rayon threads\n{}", table(&rows))
-            .and_then(|()| {
-                if args.passes {
-                    writeln!(out, "per-pass GPU times (median; share of the passes' total), order: {:?}", args.order)?;
-                    write!(out, "{}", pass_table(&rows))?;
-                }
-                out.flush()
-            })
-            .context("writing the table to stdout")?;
+        let mut text = format!("adapter: {adapter}\ncpu: {threads} rayon threads\n{}", table(&rows));
+        if args.passes {
+            text += &format!(
+                "per-pass GPU times (median; share of the passes' total), order: {:?}\n{}",
+                args.order,
+                pass_table(&rows)
+            );
+        }
+        write!(out, "{text}").and_then(|()| out.flush()).context("writing the table to stdout")?;
     }
     if let Some(path) = &args.json {
         let doc = serde_json::json!({ "adapter": adapter, "cpu_threads": threads, "order": args.order, "rows": rows });

@@ -25,6 +25,29 @@ enum Command {
     Run(RunArgs),
     /// CPU against GPU: force fields, broadphase, both (table, --json, --plot).
     Bench(mx2d::bench::BenchArgs),
+    /// Render a scene to a PNG at a given time (no display needed; draws with wgpu).
+    Render {
+        /// Scene file (RON).
+        scene: PathBuf,
+        /// Output PNG.
+        #[arg(long)]
+        out: PathBuf,
+        /// Simulated time to show (s); the scene is stepped to the nearest step.
+        #[arg(long, default_value_t = 0.0)]
+        time: f64,
+        /// Picture size in pixels, WIDTHxHEIGHT.
+        #[arg(long, default_value = "800x600", value_parser = mx2d::render::headless::parse_size)]
+        size: (u32, u32),
+        /// Draw the bodies' trails from t = 0.
+        #[arg(long)]
+        trails: bool,
+        /// Draw the reaction forces of the constraints (green arrows).
+        #[arg(long)]
+        forces: bool,
+        /// Override a scene field: PATH=VALUE (repeatable).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        set: Vec<String>,
+    },
     /// Validate a scene file and exit.
     Check {
         /// Scene file (RON).
@@ -51,9 +74,12 @@ struct RunArgs {
     /// Step size (s).
     #[arg(long)]
     dt: Option<f64>,
-    /// Integrator: euler, symplectic, midpoint, rk2, rk4, ab4.
+    /// Integrator: euler, symplectic, midpoint, rk2, rk4, ab4, dopri5 (adaptive), sdirk3 (adaptive, implicit: stiff mechanisms).
     #[arg(long)]
     integrator: Option<Method>,
+    /// Relative error tolerance of dopri5 and sdirk3 (their steps are at most --dt); default 1e-6.
+    #[arg(long)]
+    tolerance: Option<f64>,
     /// cpu or gpu: where the force fields are evaluated (gpu: the WGSL kernel, f32).
     #[arg(long, default_value = "cpu")]
     backend: String,
@@ -72,6 +98,18 @@ struct RunArgs {
     /// Reaction forces CSV (step,t,constraint,fx,fy,torque).
     #[arg(long)]
     reactions: Option<PathBuf>,
+    /// Contacts CSV (step,t,body_a,body_b,x,y,nx,ny,gap,normal_impulse,tangent_impulse).
+    #[arg(long)]
+    contacts: Option<PathBuf>,
+    /// Write a PNG per recorded step (see --every) into DIR: frame_000000.png, ...
+    #[arg(long, value_name = "DIR")]
+    frames: Option<PathBuf>,
+    /// Picture size of --frames (and of the window), WIDTHxHEIGHT.
+    #[arg(long, value_parser = mx2d::render::headless::parse_size)]
+    size: Option<(u32, u32)>,
+    /// Energy plot PNG: kinetic, potential, total, constraint error (log axis).
+    #[arg(long, value_name = "FILE.png")]
+    energy_plot: Option<PathBuf>,
     /// Override a scene field: PATH=VALUE (repeatable).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     set: Vec<String>,
@@ -93,13 +131,21 @@ fn say(line: &str) -> Result<(), ExitCode> {
 }
 
 fn main() -> ExitCode {
+    quiet_device_select();
     let cli = Cli::parse();
     match cli.command {
         None => {
-            report(
-                "mx2d: the windowed demo is not available in this build; run a scene headless, e.g.\n  mx2d run scenes/projectile.ron --headless --summary out.json\n(see `mx2d --help`)",
-            );
-            ExitCode::from(2)
+            if !mx2d::render::window::display_available() {
+                report(mx2d::render::window::NO_DISPLAY);
+                return ExitCode::from(2);
+            }
+            match mx2d::render::window::run_demo() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    report(&format!("error: {e:#}"));
+                    ExitCode::from(1)
+                }
+            }
         }
         Some(Command::Check { scene, set }) => match Scene::load(&scene, &set).and_then(|s| s.build_world()) {
             Ok(w) => {
@@ -119,6 +165,30 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Some(Command::Render { scene, out, time, size, trails, forces, set }) => {
+            if !(time.is_finite() && time >= 0.0) {
+                report(&format!("error: --time must be a finite number of seconds >= 0, got {time}"));
+                return ExitCode::from(2);
+            }
+            let loaded = match Scene::load(&scene, &set) {
+                Ok(s) => s,
+                Err(e) => {
+                    report(&format!("error: {e}"));
+                    return ExitCode::from(2);
+                }
+            };
+            let options = mx2d::render::headless::RenderOptions { time, size, trails, forces };
+            match mx2d::render::headless::render_scene(&loaded, &options, &out) {
+                Ok(step) => {
+                    let line = format!("{}: step {step} written to {}", scene.display(), out.display());
+                    say(&line).map_or_else(|code| code, |()| ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    report(&format!("error: {e:#}"));
+                    ExitCode::from(1)
+                }
+            }
+        }
         Some(Command::Run(args)) => run(args),
         Some(Command::Bench(args)) => bench(&args),
     }
@@ -207,9 +277,34 @@ fn stop_on_signals() -> Option<Arc<AtomicUsize>> {
     Some(flag)
 }
 
+/// Without `XDG_RUNTIME_DIR`, Mesa's Vulkan device-select layer probes for a
+/// Wayland compositor while listing adapters and libwayland prints
+/// "error: XDG_RUNTIME_DIR is invalid or not set" on a run that then
+/// succeeds (issue 11, item 10). Nothing windowed can work without that
+/// variable, and wgpu picks the adapter itself, so the layer is turned off
+/// (`NODEVICE_SELECT=1`, honoured by the Vulkan loader) unless the user set it.
+fn quiet_device_select() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() && std::env::var_os("NODEVICE_SELECT").is_none() {
+        // SAFETY: first statement of main, before any thread is started, so
+        // nothing reads the environment concurrently.
+        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
+    }
+}
+
 fn run(args: RunArgs) -> ExitCode {
-    if !args.headless {
-        report("mx2d: no window in this build: running headless");
+    let outputs = args.trace.is_some()
+        || args.energy.is_some()
+        || args.summary.is_some()
+        || args.reactions.is_some()
+        || args.contacts.is_some()
+        || args.frames.is_some()
+        || args.energy_plot.is_some();
+    let windowed = !args.headless && !outputs && mx2d::render::window::display_available();
+    if !args.headless && !windowed {
+        report(&format!(
+            "mx2d: {}: running headless",
+            if outputs { "output files requested (the window writes none)" } else { "no display" }
+        ));
     }
     let backend = match args.backend.as_str() {
         "cpu" => Backend::Cpu,
@@ -226,19 +321,33 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if windowed {
+        return match mx2d::render::window::run(scene, args.size.unwrap_or((1024, 768)), false) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                report(&format!("error: {e:#}"));
+                ExitCode::from(1)
+            }
+        };
+    }
     let mut options = RunOptions {
         steps: args.steps,
         duration: args.duration,
         dt: args.dt,
         integrator: args.integrator,
+        tolerance: args.tolerance,
         trace: args.trace,
         energy: args.energy,
         every: args.every,
         summary: args.summary,
         reactions: args.reactions,
+        contacts: args.contacts,
         progress: true,
         backend,
         stop: None,
+        frames: args.frames,
+        frame_size: args.size,
+        energy_plot: args.energy_plot,
     };
     // Bad flags are bad input (exit 2), found before anything is written.
     if let Err(e) = planned_steps(&scene, &options).and_then(|_| check_distinct_outputs(&options)) {
@@ -266,6 +375,15 @@ fn run(args: RunArgs) -> ExitCode {
             );
             if let Err(code) = say(&line) {
                 return code;
+            }
+            if s.substeps != s.steps || s.newton_iterations > 0 {
+                let line = format!(
+                    "  {} integrator steps ({} rejected), {} Newton iterations, {} Jacobians (tolerance {:e})",
+                    s.substeps, s.rejected_steps, s.newton_iterations, s.jacobians, s.tolerance
+                );
+                if let Err(code) = say(&line) {
+                    return code;
+                }
             }
             match outcome.error {
                 None => ExitCode::SUCCESS,

@@ -12,6 +12,9 @@ use crate::world::World;
 
 /// `--trace` header: one row per body per recorded step.
 pub const TRACE_HEADER: &str = "step,t,body,x,y,angle,vx,vy,omega";
+/// `--contacts` CSV header: one row per active contact per recorded step
+/// (impulses of the step, N·s; the partner is a body name or `surface<i>`).
+pub const CONTACTS_HEADER: &str = "step,t,body_a,body_b,x,y,nx,ny,gap,normal_impulse,tangent_impulse";
 /// `--reactions` header: one row per constraint per recorded step (the
 /// constraint's force and torque on its first body).
 pub const REACTIONS_HEADER: &str = "step,t,constraint,fx,fy,torque";
@@ -57,6 +60,40 @@ impl CsvWriter {
             let numbers = numbers.map(|v| v.to_string());
             self.row(
                 [step.as_str(), t.as_str(), b.name.as_str()].into_iter().chain(numbers.iter().map(String::as_str)),
+            )?;
+        }
+        // Balls in the world, named `ball<index>` (call World::sync_population
+        // first when the population runs on the GPU).
+        if let Some(pop) = &world.population {
+            for i in (0..pop.len()).filter(|&i| pop.state[i] == crate::population::state::ALIVE) {
+                let (p, v) = (pop.position[i], pop.velocity[i]);
+                let numbers = [p.x, p.y, pop.angle[i], v.x, v.y, pop.omega[i]].map(|x| x.to_string());
+                let name = format!("ball{i}");
+                self.row(
+                    [step.as_str(), t.as_str(), name.as_str()].into_iter().chain(numbers.iter().map(String::as_str)),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends one row per contact of the world's last step.
+    pub fn contact_rows(&mut self, world: &World) -> std::io::Result<()> {
+        let (step, t) = (world.step_count(), world.time());
+        let bodies = world.bodies.as_slice();
+        for c in world.contacts.contacts() {
+            let partner = match c.partner {
+                crate::contact::Partner::Body(j) => bodies[j].name.clone(),
+                crate::contact::Partner::Surface(s) => format!("surface{s}"),
+            };
+            let m = &c.manifold;
+            let numbers = [t, m.point.x, m.point.y, m.normal.x, m.normal.y, m.gap, c.impulse[0], c.impulse[1]]
+                .map(|v| v.to_string());
+            let (step, a) = (step.to_string(), bodies[c.body_a].name.as_str());
+            self.row(
+                [step.as_str(), numbers[0].as_str(), a, partner.as_str()]
+                    .into_iter()
+                    .chain(numbers[1..].iter().map(String::as_str)),
             )?;
         }
         Ok(())
@@ -129,6 +166,17 @@ pub struct Summary {
     pub bodies: usize,
     /// Steps taken.
     pub steps: u64,
+    /// Integrator (sub)steps accepted: equal to `steps` for the fixed-step
+    /// methods, the adaptive ones may take several per step.
+    pub substeps: u64,
+    /// Integrator steps rejected by the error control or a failed Newton.
+    pub rejected_steps: u64,
+    /// Newton iterations of the implicit methods (0 for the explicit ones).
+    pub newton_iterations: u64,
+    /// Jacobian evaluations of the implicit methods.
+    pub jacobians: u64,
+    /// Relative tolerance of the adaptive integrators.
+    pub tolerance: f64,
     /// Step size (s).
     pub dt: f64,
     /// Final simulated time (s).
@@ -159,6 +207,38 @@ pub struct Summary {
     pub stopped: Option<Stopped>,
     /// Warnings raised during the run (redundant constraints …).
     pub warnings: Vec<String>,
+    /// The population tier's figures, when the scene has one.
+    pub population: Option<PopulationSummary>,
+}
+
+/// The population tier in `--summary` (the peers script reads `escaped`,
+/// `kinetic_per_ball` and `max_overlap_ratio`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PopulationSummary {
+    /// Balls in all (every state).
+    pub balls: usize,
+    /// `cpu` or `gpu`: where the population stepped.
+    pub backend: String,
+    /// Mean wall time of the population stage per step (ms).
+    pub ms_per_step: f64,
+    /// Substeps per step.
+    pub substeps: u32,
+    /// Position iterations per substep.
+    pub iterations: u32,
+    /// Figures at the start.
+    pub initial: crate::population::PopulationStats,
+    /// Figures at the end: `alive`, `escaped`, `killed`, `pending`,
+    /// `kinetic_energy`, `kinetic_per_ball`, `max_overlap_ratio` (overlap over
+    /// the smaller radius), `list_overflow`.
+    pub last: crate::population::PopulationStats,
+    /// Balls that left the world over the run.
+    pub escaped: u64,
+    /// Kinetic energy per ball in the world at the end (J).
+    pub kinetic_per_ball: f64,
+    /// Largest overlap / radius at the end.
+    pub max_overlap_ratio: f64,
+    /// Largest overlap / radius over the recorded steps.
+    pub max_overlap_ratio_seen: f64,
 }
 
 impl Summary {

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use crate::integrator::Method;
-use crate::output::{CsvWriter, ENERGY_HEADER, REACTIONS_HEADER, Stopped, Summary, TRACE_HEADER};
+use crate::output::{CsvWriter, ENERGY_HEADER, PopulationSummary, REACTIONS_HEADER, Stopped, Summary, TRACE_HEADER};
+use crate::population::gpu::GpuPopulation;
 use crate::scene::{MAX_STEPS, Scene};
 use crate::world::{SimulationError, World};
 
@@ -32,6 +33,8 @@ pub struct RunOptions {
     pub dt: Option<f64>,
     /// Integrator override.
     pub integrator: Option<Method>,
+    /// Tolerance override of the adaptive integrators.
+    pub tolerance: Option<f64>,
     /// Trace CSV path.
     pub trace: Option<PathBuf>,
     /// Energy CSV path.
@@ -42,6 +45,8 @@ pub struct RunOptions {
     pub summary: Option<PathBuf>,
     /// Reactions CSV path.
     pub reactions: Option<PathBuf>,
+    /// Contacts CSV path.
+    pub contacts: Option<PathBuf>,
     /// Show a progress bar (only drawn on a terminal).
     pub progress: bool,
     /// Where the fields run.
@@ -50,6 +55,12 @@ pub struct RunOptions {
     /// after the current step: the outputs get the last complete step and
     /// the summary says `stopped`. `mx2d run` wires SIGINT and SIGTERM here.
     pub stop: Option<Arc<AtomicUsize>>,
+    /// Write a PNG per recorded step into this folder (`--frames DIR`).
+    pub frames: Option<PathBuf>,
+    /// Picture size of the frames; default [`crate::render::headless::DEFAULT_SIZE`].
+    pub frame_size: Option<(u32, u32)>,
+    /// Energy plot PNG (`--energy-plot FILE.png`), drawn at the end from the recorded steps.
+    pub energy_plot: Option<PathBuf>,
 }
 
 /// Why a run ended before the steps it was asked for.
@@ -112,6 +123,8 @@ impl RunStop {
                 SimulationError::Diverged { step, .. }
                 | SimulationError::Constraints { step, .. }
                 | SimulationError::Gpu { step, .. }
+                | SimulationError::Contact { step, .. }
+                | SimulationError::Population { step, .. }
                 | SimulationError::Integrator { step, .. } => *step,
             },
             RunStop::NonFiniteEnergy { step, .. }
@@ -217,6 +230,8 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     let mut world = scene.build_world()?;
     let adapter = match options.backend {
         Backend::Cpu => "none (--backend cpu)".to_string(),
+        // A population-only scene: one device, opened for the population below.
+        Backend::Gpu if world.bodies.is_empty() && world.population.is_some() => String::new(),
         Backend::Gpu => match crate::gpu::GpuFieldBackend::new() {
             Ok(gpu) => {
                 let name = gpu.adapter();
@@ -236,11 +251,41 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     };
     let steps = planned_steps(scene, options).map_err(anyhow::Error::msg)?;
     check_distinct_outputs(options).map_err(anyhow::Error::msg)?;
+    let population_gpu = match (options.backend, &world.population) {
+        (Backend::Gpu, Some(pop)) => Some(
+            crate::gpu::GpuContext::new()
+                .map_err(|e| e.to_string())
+                .and_then(|ctx| GpuPopulation::new(std::sync::Arc::new(ctx), pop).map_err(|e| e.to_string())),
+        ),
+        _ => None,
+    };
+    let adapter = match population_gpu {
+        Some(Ok(gpu)) => {
+            let name = gpu.adapter();
+            world.set_population_gpu(Some(gpu))?;
+            name
+        }
+        // No silent fallback (as for the fields above).
+        Some(Err(e)) if std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1") => {
+            anyhow::bail!("--backend gpu: population: {e} (MX2D_REQUIRE_GPU=1)")
+        }
+        Some(Err(e)) => {
+            crate::output::report(&format!(
+                "mx2d: --backend gpu cannot run the population ({e}); it runs on the CPU twin"
+            ));
+            format!("none ({e})")
+        }
+        None => adapter,
+    };
     if let Some(dt) = options.dt {
         world.dt = dt;
     }
     if let Some(m) = options.integrator {
         world.set_integrator(m);
+    }
+    if let Some(tol) = options.tolerance {
+        anyhow::ensure!(tol.is_finite() && tol > 0.0 && tol < 1.0, "--tolerance must be in (0, 1), got {tol}");
+        world.set_tolerance(tol);
     }
     let every = options.every.unwrap_or(1).max(1);
     let open = |p: &Option<PathBuf>, header: &str| -> anyhow::Result<Option<CsvWriter>> {
@@ -250,12 +295,21 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         trace: open(&options.trace, TRACE_HEADER)?,
         energy: open(&options.energy, ENERGY_HEADER)?,
         reactions: open(&options.reactions, REACTIONS_HEADER)?,
+        contacts: open(&options.contacts, crate::output::CONTACTS_HEADER)?,
+        pictures: crate::render::headless::RunPictures::open(
+            &world,
+            &scene.file.name,
+            options.frames.as_deref(),
+            options.frame_size,
+            options.energy_plot.as_deref(),
+        )?,
     };
     // An initial state the constraints cannot be projected onto stops the
     // run like a failed step (exit 3) at step 0, with the outputs of step 0
     // kept — with or without --reactions.
     let prepared = world.prepare();
     let energy_initial = world.energy();
+    let population_initial = world.population.as_ref().map(|p| p.stats());
     let initial_constraint_error = world.constraint_error();
     let mut error: Option<RunStop> = prepared.err().map(RunStop::from);
     let recorded = recorder.record(&mut world)?;
@@ -283,6 +337,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     let started = Instant::now();
     let steps = if error.is_some() { 0 } else { steps };
     let stop_requested = || options.stop.as_ref().map_or(0, |s| s.load(Ordering::Relaxed));
+    let mut overlap_seen = population_initial.map_or(0.0, |s| s.max_overlap_ratio);
     for k in 1..=steps {
         let signal = stop_requested();
         if signal != 0 {
@@ -310,14 +365,24 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             error = Some(e);
             // Keep the state that diverged in the trace: it shows what went
             // wrong (reactions may no longer be computable: keep the rest).
+            let _ = world.sync_population();
             recorder.record(&mut world)?.ok();
             break;
         }
-        if (k % every == 0 || k == steps)
-            && let Err(e) = recorder.record(&mut world)?
-        {
-            error = Some(e);
-            break;
+        if k % every == 0 || k == steps {
+            if world.population.is_some() && (recorder.trace.is_some() || recorder.energy.is_some()) {
+                if let Err(e) = world.sync_population() {
+                    error = Some(e.into());
+                    break;
+                }
+                if let Some(pop) = &world.population {
+                    overlap_seen = overlap_seen.max(pop.stats().max_overlap_ratio);
+                }
+            }
+            if let Err(e) = recorder.record(&mut world)? {
+                error = Some(e);
+                break;
+            }
         }
         if let Some(bar) = &bar
             && k % 256 == 0
@@ -330,13 +395,44 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     }
     let wall_ms = started.elapsed().as_secs_f64() * 1e3;
     recorder.flush()?;
+    if let Err(e) = world.sync_population() {
+        error.get_or_insert(e.into());
+    }
+    let taken_steps = world.step_count();
+    let population = match (&world.population, population_initial) {
+        (Some(pop), Some(initial)) => {
+            let last = pop.stats();
+            let stage = world.stage_times().get(crate::world::Stage::StepPopulation).as_secs_f64() * 1e3;
+            Some(PopulationSummary {
+                balls: pop.len(),
+                backend: world.population_backend().into(),
+                ms_per_step: if taken_steps > 0 { stage / taken_steps as f64 } else { 0.0 },
+                substeps: pop.params.substeps,
+                iterations: pop.params.iterations,
+                initial,
+                last,
+                escaped: last.escaped,
+                kinetic_per_ball: last.kinetic_per_ball,
+                max_overlap_ratio: last.max_overlap_ratio,
+                max_overlap_ratio_seen: overlap_seen.max(last.max_overlap_ratio),
+            })
+        }
+        _ => None,
+    };
+    recorder.pictures.finish()?;
     let energy_final = world.energy();
     let taken = world.step_count();
+    let stats = world.integrator_stats();
     let summary = Summary {
         scene: scene.file.name.clone(),
         integrator: world.integrator().name().to_string(),
         bodies: world.bodies.len(),
         steps: taken,
+        substeps: stats.steps,
+        rejected_steps: stats.rejected,
+        newton_iterations: stats.newton_iterations,
+        jacobians: stats.jacobians,
+        tolerance: world.tolerance(),
         dt: world.dt,
         t_final: world.time(),
         wall_ms,
@@ -346,8 +442,8 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         work_nonconservative: energy_final.work,
         energy_balance_error: (energy_final.balance() - energy_initial.balance()).abs(),
         max_constraint_error: world.max_constraint_error().max(initial_constraint_error),
-        max_penetration: 0.0,
-        backend: world.field_backend().into(),
+        max_penetration: world.contacts.max_penetration(),
+        backend: if world.population.is_some() { world.population_backend() } else { world.field_backend() }.into(),
         adapter,
         stage_ms: world.stage_times().as_list().iter().map(|(n, d)| (n.to_string(), d.as_secs_f64() * 1e3)).collect(),
         stopped: error.as_ref().map(|e| Stopped {
@@ -359,6 +455,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             message: e.to_string(),
         }),
         warnings: world.warnings().cloned().collect(),
+        population,
     };
     if let Some(p) = &options.summary {
         summary.write(p)?;
@@ -389,13 +486,16 @@ struct Recorder {
     trace: Option<CsvWriter>,
     energy: Option<CsvWriter>,
     reactions: Option<CsvWriter>,
+    contacts: Option<CsvWriter>,
+    /// `--frames` and `--energy-plot` (src/render/headless.rs).
+    pictures: crate::render::headless::RunPictures,
 }
 
 impl Recorder {
     /// Writes the rows of the world's current step to every open file. The
-    /// outer error is an I/O error (naming the file); the inner one a
+    /// outer error is an output error (naming the file); the inner one a
     /// reaction that cannot be computed, which stops the run like a step.
-    fn record(&mut self, world: &mut World) -> std::io::Result<Result<(), RunStop>> {
+    fn record(&mut self, world: &mut World) -> anyhow::Result<Result<(), RunStop>> {
         if let Some(t) = &mut self.trace {
             t.trace_rows(world)?;
         }
@@ -412,11 +512,15 @@ impl Recorder {
                 }
             }
         }
+        if let Some(c) = &mut self.contacts {
+            c.contact_rows(world)?;
+        }
+        self.pictures.record(world)?;
         Ok(Ok(()))
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        for w in [&mut self.trace, &mut self.energy, &mut self.reactions].into_iter().flatten() {
+        for w in [&mut self.trace, &mut self.energy, &mut self.reactions, &mut self.contacts].into_iter().flatten() {
             w.flush()?;
         }
         Ok(())

@@ -8,7 +8,10 @@ mod locate;
 mod schema;
 
 pub use locate::SourceMap;
-pub use schema::{AnchorDef, BodyDef, ChainDef, ConstraintDef, LoadDef, SceneFile, StabilizationDef};
+pub use schema::{
+    AnchorDef, BodyDef, ChainDef, ConstraintDef, ContactsDef, LoadDef, MaterialDef, PileDef, SceneFile,
+    StabilizationDef,
+};
 
 use std::path::Path;
 
@@ -17,6 +20,7 @@ use glam::DVec2;
 use crate::body::{Body, BodyHandle};
 use crate::constraint::{Constraint, ConstraintKind};
 use crate::load::{Anchor, Load};
+use crate::population::{Population, PopulationError};
 use crate::shape::Shape;
 use crate::world::World;
 
@@ -321,6 +325,12 @@ impl Scene {
         let mut world = World::new(f.gravity);
         world.dt = f.dt;
         world.set_integrator(f.integrator);
+        if let Some(tol) = f.tolerance {
+            if !(tol.is_finite() && tol > 0.0 && tol < 1.0) {
+                return Err(self.error_at("tolerance", format!("must be in (0, 1), got {tol}")));
+            }
+            world.set_tolerance(tol);
+        }
         world.limits.max_body_energy = f.max_body_energy;
         for (i, b) in f.bodies.iter().enumerate() {
             let at = |field: &str| format!("bodies[{i}].{field}");
@@ -380,9 +390,21 @@ impl Scene {
             world.add_body(body).map_err(|m| self.error_at(&at("name"), m))?;
         }
         for (i, s) in f.surfaces.iter().enumerate() {
-            s.validate().map_err(|m| self.error_at(&format!("surfaces[{i}].geometry"), m))?;
+            s.validate().map_err(|m| {
+                let word = m.split_whitespace().next().unwrap_or("");
+                let field = if ["friction", "kinetic_friction", "restitution", "rolling_resistance"].contains(&word) {
+                    format!("surfaces[{i}].{word}")
+                } else {
+                    format!("surfaces[{i}].geometry")
+                };
+                self.error_at(&field, m)
+            })?;
         }
         world.surfaces = f.surfaces.clone();
+        self.build_contacts(&mut world)?;
+        for (i, p) in f.piles.iter().enumerate() {
+            self.build_pile(&mut world, i, p)?;
+        }
         for (i, fd) in f.fields.iter().enumerate() {
             fd.validate().map_err(|m| self.error_at(&format!("fields[{i}].kind"), m))?;
         }
@@ -405,7 +427,150 @@ impl Scene {
             let constraint = self.build_constraint(&world, i, c)?;
             world.add_constraint(constraint).map_err(|m| self.error_at(&format!("constraints[{i}]"), m))?;
         }
+        if let Some(def) = &f.population {
+            let built = Population::build(
+                def,
+                &world.surfaces,
+                &world.fields,
+                f.gravity,
+                f.dt,
+                crate::population::cpu_memory_limit(),
+            );
+            world.population = Some(built.map_err(|e| match e {
+                PopulationError::Invalid { field, message } => self.error_at(&format!("population.{field}"), message),
+                other => {
+                    let field = if f.population.as_ref().is_some_and(|p| p.count.is_some()) {
+                        "population.count"
+                    } else {
+                        "population.spawn"
+                    };
+                    self.error_at(field, other.to_string())
+                }
+            })?);
+        }
         Ok(world)
+    }
+
+    /// Materials and contact settings (`contacts`, `materials`,
+    /// `bodies[i].material`, `surfaces[i].material`), each bad value refused
+    /// at its position.
+    fn build_contacts(&self, world: &mut World) -> Result<(), SceneError> {
+        use crate::contact::{ContactSettings, Material};
+        let f = &self.file;
+        let mut named: Vec<(&str, Material)> = Vec::new();
+        for (i, m) in f.materials.iter().enumerate() {
+            let material = Material {
+                friction: m.friction,
+                kinetic_friction: m.kinetic_friction,
+                restitution: m.restitution,
+                rolling_resistance: m.rolling_resistance,
+            };
+            material.validate().map_err(|e| self.error_at(&format!("materials[{i}]"), e))?;
+            if named.iter().any(|(n, _)| *n == m.name) {
+                return Err(
+                    self.error_at(&format!("materials[{i}].name"), format!("material '{}' is defined twice", m.name))
+                );
+            }
+            named.push((&m.name, material));
+        }
+        let lookup = |path: &str, name: &str| {
+            named.iter().find(|(n, _)| *n == name).map(|(_, m)| *m).ok_or_else(|| {
+                let known: Vec<&str> = named.iter().map(|(n, _)| *n).collect();
+                self.error_at(path, format!("unknown material '{name}' (materials: {})", known.join(", ")))
+            })
+        };
+        let mut body_materials = Vec::with_capacity(f.bodies.len());
+        for (i, b) in f.bodies.iter().enumerate() {
+            body_materials.push(match &b.material {
+                Some(name) => lookup(&format!("bodies[{i}].material"), name)?,
+                None => Material::default(),
+            });
+        }
+        for (i, s) in f.surfaces.iter().enumerate() {
+            if let Some(name) = &s.material {
+                let m = lookup(&format!("surfaces[{i}].material"), name)?;
+                let surface = &mut world.surfaces[i];
+                surface.friction = m.friction;
+                surface.kinetic_friction = m.kinetic_friction;
+                surface.restitution = m.restitution;
+                surface.rolling_resistance = m.rolling_resistance;
+            }
+        }
+        let Some(c) = &f.contacts else {
+            return Ok(());
+        };
+        let positive = |path: &str, v: Option<f64>| match v {
+            Some(x) if !(x.is_finite() && x >= 0.0) => {
+                Err(self.error_at(path, format!("must be finite and >= 0, got {x}")))
+            }
+            _ => Ok(()),
+        };
+        positive("contacts.resting_speed", c.resting_speed)?;
+        positive("contacts.slop", c.slop)?;
+        positive("contacts.tolerance", c.tolerance)?;
+        let defaults = ContactSettings::default();
+        world.contacts.settings = ContactSettings {
+            enabled: true,
+            mix: c.mix,
+            broadphase: c.broadphase,
+            collide_connected: c.collide_connected,
+            resting_speed: c.resting_speed,
+            slop: c.slop,
+            iterations: c.iterations.unwrap_or(defaults.iterations),
+            tolerance: c.tolerance.unwrap_or(defaults.tolerance),
+            joint_passes: c.joint_passes.unwrap_or(defaults.joint_passes),
+            max_impact_events: c.max_impact_events.unwrap_or(defaults.max_impact_events),
+            body_materials,
+        };
+        Ok(())
+    }
+
+    /// Adds the boxes of a pile (see [`schema::PileDef`]), sizes checked first.
+    fn build_pile(&self, world: &mut World, i: usize, p: &schema::PileDef) -> Result<(), SceneError> {
+        let at = |field: &str| format!("piles[{i}].{field}");
+        const MAX_ROWS: usize = 2000;
+        if p.rows == 0 || p.rows > MAX_ROWS {
+            return Err(self.error_at(&at("rows"), format!("rows must be in 1..={MAX_ROWS}, got {}", p.rows)));
+        }
+        for (name, v) in [("half_extent", p.half_extent), ("mass", p.mass)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(self.error_at(&at(name), format!("{name} must be positive and finite, got {v}")));
+            }
+        }
+        let material = match &p.material {
+            None => crate::contact::Material::default(),
+            Some(name) => self
+                .file
+                .materials
+                .iter()
+                .find(|m| &m.name == name)
+                .map(|m| crate::contact::Material {
+                    friction: m.friction,
+                    kinetic_friction: m.kinetic_friction,
+                    restitution: m.restitution,
+                    rolling_resistance: m.rolling_resistance,
+                })
+                .ok_or_else(|| self.error_at(&at("material"), format!("unknown material '{name}'")))?,
+        };
+        let h = p.half_extent;
+        let materials = &mut world.contacts.settings.body_materials;
+        materials.resize(world.bodies.len(), crate::contact::Material::default());
+        for row in 0..p.rows {
+            let count = if p.pyramid { p.rows - row } else { 1 };
+            for col in 0..count {
+                let x = p.base.x + (2.0 * col as f64 - (count as f64 - 1.0)) * h;
+                let y = p.base.y + h + 2.0 * h * row as f64;
+                let body =
+                    Body::builder(format!("{}{row}_{col}", p.prefix), Shape::Box { half_extents: DVec2::splat(h) })
+                        .mass(p.mass)
+                        .position(DVec2::new(x, y))
+                        .build()
+                        .map_err(|m| self.error_at(&at("half_extent"), m))?;
+                world.add_body(body).map_err(|m| self.error_at(&at("prefix"), m))?;
+                world.contacts.settings.body_materials.push(material);
+            }
+        }
+        Ok(())
     }
 
     /// Refuses, before anything is allocated, a scene whose generators ask for
