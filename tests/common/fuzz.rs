@@ -249,8 +249,8 @@ pub fn check_mutant(m: &Mutant) -> Result<Verdict, String> {
         let world = scene.build_world().map_err(|e| format!("validated scene fails to build: {e}"))?;
         let options = RunOptions::default();
         let steps = mx2d::run::planned_steps(&scene, &options).map_err(|e| format!("validated scene: {e}"))?;
-        let population = world.population.as_ref().map_or(0, |p| p.len());
-        if world.bodies.len() + population > 2_000 {
+        let balls = world.population.as_ref().map_or(0, |p| p.len());
+        if world.bodies.len() > 2_000 || balls > 2_000 {
             // Valid, but too large to step within the campaign's time.
             return Ok(Verdict::Ran);
         }
