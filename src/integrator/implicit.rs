@@ -63,7 +63,7 @@
 use super::{Dynamics, IntegratorError, State};
 
 /// γ of SDIRK3: root of x³ − 3x² + 3x/2 − 1/6 in (1/6, 1/2).
-pub const GAMMA: f64 = 0.435_866_521_508_458_999_42;
+pub const GAMMA: f64 = 0.435_866_521_508_459;
 
 /// Largest state (3 × bodies) the dense Newton accepts: 3 × 2000 bodies
 /// (three n × n matrices of f64: 864 MB).
@@ -226,9 +226,9 @@ impl Newton {
             let s: f64 = (i + 1..n).map(|j| self.lu[i * n + j] * self.rhs[j]).sum();
             self.rhs[i] = (self.rhs[i] - s) / self.lu[i * n + i];
         }
-        for i in 0..n {
-            rv[i] = self.rhs[i];
-            rq[i] += hg * rv[i];
+        rv[..n].copy_from_slice(&self.rhs[..n]);
+        for (q, v) in rq.iter_mut().zip(rv.iter()) {
+            *q += hg * v;
         }
     }
 }
