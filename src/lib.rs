@@ -50,13 +50,13 @@
 //!
 //! | area | what | where |
 //! |---|---|---|
-//! | bodies | circle, ellipse, superellipse, convex polygon, box, bar; mass from density | [`body`], [`shape`] |
+//! | bodies | circle, ellipse, superellipse, convex polygon, box, bar, point mass (no rotation); mass from density | [`body`], [`shape`] |
 //! | surfaces | line, circle, ellipse, superellipse (inside or out), polyline | [`surface`] |
 //! | loads | forces at points, torques, time profiles, springs-dampers, Stokes drag | [`load`] |
 //! | fields | uniform, radial (falloff), vortex, drag in rectangles, discs, half-planes | [`field`] (CPU), [`gpu`] (WGSL) |
-//! | integrators | Euler, symplectic Euler, implicit midpoint, RK2, RK4, Adams–Bashforth 4 | [`integrator`] |
+//! | integrators | Euler, symplectic Euler, implicit midpoint (Newton), RK2, RK4, Adams–Bashforth 4, Dormand–Prince 5(4) with dense output, L-stable SDIRK3 for stiff mechanisms (both adaptive, `--tolerance`) | [`integrator`] |
 //! | constraints | revolute, distance, prismatic, weld, angle, gear, motor, rolling, point-on-curve, user closures | [`constraint`] |
-//! | solver | block-sparse J, A = J M⁻¹ Jᵀ, leaves-first LDLᵀ, regularised minimal norm for redundancy | [`solver`] |
+//! | solver | block-sparse J, A = J M⁻¹ Jᵀ, leaves-first LDLᵀ, regularised minimal norm for redundancy, rank decided independently of masses and inertias | [`solver`] |
 //! | drift | Newton projection of positions and velocities, Baumgarte | [`constraint::system`] |
 //! | inverse problems | inverse kinematics, joint torques, impulsive constraints | [`inverse`], [`world::World::impulsive_constraint`] |
 //! | broadphase | uniform grid (CPU twin + WGSL), sweep-and-prune | [`broadphase`], [`gpu`] |
@@ -83,6 +83,12 @@
 //! - *My chain diverges with `symplectic`.* First-order methods cannot follow
 //!   links spinning at hundreds of rad/s at a millisecond step; use `rk4` or a
 //!   smaller step.
+//! - *My light chain under a heavy load (or a stiff spring) diverges with
+//!   `rk4`.* Its stiffest mode needs a tiny explicit step; `sdirk3` (L-stable,
+//!   implicit, adaptive) runs it at the step the motion needs.
+//! - *How do I model a point mass?* `shape: Point` with a `mass`: its rotation
+//!   is not a degree of freedom; hang it on a `Distance` rod. A body with a
+//!   tiny inertia on an offset pin works too (it is not a singular joint).
 //! - *A constraint is listed twice.* It works: the multipliers are the
 //!   regularised minimal-norm ones, the motion is unique, and a warning names
 //!   the constraints.

@@ -20,6 +20,8 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 enum Command {
     /// Run a scene.
     Run(RunArgs),
@@ -136,13 +138,13 @@ fn main() -> ExitCode {
     match cli.command {
         None => {
             if !mx2d::render::window::display_available() {
-                eprintln!("{}", mx2d::render::window::NO_DISPLAY);
+                report(mx2d::render::window::NO_DISPLAY);
                 return ExitCode::from(2);
             }
             match mx2d::render::window::run_demo() {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("error: {e:#}");
+                    report(&format!("error: {e:#}"));
                     ExitCode::from(1)
                 }
             }
@@ -167,24 +169,24 @@ fn main() -> ExitCode {
         },
         Some(Command::Render { scene, out, time, size, trails, forces, set }) => {
             if !(time.is_finite() && time >= 0.0) {
-                eprintln!("error: --time must be a finite number of seconds >= 0, got {time}");
+                report(&format!("error: --time must be a finite number of seconds >= 0, got {time}"));
                 return ExitCode::from(2);
             }
             let loaded = match Scene::load(&scene, &set) {
                 Ok(s) => s,
                 Err(e) => {
-                    eprintln!("error: {e}");
+                    report(&format!("error: {e}"));
                     return ExitCode::from(2);
                 }
             };
             let options = mx2d::render::headless::RenderOptions { time, size, trails, forces };
             match mx2d::render::headless::render_scene(&loaded, &options, &out) {
                 Ok(step) => {
-                    println!("{}: step {step} written to {}", scene.display(), out.display());
-                    ExitCode::SUCCESS
+                    let line = format!("{}: step {step} written to {}", scene.display(), out.display());
+                    say(&line).map_or_else(|code| code, |()| ExitCode::SUCCESS)
                 }
                 Err(e) => {
-                    eprintln!("error: {e:#}");
+                    report(&format!("error: {e:#}"));
                     ExitCode::from(1)
                 }
             }
@@ -301,10 +303,10 @@ fn run(args: RunArgs) -> ExitCode {
         || args.energy_plot.is_some();
     let windowed = !args.headless && !outputs && mx2d::render::window::display_available();
     if !args.headless && !windowed {
-        eprintln!(
+        report(&format!(
             "mx2d: {}: running headless",
             if outputs { "output files requested (the window writes none)" } else { "no display" }
-        );
+        ));
     }
     let backend = match args.backend.as_str() {
         "cpu" => Backend::Cpu,
@@ -325,7 +327,7 @@ fn run(args: RunArgs) -> ExitCode {
         return match mx2d::render::window::run(scene, args.size.unwrap_or((1024, 768)), false) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                report(&format!("error: {e:#}"));
                 ExitCode::from(1)
             }
         };

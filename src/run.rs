@@ -166,7 +166,8 @@ pub fn planned_steps(scene: &Scene, options: &RunOptions) -> Result<u64, String>
         }
         (None, None) => scene.default_steps() as f64,
     };
-    if !(exact <= MAX_STEPS as f64) {
+    // NaN included: only a count known to be within the limit passes.
+    if exact.is_nan() || exact > MAX_STEPS as f64 {
         return Err(format!(
             "the run would take {exact:e} steps (dt = {dt} s), more than the limit of {MAX_STEPS:e}; ask for fewer steps, a shorter duration or a larger dt"
         ));
@@ -269,7 +270,9 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             anyhow::bail!("--backend gpu: population: {e} (MX2D_REQUIRE_GPU=1)")
         }
         Some(Err(e)) => {
-            eprintln!("mx2d: --backend gpu cannot run the population ({e}); it runs on the CPU twin");
+            crate::output::report(&format!(
+                "mx2d: --backend gpu cannot run the population ({e}); it runs on the CPU twin"
+            ));
             format!("none ({e})")
         }
         None => adapter,
@@ -349,7 +352,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             let e = world.max_constraint_error();
             match energy_check(&world, energy_initial) {
                 Some(stop) => Err(stop),
-                None if !(e <= constraint_bound) => Err(RunStop::ConstraintError {
+                None if e.is_nan() || e > constraint_bound => Err(RunStop::ConstraintError {
                     step: world.step_count(),
                     time: world.time(),
                     error: e,

@@ -142,3 +142,40 @@ fn bench_cpu_runs_at_3_16_and_64_rayon_threads() {
         assert_eq!(stdout.lines().filter(|l| l.starts_with("broadphase ")).count(), 8, "{stdout}");
     }
 }
+
+/// `mx2d bench --passes --order cell --json`: the broadphase row names its four
+/// passes in order, each with a time, and its readback-and-sort cost; the
+/// field row has its one pass; the table follows. (That pass times add up to
+/// the kernel time is checked in-process, in tests/gpu_broadphase.rs.)
+/// Without an adapter (and without `MX2D_REQUIRE_GPU=1`) the rows carry no
+/// passes.
+#[test]
+fn bench_passes_reports_each_gpu_pass_in_json() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("bench.json");
+    let out = mx2d()
+        .args(["bench", "--sizes", "2000", "--repeats", "1", "--sap-max", "0", "--passes", "--order", "cell", "--json"])
+        .arg(&json)
+        .output()
+        .expect("runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("parses");
+    assert_eq!(doc["order"], "cell");
+    let rows = doc["rows"].as_array().expect("rows");
+    let row = |kernel: &str| rows.iter().find(|r| r["kernel"] == kernel).expect("row");
+    if doc["adapter"].as_str().is_some_and(|a| a.starts_with("none")) {
+        assert!(std::env::var("MX2D_REQUIRE_GPU").as_deref() != Ok("1"), "MX2D_REQUIRE_GPU=1 but no adapter: {doc}");
+        assert!(row("broadphase")["gpu_passes"].is_null());
+        return;
+    }
+    let passes = row("broadphase")["gpu_passes"].as_array().expect("broadphase passes");
+    let names: Vec<&str> = passes.iter().filter_map(|p| p["name"].as_str()).collect();
+    assert_eq!(names, ["count_cells", "scan", "scatter_cells", "find_pairs"]);
+    assert!(passes.iter().all(|p| p["ms"].as_f64().is_some_and(|ms| ms >= 0.0)), "{passes:?}");
+    assert!(row("broadphase")["gpu_readback_sort_ms"].as_f64().is_some());
+    let fields = row("fields")["gpu_passes"].as_array().expect("field passes");
+    assert_eq!(fields.len(), 1);
+    assert_eq!(fields[0]["name"], "field_forces");
+    assert!(stdout.contains("per-pass GPU times"), "{stdout}");
+}

@@ -292,3 +292,25 @@ fn a_box_spanning_too_many_cells_is_an_error() {
         other => panic!("expected a span error, got {other:?}"),
     }
 }
+
+/// Units: the same scene in metres, in 1024ths and in 1024s of a metre gives
+/// the same pair set on the GPU. Powers of two scale every f32 coordinate
+/// exactly (no rounding), so equality is exact, touching pairs included.
+#[test]
+fn pairs_do_not_depend_on_the_unit_of_length() {
+    let Some(ctx) = gpu(GpuOptions::default()) else {
+        return;
+    };
+    let mut gpu_grid = GpuGridBroadphase::new(&ctx).map_err(|e| e.to_string()).unwrap();
+    let boxes =
+        discs(5000, Layout::Spread { origin: Vec2::new(-20.0, 4.0), density: 0.8 }, Radii::Varying(0.1, 0.8), 41);
+    let mut reference = Vec::new();
+    gpu_grid.find_pairs(&ctx, &boxes, &mut reference).map_err(|e| e.to_string()).unwrap();
+    assert!(!reference.is_empty());
+    for scale in [1024.0f32, 1.0 / 1024.0] {
+        let scaled: Vec<Aabb> = boxes.iter().map(|b| Aabb::new(b.min * scale, b.max * scale)).collect();
+        let mut pairs = Vec::new();
+        gpu_grid.find_pairs(&ctx, &scaled, &mut pairs).map_err(|e| e.to_string()).unwrap();
+        assert_eq!(pairs, reference, "scale {scale}");
+    }
+}

@@ -20,7 +20,10 @@
 //!    the *reference cell* of the pair: the cell containing `max(a.min, b.min)`,
 //!    the lower-left corner of the intersection. That corner lies in exactly
 //!    one cell and in both boxes, so each pair is found exactly once without
-//!    any dedupe pass. The host sorts the pairs after readback.
+//!    any dedupe pass. One thread per sorted entry tests the later entries of
+//!    its bucket (each unordered pair of entries once); entries carry their
+//!    box, so the pass streams. The host sorts the pairs after readback, or a
+//!    GPU consumer takes them unsorted (`GpuGridBroadphase::encode`).
 //!
 //! **CPU ([`GridBroadphase`]): single insertion at the min corner, then a
 //! half-stencil sweep.**

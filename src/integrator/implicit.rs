@@ -63,11 +63,15 @@
 use super::{Dynamics, IntegratorError, State};
 
 /// γ of SDIRK3: root of x³ − 3x² + 3x/2 − 1/6 in (1/6, 1/2).
-pub const GAMMA: f64 = 0.435_866_521_508_458_999_42;
+pub const GAMMA: f64 = 0.435_866_521_508_459;
 
 /// Largest state (3 × bodies) the dense Newton accepts: 3 × 2000 bodies
 /// (three n × n matrices of f64: 864 MB).
 pub const MAX_DENSE_DOFS: usize = 6000;
+
+/// A Newton update that stops shrinking within this many tolerances is taken
+/// as converged to the roundoff floor.
+const STAGNATION_FLOOR: f64 = 100.0;
 
 /// Newton iterations per stage before the step is retried smaller.
 const MAX_NEWTON: usize = 10;
@@ -226,9 +230,9 @@ impl Newton {
             let s: f64 = (i + 1..n).map(|j| self.lu[i * n + j] * self.rhs[j]).sum();
             self.rhs[i] = (self.rhs[i] - s) / self.lu[i * n + i];
         }
-        for i in 0..n {
-            rv[i] = self.rhs[i];
-            rq[i] += hg * rv[i];
+        rv[..n].copy_from_slice(&self.rhs[..n]);
+        for (q, v) in rq.iter_mut().zip(rv.iter()) {
+            *q += hg * v;
         }
     }
 }
@@ -339,7 +343,8 @@ impl Implicit {
     ) -> StageOutcome {
         let n = self.zq.len();
         let mut last = f64::INFINITY;
-        for it in 0..MAX_NEWTON {
+        // MAX_NEWTON updates, and one more evaluation at the last iterate
+        for it in 0..=MAX_NEWTON {
             let power = dynamics.acceleration(t, &self.zq, &self.zv, &mut self.acc);
             stats.evaluations += 1;
             let mut finite = true;
@@ -356,6 +361,9 @@ impl Implicit {
             if it > 0 && last <= 1.0 {
                 return StageOutcome::Converged { power };
             }
+            if it == MAX_NEWTON {
+                break;
+            }
             self.newton.solve(hg, &mut self.rq, &mut self.rv);
             stats.newton_iterations += 1;
             let size = self
@@ -365,14 +373,23 @@ impl Implicit {
                 .chain(self.rv.iter().zip(tol_v))
                 .map(|(d, s)| (d / s).abs())
                 .fold(0.0f64, f64::max);
-            if !size.is_finite() || (it > 1 && size > 0.9 * last && size > 1.0) {
+            if !size.is_finite() {
                 return StageOutcome::Failed { iterations: it + 1, residual: size };
+            }
+            let stalled = it > 1 && size > 0.9 * last && size > 1.0;
+            if stalled {
+                // Stagnation: within 100 × the tolerance it is the roundoff
+                // floor of the accelerations (a stiff mechanism's are large):
+                // take the iterate; farther out the iteration is diverging.
+                if size > STAGNATION_FLOOR {
+                    return StageOutcome::Failed { iterations: it + 1, residual: size };
+                }
             }
             for i in 0..n {
                 self.zq[i] += self.rq[i];
                 self.zv[i] += self.rv[i];
             }
-            last = size;
+            last = if stalled { 0.0 } else { size };
         }
         StageOutcome::Failed { iterations: MAX_NEWTON, residual: last }
     }

@@ -188,7 +188,7 @@ pub struct Integrator {
     method: Method,
     /// Relative error tolerance of the adaptive methods (per step, in the
     /// unit-free norm of `implicit::error_scales`); infinite: fixed steps of
-    /// `dt`. Also the Newton tolerance of the implicit midpoint rule (× 1e-6).
+    /// `dt`. Also the Newton tolerance of the implicit midpoint rule (× 1e-4, within 1e-11 … 1e-8).
     pub tolerance: f64,
     stats: IntegratorStats,
     implicit: implicit::Implicit,
@@ -279,7 +279,7 @@ impl Integrator {
                 state.work += h * power;
             }
             Method::Midpoint => {
-                let tol = (self.tolerance * 1e-6).clamp(1e-14, 1e-8);
+                let tol = (self.tolerance * 1e-4).clamp(1e-11, 1e-8);
                 return self.implicit.midpoint(dynamics, t, h, state, tol, &mut self.stats);
             }
             Method::Rk2 => self.rk2(dynamics, t, h, state),
