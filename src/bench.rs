@@ -379,7 +379,7 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
                 row.speedup = row.gpu_ms.map(|g| row.cpu_ms / g);
             }
         }
-        eprintln!("bench: N = {n} done");
+        crate::output::report(&format!("bench: N = {n} done"));
         rows.extend([field_row, grid_row, both_row]);
     }
     Ok(rows)
@@ -492,19 +492,25 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                 summary
             }
             Err(e) => {
-                eprintln!("GPU unavailable, benchmarking the CPU path only: {e}");
+                crate::output::report(&format!("GPU unavailable, benchmarking the CPU path only: {e}"));
                 format!("none ({e})")
             }
         }
     };
     let threads = rayon::current_num_threads();
     let rows = measure(args, gpu.as_mut())?;
-    println!("adapter: {adapter}");
-    println!("cpu: {threads} rayon threads");
-    print!("{}", table(&rows));
-    if args.passes {
-        println!("per-pass GPU times (median; share of the passes' total), order: {:?}", args.order);
-        print!("{}", pass_table(&rows));
+    {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let mut text = format!("adapter: {adapter}\ncpu: {threads} rayon threads\n{}", table(&rows));
+        if args.passes {
+            text += &format!(
+                "per-pass GPU times (median; share of the passes' total), order: {:?}\n{}",
+                args.order,
+                pass_table(&rows)
+            );
+        }
+        write!(out, "{text}").and_then(|()| out.flush()).context("writing the table to stdout")?;
     }
     if let Some(path) = &args.json {
         let doc = serde_json::json!({ "adapter": adapter, "cpu_threads": threads, "order": args.order, "rows": rows });

@@ -60,8 +60,10 @@
 //! | drift | Newton projection of positions and velocities, Baumgarte | [`constraint::system`] |
 //! | inverse problems | inverse kinematics, joint torques, impulsive constraints | [`inverse`], [`world::World::impulsive_constraint`] |
 //! | broadphase | uniform grid (CPU twin + WGSL), sweep-and-prune | [`broadphase`], [`gpu`] |
+//! | contacts | narrowphase (circle, polygon clipping, any shape vs surfaces), time of impact on the integrator's trajectory, Newton impacts, Coulomb friction (static/kinetic) and rolling resistance by block PGS, materials with a mixing rule | [`contact`], [`solver::pgs`] |
 //! | population | balls from generators; contacts, restitution, friction, spin; surfaces and bodies as obstacles; CPU twin + WGSL | [`population`] |
 //! | scenes and CLI | RON scenes with positioned errors, `--set` overrides, CSV/JSON outputs | [`scene`], [`run`], [`output`] |
+//! | pictures | wgpu renderer (SDF discs, tessellated shapes, surfaces, fields, joints, force arrows, trails) to a winit window or PNG; `--frames`; energy and bench plots with plotters | [`render`] |
 //!
 //! ## Conventions
 //! SI units; angles in radians, counter-clockwise; z-torque r × F. A body's
@@ -84,6 +86,9 @@
 //! - *A constraint is listed twice.* It works: the multipliers are the
 //!   regularised minimal-norm ones, the motion is unique, and a warning names
 //!   the constraints.
+//! - *Can I see it without a display?* Yes: `mx2d render SCENE --out F.png`
+//!   and `mx2d run SCENE --headless --frames DIR` draw offscreen on any wgpu
+//!   adapter, Mesa's software lavapipe included.
 //! - *The GPU path says it cannot run.* Without any Vulkan/Metal/DX12 adapter the
 //!   CPU twins run and the reason is printed once; `MX2D_REQUIRE_GPU=1` turns
 //!   that into an error (CI sets it, with Mesa's lavapipe installed).
@@ -96,6 +101,7 @@ pub mod bench;
 pub mod body;
 pub mod broadphase;
 pub mod constraint;
+pub mod contact;
 pub mod field;
 pub mod gpu;
 pub mod integrator;
@@ -104,6 +110,7 @@ pub mod load;
 pub mod math;
 pub mod output;
 pub mod population;
+pub mod render;
 pub mod run;
 pub mod scene;
 pub mod shape;

@@ -70,15 +70,22 @@ pub enum SurfaceGeometry {
 pub struct Surface {
     /// Where the surface is.
     pub geometry: SurfaceGeometry,
-    /// Coulomb friction coefficient μ (≥ 0).
+    /// Coulomb friction coefficient μ (≥ 0); the static one when
+    /// `kinetic_friction` is given.
     #[serde(default)]
     pub friction: f64,
+    /// Kinetic friction coefficient μ_k (≤ `friction`); default `friction`.
+    #[serde(default)]
+    pub kinetic_friction: Option<f64>,
     /// Coefficient of restitution e ∈ [0, 1].
     #[serde(default)]
     pub restitution: f64,
     /// Rolling-resistance length μ_r (m): resisting torque μ_r·N.
     #[serde(default)]
     pub rolling_resistance: f64,
+    /// A named scene material that replaces the four fields above.
+    #[serde(default)]
+    pub material: Option<String>,
 }
 
 /// Closest boundary point of a surface and the outward normal there.
@@ -253,13 +260,25 @@ fn closed_curve(
 impl Surface {
     /// A frictionless, perfectly plastic surface of this geometry.
     pub fn new(geometry: SurfaceGeometry) -> Self {
-        Self { geometry, friction: 0.0, restitution: 0.0, rolling_resistance: 0.0 }
+        Self {
+            geometry,
+            friction: 0.0,
+            kinetic_friction: None,
+            restitution: 0.0,
+            rolling_resistance: 0.0,
+            material: None,
+        }
     }
     /// Checks geometry and material.
     pub fn validate(&self) -> Result<(), String> {
         self.geometry.validate()?;
         if !(self.friction.is_finite() && self.friction >= 0.0) {
             return Err(format!("friction must be >= 0, got {}", self.friction));
+        }
+        if let Some(k) = self.kinetic_friction
+            && !(k.is_finite() && k >= 0.0 && k <= self.friction)
+        {
+            return Err(format!("kinetic_friction must be in [0, friction = {}], got {k}", self.friction));
         }
         if !(0.0..=1.0).contains(&self.restitution) {
             return Err(format!("restitution must be in [0, 1], got {}", self.restitution));

@@ -9,12 +9,16 @@
 //!    worlds) and `apply_loads` (forces, torques, springs, drag), then divides
 //!    by the mass — and `solve_constraints`: assemble J, A = J M⁻¹ Jᵀ, solve
 //!    for λ (sparse Gauss) and add the constraint forces Jᵀλ;
-//! 3. `correct_drift` — Newton projection of positions and velocities onto
+//! 3. contacts, when the scene has them (`src/contact/`): `broadphase`,
+//!    `impacts` (time of impact inside the step, integrator advanced to it),
+//!    `narrowphase`, `contact_solve` (impacts left, PGS with friction,
+//!    position update and projection);
+//! 4. `correct_drift` — Newton projection of positions and velocities onto
 //!    the constraints (seed 003 §IV);
-//! 4. `scatter_state` — back into the bodies;
-//! 5. `check_divergence` — NaN/∞ or runaway energy stops the run, naming the
+//! 5. `scatter_state` — back into the bodies;
+//! 6. `check_divergence` — NaN/∞ or runaway energy stops the run, naming the
 //!    step and the body;
-//! 6. `step_population` — when the world has a population tier
+//! 7. `step_population` — when the world has a population tier
 //!    ([`crate::population`]), its balls are stepped last, so that they see
 //!    the bodies' new poses and velocities as moving obstacles (one-way
 //!    coupling: balls do not push bodies). A non-finite ball stops the run
@@ -28,9 +32,10 @@ use rayon::prelude::*;
 use crate::body::{Body, BodyHandle, BodySet};
 use crate::constraint::system::{ConstraintSystem, Reaction, Scene, Stabilization};
 use crate::constraint::{Constraint, ConstraintHandle, ConstraintSet};
+use crate::contact::{ContactError, ContactSet};
 use crate::field::{Field, total_force};
 use crate::gpu::GpuFieldBackend;
-use crate::integrator::{Dynamics, Integrator, IntegratorError, Method, State};
+use crate::integrator::{DenseOutput, Dynamics, Integrator, IntegratorError, IntegratorStats, Method, State};
 use crate::load::{Kinematics, Load};
 use crate::population::Population;
 use crate::population::gpu::GpuPopulation;
@@ -40,6 +45,9 @@ use crate::surface::Surface;
 /// Below this many bodies the per-body loop runs on one thread (rayon's
 /// fork-join costs more than it saves).
 const PARALLEL_THRESHOLD: usize = 4096;
+/// Bodies per block of the field-power sum (a fixed reduction order, so the
+/// sum does not depend on the thread count).
+const POWER_BLOCK: usize = 1024;
 
 /// Energy of the world at one instant.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -78,6 +86,14 @@ pub enum Stage {
     /// The integrator's own arithmetic (total integrate time minus the force
     /// evaluations above).
     Integrate,
+    /// Candidate contact pairs from the swept boxes.
+    Broadphase,
+    /// Time of impact inside the step and the impact impulses there.
+    Impacts,
+    /// Contact points at the end of the step.
+    Narrowphase,
+    /// Resting/sliding contact: PGS with friction, position update and projection.
+    ContactSolve,
     /// Projection of positions and velocities onto the constraints.
     CorrectDrift,
     /// Copying states back into the bodies.
@@ -90,12 +106,16 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in step order.
-    pub const ALL: [Stage; 9] = [
+    pub const ALL: [Stage; 13] = [
         Stage::GatherState,
         Stage::ApplyFields,
         Stage::ApplyLoads,
         Stage::SolveConstraints,
         Stage::Integrate,
+        Stage::Broadphase,
+        Stage::Impacts,
+        Stage::Narrowphase,
+        Stage::ContactSolve,
         Stage::CorrectDrift,
         Stage::ScatterState,
         Stage::CheckDivergence,
@@ -110,6 +130,10 @@ impl Stage {
             Stage::ApplyLoads => "apply_loads",
             Stage::SolveConstraints => "solve_constraints",
             Stage::Integrate => "integrate",
+            Stage::Broadphase => "broadphase",
+            Stage::Impacts => "impacts",
+            Stage::Narrowphase => "narrowphase",
+            Stage::ContactSolve => "contact_solve",
             Stage::CorrectDrift => "correct_drift",
             Stage::ScatterState => "scatter_state",
             Stage::CheckDivergence => "check_divergence",
@@ -182,6 +206,16 @@ pub enum SimulationError {
         /// The GPU error.
         message: String,
     },
+    /// A contact produced a non-finite number (the bodies are named).
+    #[error("step {step} (t = {time}): {source}")]
+    Contact {
+        /// Step that failed.
+        step: u64,
+        /// Time at the start of that step.
+        time: f64,
+        /// The pair and the reason.
+        source: ContactError,
+    },
     /// The population tier failed (a non-finite ball, the GPU backend).
     #[error("step {step} (t = {time}): population: {source}")]
     Population {
@@ -234,6 +268,8 @@ pub struct World {
     pub constraints: ConstraintSet,
     /// Drift correction of the constraints.
     pub stabilization: Stabilization,
+    /// Contacts and impacts (off unless the scene turns them on).
+    pub contacts: ContactSet,
     /// The population tier (balls), stepped after the bodies.
     pub population: Option<Population>,
     /// The population's GPU backend, when it runs there.
@@ -244,6 +280,8 @@ pub struct World {
     max_constraint_error: f64,
     prepared: bool,
     time: f64,
+    /// (step, time, dt) from which `time` is counted: see `step`.
+    time_origin: (u64, f64, f64),
     steps: u64,
     integrator: Integrator,
     state: State,
@@ -263,6 +301,7 @@ impl World {
             limits: DivergenceLimits::default(),
             constraints: ConstraintSet::new(),
             stabilization: Stabilization::default(),
+            contacts: ContactSet::default(),
             population: None,
             population_gpu: None,
             system: ConstraintSystem::default(),
@@ -270,6 +309,7 @@ impl World {
             max_constraint_error: 0.0,
             prepared: false,
             time: 0.0,
+            time_origin: (0, 0.0, 1e-3),
             steps: 0,
             integrator: Integrator::new(Method::Symplectic),
             state: State::default(),
@@ -307,9 +347,36 @@ impl World {
         if self.gpu_fields.is_some() { "gpu" } else { "cpu" }
     }
 
-    /// Selects the integration method (restarts multistep history).
+    /// Selects the integration method (restarts multistep history; keeps
+    /// the tolerance).
     pub fn set_integrator(&mut self, method: Method) {
+        let tolerance = self.integrator.tolerance;
         self.integrator = Integrator::new(method);
+        self.integrator.tolerance = tolerance;
+    }
+
+    /// Sets the relative error tolerance of the adaptive integrators
+    /// (`dopri5`, `sdirk3`: steps ≤ `dt` chosen to meet it; infinite: fixed
+    /// steps of `dt`).
+    pub fn set_tolerance(&mut self, tolerance: f64) {
+        self.integrator.tolerance = tolerance;
+    }
+
+    /// The integrators' tolerance.
+    pub fn tolerance(&self) -> f64 {
+        self.integrator.tolerance
+    }
+
+    /// Integrator counters: accepted and rejected (sub)steps, Newton
+    /// iterations, Jacobians and acceleration evaluations.
+    pub fn integrator_stats(&self) -> IntegratorStats {
+        self.integrator.stats()
+    }
+
+    /// The DOPRI5 continuous extension of the last substep, when that is the
+    /// integrator (for event location, e.g. a time of impact).
+    pub fn dense_output(&self) -> Option<&DenseOutput> {
+        self.integrator.dense_output()
     }
 
     /// The integration method in use.
@@ -370,9 +437,24 @@ impl World {
     pub fn step(&mut self) -> Result<(), SimulationError> {
         self.prepare()?;
         self.times.timed(Stage::GatherState, || gather_state(self.bodies.as_slice(), &mut self.state));
-        self.integrate()?;
-        self.time += self.dt;
+        let start = self.contacts.enabled().then(|| self.state.clone());
+        self.integrate_span(self.time, self.dt)?;
+        if let Some(start) = start {
+            let result = self.contact_stages(start);
+            if result.is_err() {
+                self.times.timed(Stage::ScatterState, || scatter_state(&self.state, self.bodies.as_mut_slice()));
+            }
+            result?;
+        }
         self.steps += 1;
+        // t = t₀ + (n − n₀)·dt, not a running sum of dt: after 8000 steps of
+        // 0.0005 the sum reads 4.000000000000503. (t₀, n₀) move only when dt
+        // is changed between steps.
+        if self.dt != self.time_origin.2 {
+            self.time_origin = (self.steps - 1, self.time, self.dt);
+        }
+        let (n0, t0, dt) = self.time_origin;
+        self.time = t0 + (self.steps - n0) as f64 * dt;
         let drift = self.correct_drift();
         // Scatter even when the projection failed: the run stops with the
         // state that failed, which the trace then shows.
@@ -456,12 +538,98 @@ impl World {
         )
     }
 
-    fn integrate(&mut self) -> Result<(), SimulationError> {
+    /// The contact stages of one step (see `src/contact/mod.rs`): `start` is
+    /// the state at the beginning of the step, `self.state` its end.
+    fn contact_stages(&mut self, start: State) -> Result<(), SimulationError> {
+        let (t0, h, step) = (self.time, self.dt, self.steps + 1);
+        let fail = |source| SimulationError::Contact { step, time: t0, source };
+        let bodies = self.bodies.as_slice();
+        let rest = self.contacts.resting_speed(self.gravity, h);
+        self.times.timed(Stage::Broadphase, || {
+            self.contacts.broadphase(bodies, &self.surfaces, &self.constraints, &start.q, &self.state.q)
+        });
+        // Impacts in time order: advance the integrator to the earliest root,
+        // apply the impulses there, integrate the rest of the step.
+        let (mut s0, mut t, mut left) = (start, t0, h);
+        for _ in 0..self.contacts.settings.max_impact_events {
+            let started = Instant::now();
+            let span = crate::contact::toi::Span { start: &s0, end: &self.state, h: left };
+            let tau = self.contacts.earliest_impact(self.bodies.as_slice(), &self.surfaces, &span, rest);
+            self.times.add(Stage::Impacts, started.elapsed());
+            let Some((mut tau, pair)) = tau else { break };
+            self.state = s0.clone();
+            self.integrate_span(t, tau)?;
+            // The root was found on the dense output; Newton on the
+            // integrator's own sub-step (exact already when the dense
+            // output is, e.g. RK4 in free flight).
+            let tol = 1e-12 * self.bodies.as_slice()[pair.a].shape.bounding_radius();
+            for _ in 0..4 {
+                let g = self.contacts.gap_and_rate(self.bodies.as_slice(), &self.surfaces, pair, &self.state);
+                let Some((gap, rate)) = g else { break };
+                if gap.abs() <= tol || rate >= 0.0 {
+                    break;
+                }
+                let next = (tau - gap / rate).clamp(0.0, left);
+                if next == tau {
+                    break;
+                }
+                tau = next;
+                self.state = s0.clone();
+                self.integrate_span(t, tau)?;
+            }
+            let started = Instant::now();
+            let hit =
+                self.contacts.resolve_impacts(self.bodies.as_slice(), &self.surfaces, &mut self.state, t + tau, rest);
+            self.times.add(Stage::Impacts, started.elapsed());
+            hit.map_err(fail)?;
+            self.integrator.reset();
+            s0 = self.state.clone();
+            (t, left) = (t + tau, left - tau);
+            self.integrate_span(t, left)?;
+        }
+        // The contact forces act over what is left of the step after the last impact.
+        let (q_start, span) = (s0.q, left);
+        let bodies = self.bodies.as_slice();
+        self.times
+            .timed(Stage::Narrowphase, || self.contacts.narrowphase(bodies, &self.surfaces, &self.state.q))
+            .map_err(fail)?;
+        let started = Instant::now();
+        // Impacts found at the end of the step (touching, still approaching
+        // fast): instantaneous, so not part of the position update below.
+        self.contacts.impacts_on_contacts(bodies, &mut self.state, t0 + h, rest);
+        let v_before = self.state.v.clone();
+        let scene = Scene { bodies, constraints: &self.constraints, surfaces: &self.surfaces };
+        self.contacts.position_weight = crate::contact::resting::position_weight(self.integrator.method());
+        let passes = if self.constraints.is_empty() { 1 } else { self.contacts.settings.joint_passes.max(1) };
+        let mut result = Ok(());
+        for _ in 0..passes {
+            if let Err(e) = self.contacts.solve(bodies, &mut self.state, &v_before, h, t0 + h, rest) {
+                result = Err(fail(e));
+                break;
+            }
+            if self.constraints.is_empty() {
+                break;
+            }
+            if let Err(source) = self.system.project_velocities(scene, t0 + h, &self.state.q, &mut self.state.v) {
+                result = Err(SimulationError::Constraints { step, time: t0, source });
+                break;
+            }
+        }
+        self.contacts.finish(bodies, &mut self.state.q, &self.state.v, &v_before, h);
+        if !self.contacts.contacts().is_empty() {
+            self.state.work += self.contacts.work(&q_start, &self.state.q, span);
+            self.integrator.reset();
+        }
+        self.times.add(Stage::ContactSolve, started.elapsed());
+        result
+    }
+
+    fn integrate_span(&mut self, t: f64, dt: f64) -> Result<(), SimulationError> {
         let started = Instant::now();
         let force_time =
             |t: &StageTimes| t.get(Stage::ApplyFields) + t.get(Stage::ApplyLoads) + t.get(Stage::SolveConstraints);
         let before = force_time(&self.times);
-        let (t, dt, step) = (self.time, self.dt, self.steps + 1);
+        let step = self.steps + 1;
         let (mut model, integrator, state) = self.force_model();
         let result = integrator.step(&mut model, t, dt, state);
         let solver_error = model.solver_error.take();
@@ -702,10 +870,18 @@ impl ForceModel<'_> {
             out.copy_from_slice(&[total.x, total.y, 0.0]);
             field.dot(vel)
         };
+        // The power is summed per fixed block of bodies, then the block sums
+        // in order: the same additions in the same order whatever the number
+        // of threads (a rayon `sum` splits where its scheduler likes, and the
+        // last digits of the work then depended on RAYON_NUM_THREADS).
+        let per_block = |(k, block): (usize, &mut [f64])| -> f64 {
+            block.chunks_mut(3).enumerate().map(|(j, out)| per_body((k * POWER_BLOCK + j, out))).sum()
+        };
         if self.bodies.len() >= PARALLEL_THRESHOLD {
-            f.par_chunks_mut(3).enumerate().map(per_body).sum()
+            let blocks: Vec<f64> = f.par_chunks_mut(3 * POWER_BLOCK).enumerate().map(per_block).collect();
+            blocks.iter().sum()
         } else {
-            f.chunks_mut(3).enumerate().map(per_body).sum()
+            f.chunks_mut(3 * POWER_BLOCK).enumerate().map(per_block).sum()
         }
     }
 

@@ -386,6 +386,8 @@ impl Population {
                 friction: def.friction,
                 restitution: def.restitution,
                 rolling_resistance: def.rolling_resistance,
+                kinetic_friction: None,
+                material: None,
             };
             for s in [
                 wall(DVec2::new(0.0, c.floor), DVec2::Y),

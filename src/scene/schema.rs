@@ -5,6 +5,7 @@ use glam::DVec2;
 use serde::{Deserialize, Serialize};
 
 use crate::constraint::Drive;
+use crate::contact::{BroadphaseChoice, MixRule};
 use crate::field::Field;
 use crate::integrator::Method;
 use crate::load::Profile;
@@ -37,6 +38,10 @@ pub struct SceneFile {
     /// Integration method; default `Symplectic`.
     #[serde(default)]
     pub integrator: Method,
+    /// Relative error tolerance of the adaptive integrators (`Dopri5`,
+    /// `Sdirk3`), which take steps ≤ `dt` to meet it; default 1e-6.
+    #[serde(default)]
+    pub tolerance: Option<f64>,
     /// Default run length in steps (the command line may override).
     #[serde(default)]
     pub steps: Option<u64>,
@@ -67,9 +72,106 @@ pub struct SceneFile {
     /// Drift correction.
     #[serde(default)]
     pub stabilization: StabilizationDef,
+    /// Contacts and impacts; absent: bodies pass through each other and the surfaces.
+    #[serde(default)]
+    pub contacts: Option<ContactsDef>,
+    /// Named contact materials, for `bodies[i].material` and `surfaces[i].material`.
+    #[serde(default)]
+    pub materials: Vec<MaterialDef>,
+    /// Generated piles of boxes: pyramids and columns.
+    #[serde(default)]
+    pub piles: Vec<PileDef>,
     /// The population tier: balls from generators (`docs/scene-format.md`).
     #[serde(default)]
     pub population: Option<PopulationDef>,
+}
+
+/// A generated pile of equal boxes, each touching its neighbours: a pyramid
+/// (`rows` boxes at the bottom, one fewer per row, Box2D's `large_pyramid`) or
+/// a column of `rows` boxes. Bodies are named `<prefix><row>_<column>`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Pile")]
+pub struct PileDef {
+    /// Body name prefix.
+    pub prefix: String,
+    /// Rows (pyramid: boxes in the bottom row; column: boxes).
+    pub rows: usize,
+    /// A pyramid (default) or a single column.
+    #[serde(default = "yes")]
+    pub pyramid: bool,
+    /// Half side of a box (m); default 0.5.
+    #[serde(default = "half_metre")]
+    pub half_extent: f64,
+    /// Middle of the bottom row's bottom edge (m); default (0, 0).
+    #[serde(default)]
+    pub base: DVec2,
+    /// Mass of a box (kg); default 1.
+    #[serde(default = "one")]
+    pub mass: f64,
+    /// Contact material name (one of `materials`); default none.
+    #[serde(default)]
+    pub material: Option<String>,
+}
+
+fn half_metre() -> f64 {
+    0.5
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+/// Contact settings as written in a scene (see `src/contact/mod.rs`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Contacts")]
+pub struct ContactsDef {
+    /// How two materials mix: `Min` (default), `Max`, `Mean`, `Product`.
+    #[serde(default)]
+    pub mix: MixRule,
+    /// Body–body broadphase: `Auto` (default), `Grid`, `SweepAndPrune`.
+    #[serde(default)]
+    pub broadphase: BroadphaseChoice,
+    /// Bodies joined by a constraint collide too; default false.
+    #[serde(default)]
+    pub collide_connected: bool,
+    /// Approach speed below which a contact rests instead of bouncing (m/s); default 2·|g|·dt.
+    #[serde(default)]
+    pub resting_speed: Option<f64>,
+    /// Tolerated penetration / touching distance (m); default 0.5 % of the smallest body's bounding radius.
+    #[serde(default)]
+    pub slop: Option<f64>,
+    /// PGS sweeps at most; default 100.
+    #[serde(default)]
+    pub iterations: Option<usize>,
+    /// PGS relative convergence tolerance; default 1e-12.
+    #[serde(default)]
+    pub tolerance: Option<f64>,
+    /// Contact PGS ↔ joint projection alternations; default 4.
+    #[serde(default)]
+    pub joint_passes: Option<usize>,
+    /// Time-of-impact events per step at most; default 64.
+    #[serde(default)]
+    pub max_impact_events: Option<usize>,
+}
+
+/// A named contact material.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Material")]
+pub struct MaterialDef {
+    /// Name that bodies and surfaces use.
+    pub name: String,
+    /// Static friction μ_s (≥ 0); default 0.
+    #[serde(default)]
+    pub friction: f64,
+    /// Kinetic friction μ_k (0 ≤ μ_k ≤ μ_s); default `friction`.
+    #[serde(default)]
+    pub kinetic_friction: Option<f64>,
+    /// Restitution e ∈ [0, 1]; default 0.
+    #[serde(default)]
+    pub restitution: f64,
+    /// Rolling-resistance length μ_r (m, ≥ 0); default 0.
+    #[serde(default)]
+    pub rolling_resistance: f64,
 }
 
 /// How constraint drift is corrected.
@@ -297,6 +399,9 @@ pub struct BodyDef {
     /// Immovable.
     #[serde(default)]
     pub fixed: bool,
+    /// Contact material: the name of one of `materials`; default frictionless, e = 0.
+    #[serde(default)]
+    pub material: Option<String>,
 }
 
 /// The other end of a spring.

@@ -41,6 +41,7 @@
 pub mod block;
 pub mod dense;
 pub mod gauss;
+pub mod pgs;
 pub mod sparse;
 
 pub use dense::{DenseLdl, dense_matrix};

@@ -1,0 +1,491 @@
+//! Contacts and impacts of the mechanism tier: every body against the static
+//! surfaces and against every other body (seeds 004, 000, 003 §IV-D, §V-C).
+//!
+//! # The stages (in `World::step`, after `integrate`)
+//!
+//! 1. **`broadphase`** ([`ContactSet::broadphase`]): candidate pairs from
+//!    the boxes swept over the step (the union of each body's box at the
+//!    start and at the end, so that a fast body meets what lies across its
+//!    path). Body–body pairs come from [`crate::broadphase`]: the grid when
+//!    the bounding radii spread by less than 4× and the bodies are many
+//!    ([`GRID_MIN_BODIES`]), sweep-and-prune otherwise, or as the scene says. Its [`Aabb`] is f32: every box is rounded
+//!    **outward** to the next f32 and padded by the contact slop, so a pair
+//!    the f64 geometry would keep is never lost. Body–surface pairs are
+//!    tested directly (few surfaces): the body's bounding disc against the
+//!    surface's signed distance. Bodies joined by a constraint are skipped
+//!    unless `collide_connected`.
+//! 2. **`impacts`** ([`ContactSet::earliest_impact`] + [`ContactSet::resolve_impacts`]):
+//!    the time of impact on the integrator's own trajectory of the step, see
+//!    [`toi`]. The world advances the **integrator** to the earliest root,
+//!    applies the impact impulses there ([`impact`]: Newton's law with the
+//!    rotational effective mass 1/m + (r×n)²/J per body, Coulomb-bounded
+//!    tangential impulse) and integrates the rest of the step; several
+//!    impacts in one step are handled in time order.
+//! 3. **`narrowphase`** ([`ContactSet::narrowphase`]): the contact points at
+//!    the end of the step ([`narrowphase`]), gap ≤ slop.
+//! 4. **`contact_solve`** ([`ContactSet::solve`]): impacts that are still
+//!    approaching faster than the resting speed, then resting and sliding
+//!    contact as inequality rows — λₙ ≥ 0, |λₜ| ≤ μ λₙ (μ_s while sticking,
+//!    μ_k while sliding), rolling-resistance torque |τ| ≤ μ_r λₙ for round
+//!    shapes — solved by block projected Gauss–Seidel ([`crate::solver::pgs`]),
+//!    warm-started by contact identity. The impulse found is spread over the
+//!    step as the integrator would have integrated a constant force (position
+//!    weight: 1 for symplectic Euler, ½ for the second- and fourth-order
+//!    methods, 0 for explicit Euler), so a resting body stays exactly where it
+//!    is and a sliding one follows the closed form. Remaining penetration
+//!    deeper than the slop is projected out (positions only, nonlinear
+//!    Gauss–Seidel on the linearised gaps, Box2D v2.4's position solver).
+//!
+//! # Contacts and joints
+//!
+//! Joints stay exact: their rows keep the sparse direct solve
+//! ([`crate::constraint::system`]), contacts are a separate PGS. When a
+//! contact body also carries joints, the world alternates the two (block
+//! Gauss–Seidel between the subsystems): contact PGS, then the joints'
+//! velocity projection (M-orthogonal, exact), `joint_passes` times, and the
+//! step's drift projection is the last thing to touch the state. So the
+//! joint error is the one of the projection (≤ 1e-10), whatever the contacts
+//! do; what the alternation leaves inexact is the contact side (a contact
+//! may be left slightly approaching, corrected next step). Why not PGS on the
+//! Schur complement? It needs A⁻¹ of the equality block applied to every
+//! contact column at every sweep; the alternation reuses the existing
+//! factorisation path unchanged and gives the same fixed point.
+//!
+//! # Energy
+//!
+//! Impacts and contact forces do work: the kinetic energy an impact removes
+//! and the mechanical energy (kinetic + gravity) the contact stage changes
+//! are added to the world's non-conservative work, so the energy balance of
+//! a run with impacts and friction stays closed.
+
+pub mod impact;
+pub mod material;
+pub mod narrowphase;
+pub mod resting;
+pub mod toi;
+
+use std::collections::{HashMap, HashSet};
+
+use glam::{DVec2, Vec2};
+use serde::{Deserialize, Serialize};
+
+use crate::body::Body;
+use crate::broadphase::{Aabb, GridBroadphase, SweepAndPrune};
+use crate::constraint::ConstraintSet;
+use crate::surface::Surface;
+pub use material::{Material, MixRule};
+use narrowphase::{ManifoldPoint, Pose};
+
+/// Below this many bodies `Auto` picks sweep-and-prune whatever the sizes.
+pub const GRID_MIN_BODIES: usize = 4096;
+
+/// Which broadphase finds the body–body candidate pairs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BroadphaseChoice {
+    /// The grid when the bounding radii spread by less than 4× and there are
+    /// at least [`GRID_MIN_BODIES`] bodies, else sweep-and-prune.
+    #[default]
+    Auto,
+    /// Uniform grid ([`GridBroadphase`]).
+    Grid,
+    /// Sweep-and-prune ([`SweepAndPrune`]).
+    SweepAndPrune,
+}
+
+/// Contact settings of a world (scene field `contacts`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContactSettings {
+    /// Contacts act at all.
+    pub enabled: bool,
+    /// How a body's material and its partner's combine.
+    pub mix: MixRule,
+    /// Broadphase for body–body pairs.
+    pub broadphase: BroadphaseChoice,
+    /// Bodies joined by a constraint collide too.
+    pub collide_connected: bool,
+    /// Below this approach speed (m/s) a contact is resting, not an impact
+    /// (no micro-bounces); `None`: 2·|g|·dt, the speed gravity gives in two steps.
+    pub resting_speed: Option<f64>,
+    /// Penetration tolerated before positions are projected, and the gap
+    /// below which two outlines touch (m); `None`: 0.5 % of the smallest
+    /// dynamic body's bounding radius.
+    pub slop: Option<f64>,
+    /// PGS sweeps per solve (at most).
+    pub iterations: usize,
+    /// PGS stops when the largest impulse change is below this × the largest impulse.
+    pub tolerance: f64,
+    /// Alternations contact PGS ↔ joint velocity projection.
+    pub joint_passes: usize,
+    /// Time-of-impact events handled per step at most; later ones in the
+    /// same step are met by the end-of-step impact pass.
+    pub max_impact_events: usize,
+    /// Contact material of each body, by body index (missing: the default material).
+    pub body_materials: Vec<Material>,
+}
+
+impl Default for ContactSettings {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            mix: MixRule::Min,
+            broadphase: BroadphaseChoice::Auto,
+            collide_connected: false,
+            resting_speed: None,
+            slop: None,
+            iterations: 100,
+            tolerance: 1e-12,
+            joint_passes: 4,
+            max_impact_events: 64,
+            body_materials: Vec::new(),
+        }
+    }
+}
+
+/// The second party of a contact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Partner {
+    /// Another body (index), always greater than the first one's.
+    Body(usize),
+    /// A static surface (index into the world's surfaces).
+    Surface(usize),
+}
+
+/// A candidate pair from the broadphase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Pair {
+    /// First body.
+    pub a: usize,
+    /// Its partner.
+    pub b: Partner,
+}
+
+/// One contact point at the end of a step, with the impulses it took.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Contact {
+    /// First body.
+    pub body_a: usize,
+    /// The other body or the surface.
+    pub partner: Partner,
+    /// Geometry: point, normal (from partner to a), gap, feature.
+    pub manifold: ManifoldPoint,
+    /// Mixed material.
+    pub material: Material,
+    /// (normal, tangent, rolling) impulses of the last solve (N·s, N·s, N·m·s).
+    pub impulse: [f64; 3],
+}
+
+/// An impact that happened: where, when and how hard.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ImpactEvent {
+    /// Simulated time of the impact (s).
+    pub time: f64,
+    /// First body.
+    pub body_a: usize,
+    /// Partner.
+    pub partner: Partner,
+    /// Normal relative velocity before (negative: approaching) (m/s).
+    pub normal_velocity_before: f64,
+    /// Normal relative velocity after (m/s).
+    pub normal_velocity_after: f64,
+    /// Normal impulse (N·s).
+    pub impulse: f64,
+    /// Contact point (m).
+    pub point: DVec2,
+}
+
+/// A contact that produced a non-finite number.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("contact between '{body_a}' and '{partner}': {reason}")]
+pub struct ContactError {
+    /// First body's name.
+    pub body_a: String,
+    /// Partner's name (a body name, or `surface <i>`).
+    pub partner: String,
+    /// What was wrong.
+    pub reason: String,
+}
+
+/// The contact state of a world: settings, candidate pairs, the contacts of
+/// the last step (for output and warm starting) and the impacts so far.
+#[derive(Clone, Debug, Default)]
+pub struct ContactSet {
+    /// Settings.
+    pub settings: ContactSettings,
+    /// Candidate pairs of the current step.
+    pairs: Vec<Pair>,
+    /// Contacts at the end of the last step.
+    contacts: Vec<Contact>,
+    /// Impulses by contact identity, for warm starting.
+    warm: HashMap<(usize, Partner, u32), ([f64; 3], bool)>,
+    /// Impacts since the last [`ContactSet::take_impacts`].
+    impacts: Vec<ImpactEvent>,
+    /// Largest penetration seen after any step (m).
+    max_penetration: f64,
+    scratch: Vec<ManifoldPoint>,
+    aabbs: Vec<Aabb>,
+    body_pairs: Vec<[u32; 2]>,
+    grid: GridCache,
+    /// The integrator's [`resting::position_weight`], set by the world each step.
+    pub position_weight: f64,
+}
+
+/// The grid broadphase's reusable buffers; a clone starts with empty ones.
+#[derive(Default)]
+struct GridCache(GridBroadphase);
+
+impl Clone for GridCache {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl std::fmt::Debug for GridCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("GridBroadphase")
+    }
+}
+
+impl ContactSet {
+    /// Contact handling with these settings.
+    pub fn new(settings: ContactSettings) -> Self {
+        Self { settings, ..Self::default() }
+    }
+
+    /// Whether contacts act.
+    pub fn enabled(&self) -> bool {
+        self.settings.enabled
+    }
+
+    /// The contacts at the end of the last step.
+    pub fn contacts(&self) -> &[Contact] {
+        &self.contacts
+    }
+
+    /// The candidate pairs of the last step.
+    pub fn pairs(&self) -> &[Pair] {
+        &self.pairs
+    }
+
+    /// Impacts recorded since the last call (the list is emptied).
+    pub fn take_impacts(&mut self) -> Vec<ImpactEvent> {
+        std::mem::take(&mut self.impacts)
+    }
+
+    /// Impacts recorded so far (not emptied).
+    pub fn impacts(&self) -> &[ImpactEvent] {
+        &self.impacts
+    }
+
+    /// Largest penetration seen after any step so far (m, ≥ 0).
+    pub fn max_penetration(&self) -> f64 {
+        self.max_penetration
+    }
+
+    /// The material of body `i`.
+    pub fn body_material(&self, i: usize) -> Material {
+        self.settings.body_materials.get(i).copied().unwrap_or_default()
+    }
+
+    /// The slop for these bodies (see [`ContactSettings::slop`]).
+    pub fn slop(&self, bodies: &[Body]) -> f64 {
+        self.settings.slop.unwrap_or_else(|| {
+            let r = bodies.iter().filter(|b| !b.fixed).map(|b| b.shape.bounding_radius()).fold(f64::INFINITY, f64::min);
+            if r.is_finite() { 0.005 * r } else { 1e-3 }
+        })
+    }
+
+    /// The resting speed for this gravity and step.
+    pub fn resting_speed(&self, gravity: DVec2, dt: f64) -> f64 {
+        self.settings.resting_speed.unwrap_or(2.0 * gravity.length() * dt)
+    }
+
+    fn mixed(&self, surfaces: &[Surface], a: usize, b: Partner) -> Material {
+        let other = match b {
+            Partner::Body(j) => self.body_material(j),
+            Partner::Surface(s) => surface_material(&surfaces[s]),
+        };
+        self.settings.mix.combine(&self.body_material(a), &other)
+    }
+
+    /// Stage `broadphase`: candidate pairs from the boxes swept between the
+    /// positions `q0` and `q1` (3 per body).
+    pub fn broadphase(
+        &mut self,
+        bodies: &[Body],
+        surfaces: &[Surface],
+        constraints: &ConstraintSet,
+        q0: &[f64],
+        q1: &[f64],
+    ) {
+        let slop = self.slop(bodies);
+        self.pairs.clear();
+        self.aabbs.clear();
+        let pos = |q: &[f64], i: usize| DVec2::new(q[3 * i], q[3 * i + 1]);
+        for (i, b) in bodies.iter().enumerate() {
+            let r = b.shape.bounding_radius() + slop;
+            let (p0, p1) = (pos(q0, i), pos(q1, i));
+            let lo = p0.min(p1) - DVec2::splat(r);
+            let hi = p0.max(p1) + DVec2::splat(r);
+            self.aabbs.push(Aabb::new(down(lo), up(hi)));
+        }
+        // Body–surface: bounding disc swept along the chord against the signed distance.
+        for (i, b) in bodies.iter().enumerate() {
+            if b.fixed {
+                continue;
+            }
+            let (p0, p1) = (pos(q0, i), pos(q1, i));
+            let reach = b.shape.bounding_radius() + slop + 0.5 * (p1 - p0).length();
+            let mid = 0.5 * (p0 + p1);
+            for (s, surface) in surfaces.iter().enumerate() {
+                if surface.geometry.closest(mid).distance <= reach {
+                    self.pairs.push(Pair { a: i, b: Partner::Surface(s) });
+                }
+            }
+        }
+        // Body–body.
+        let choice = match self.settings.broadphase {
+            BroadphaseChoice::Auto => {
+                let radii = bodies.iter().map(|b| b.shape.bounding_radius());
+                let (lo, hi) = radii.fold((f64::INFINITY, 0.0f64), |(lo, hi), r| (lo.min(r), hi.max(r)));
+                // The grid's per-thread tables cost more than a sort below a
+                // few thousand boxes (measured: 3 ms against 0.3 ms per step
+                // for the 210-box pyramid on 2 cores).
+                if hi <= 4.0 * lo && bodies.len() >= GRID_MIN_BODIES {
+                    BroadphaseChoice::Grid
+                } else {
+                    BroadphaseChoice::SweepAndPrune
+                }
+            }
+            c => c,
+        };
+        let mut out = std::mem::take(&mut self.body_pairs);
+        if bodies.len() > 1 {
+            match choice {
+                BroadphaseChoice::Grid => self.grid.0.find_pairs(&self.aabbs, &mut out),
+                _ => SweepAndPrune::new().find_pairs(&self.aabbs, &mut out),
+            }
+        } else {
+            out.clear();
+        }
+        let joined: HashSet<(usize, usize)> = if self.settings.collide_connected {
+            HashSet::new()
+        } else {
+            constraints.iter().filter_map(|c| c.body_b.map(|b| (c.body_a.0.min(b.0), c.body_a.0.max(b.0)))).collect()
+        };
+        for &[i, j] in &out {
+            let (i, j) = (i as usize, j as usize);
+            if (bodies[i].fixed && bodies[j].fixed) || joined.contains(&(i, j)) {
+                continue;
+            }
+            self.pairs.push(Pair { a: i, b: Partner::Body(j) });
+        }
+        self.body_pairs = out;
+    }
+
+    /// Contact points of one pair at positions `q`, gap ≤ `margin`.
+    fn collide_pair(&mut self, bodies: &[Body], surfaces: &[Surface], pair: Pair, q: &[f64], margin: f64) {
+        let pose = |i: usize| Pose { position: DVec2::new(q[3 * i], q[3 * i + 1]), angle: q[3 * i + 2] };
+        self.scratch.clear();
+        match pair.b {
+            Partner::Body(j) => narrowphase::collide_bodies(
+                &bodies[pair.a].shape,
+                &pose(pair.a),
+                &bodies[j].shape,
+                &pose(j),
+                margin,
+                &mut self.scratch,
+            ),
+            Partner::Surface(s) => narrowphase::surface::collide_surface(
+                &bodies[pair.a].shape,
+                &pose(pair.a),
+                &surfaces[s].geometry,
+                margin,
+                &mut self.scratch,
+            ),
+        }
+    }
+
+    /// Stage `narrowphase`: the contacts at positions `q` (gap ≤ slop), with
+    /// their mixed materials and warm-start impulses. A non-finite gap or
+    /// normal is an error naming the pair.
+    pub fn narrowphase(&mut self, bodies: &[Body], surfaces: &[Surface], q: &[f64]) -> Result<(), ContactError> {
+        let slop = self.slop(bodies);
+        self.contacts.clear();
+        for k in 0..self.pairs.len() {
+            let pair = self.pairs[k];
+            self.collide_pair(bodies, surfaces, pair, q, slop);
+            let material = self.mixed(surfaces, pair.a, pair.b);
+            for m in std::mem::take(&mut self.scratch) {
+                if !(m.gap.is_finite() && m.normal.is_finite() && m.point.is_finite()) {
+                    return Err(self.error(bodies, pair, "the contact gap or normal is not finite (NaN state)"));
+                }
+                let impulse = self.warm.get(&(pair.a, pair.b, m.feature)).map(|w| w.0).unwrap_or_default();
+                self.contacts.push(Contact { body_a: pair.a, partner: pair.b, manifold: m, material, impulse });
+            }
+        }
+        Ok(())
+    }
+
+    fn error(&self, bodies: &[Body], pair: Pair, reason: &str) -> ContactError {
+        ContactError {
+            body_a: bodies[pair.a].name.clone(),
+            partner: partner_name(bodies, pair.b),
+            reason: reason.to_string(),
+        }
+    }
+}
+
+/// A body's name or `surface <i>`.
+pub fn partner_name(bodies: &[Body], p: Partner) -> String {
+    match p {
+        Partner::Body(j) => bodies[j].name.clone(),
+        Partner::Surface(s) => format!("surface {s}"),
+    }
+}
+
+/// The material of a surface from its fields.
+pub fn surface_material(s: &Surface) -> Material {
+    Material {
+        friction: s.friction,
+        kinetic_friction: s.kinetic_friction,
+        restitution: s.restitution,
+        rolling_resistance: s.rolling_resistance,
+    }
+}
+
+/// The next f32 at or below `x` (per component).
+fn down(x: DVec2) -> Vec2 {
+    let f = |v: f64| {
+        let r = v as f32;
+        if (r as f64) > v { r.next_down() } else { r }
+    };
+    Vec2::new(f(x.x), f(x.y))
+}
+
+/// The next f32 at or above `x`.
+fn up(x: DVec2) -> Vec2 {
+    let f = |v: f64| {
+        let r = v as f32;
+        if (r as f64) < v { r.next_up() } else { r }
+    };
+    Vec2::new(f(x.x), f(x.y))
+}
+
+/// Inverse masses, 3 per body.
+pub fn inverse_masses(bodies: &[Body]) -> Vec<f64> {
+    bodies.iter().flat_map(|b| b.inverse_mass()).collect()
+}
+
+/// Kinetic + gravitational energy at a flat state.
+pub fn mechanical_energy(bodies: &[Body], q: &[f64], v: &[f64], gravity: DVec2) -> f64 {
+    bodies
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| !b.fixed)
+        .map(|(i, b)| {
+            let (vx, vy, w) = (v[3 * i], v[3 * i + 1], v[3 * i + 2]);
+            0.5 * b.mass * (vx * vx + vy * vy) + 0.5 * b.inertia * w * w
+                - b.mass * gravity.dot(DVec2::new(q[3 * i], q[3 * i + 1]))
+        })
+        .sum()
+}

@@ -1,0 +1,162 @@
+//! Polygon–polygon contact by reference-face clipping (Box2D's manifold): the
+//! axis of largest separation among both polygons' edge normals picks the
+//! reference face; the incident face (the other polygon's edge most
+//! anti-parallel to it) is clipped to the reference face's side planes; each
+//! surviving incident vertex is a contact point with its own gap. Flat on flat
+//! gives 2 points (a box on a box), a corner on a face 1.
+
+use glam::DVec2;
+
+use super::{ManifoldPoint, Pose, flip};
+
+/// World vertices and unit outward edge normals of a polygon at a pose.
+fn to_world(hull: &[DVec2], pose: &Pose) -> (Vec<DVec2>, Vec<DVec2>) {
+    let v: Vec<DVec2> = hull.iter().map(|&p| pose.apply(p)).collect();
+    let n = (0..v.len())
+        .map(|i| {
+            let e = v[(i + 1) % v.len()] - v[i];
+            DVec2::new(e.y, -e.x).normalize_or_zero()
+        })
+        .collect();
+    (v, n)
+}
+
+/// Largest separation of `b` from `a` over `a`'s edge normals: (separation, edge).
+fn max_separation(va: &[DVec2], na: &[DVec2], vb: &[DVec2]) -> (f64, usize) {
+    let mut best = (f64::MIN, 0);
+    for i in 0..va.len() {
+        let s = vb.iter().map(|&p| (p - va[i]).dot(na[i])).fold(f64::INFINITY, f64::min);
+        if s > best.0 {
+            best = (s, i);
+        }
+    }
+    best
+}
+
+/// Contact points of convex polygons `a` and `b` (body-frame vertices,
+/// counter-clockwise) at poses `pa`, `pb`, gap ≤ `margin`.
+pub fn polygon_polygon(a: &[DVec2], pa: &Pose, b: &[DVec2], pb: &Pose, margin: f64, out: &mut Vec<ManifoldPoint>) {
+    let (va, na) = to_world(a, pa);
+    let (vb, nb) = to_world(b, pb);
+    let (sa, ea) = max_separation(&va, &na, &vb);
+    if sa > margin {
+        return;
+    }
+    let (sb, eb) = max_separation(&vb, &nb, &va);
+    if sb > margin {
+        return;
+    }
+    // Prefer a's face unless b's is clearly better (hysteresis keeps the
+    // reference face, hence the warm-start identities, stable).
+    // Box2D's tolerance: a's face unless b's separates more by 1e-3 of a's size.
+    let size = a.iter().map(|v| v.length()).fold(0.0, f64::max);
+    let tol = 1e-3 * size;
+    let start = out.len();
+    if sb > sa + tol {
+        clip(&vb, &nb, eb, &va, &na, margin, out);
+        // The reference was b: the normal already points from b to a.
+    } else {
+        clip(&va, &na, ea, &vb, &nb, margin, out);
+        // Reference a: normals point from a to b; turn them round.
+        flip(&mut out[start..]);
+        for p in &mut out[start..] {
+            p.feature ^= 0x8000_0000; // identity keeps the reference side bit only once
+            p.feature |= 0x4000_0000;
+        }
+    }
+}
+
+/// Clips the incident face of `inc` against reference edge `edge` of `refp`;
+/// pushes points with normal = the reference face normal (from ref to inc).
+fn clip(
+    refv: &[DVec2],
+    refn: &[DVec2],
+    edge: usize,
+    inc: &[DVec2],
+    incn: &[DVec2],
+    margin: f64,
+    out: &mut Vec<ManifoldPoint>,
+) {
+    let n = refn[edge];
+    let (v1, v2) = (refv[edge], refv[(edge + 1) % refv.len()]);
+    // Incident edge: most anti-parallel normal.
+    let ie = (0..incn.len()).min_by(|&i, &j| incn[i].dot(n).total_cmp(&incn[j].dot(n))).unwrap_or(0);
+    let (i1, i2) = (ie, (ie + 1) % inc.len());
+    let mut pts = [(inc[i1], i1 as u32), (inc[i2], i2 as u32)];
+    let t = (v2 - v1).normalize_or_zero();
+    // Clip to the side planes t·(p − v1) ≥ 0 and t·(p − v2) ≤ 0.
+    let planes = [(t, t.dot(v1)), (-t, -t.dot(v2))];
+    for (dir, offset) in planes {
+        let d0 = pts[0].0.dot(dir) - offset;
+        let d1 = pts[1].0.dot(dir) - offset;
+        if d0 < 0.0 && d1 < 0.0 {
+            return;
+        }
+        if d0 < 0.0 || d1 < 0.0 {
+            let s = d0 / (d0 - d1);
+            let p = pts[0].0 + (pts[1].0 - pts[0].0) * s;
+            if d0 < 0.0 {
+                // The clipped point keeps the identity of the vertex it
+                // replaces: clipping or not must not change it (warm start).
+                pts[0] = (p, pts[0].1);
+            } else {
+                pts[1] = (p, pts[1].1);
+            }
+        }
+    }
+    for (p, id) in pts {
+        let gap = (p - v1).dot(n);
+        if gap <= margin {
+            out.push(ManifoldPoint { point: p - n * (0.5 * gap), normal: n, gap, feature: ((edge as u32) << 12) | id });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn square(h: f64) -> Vec<DVec2> {
+        vec![DVec2::new(-h, -h), DVec2::new(h, -h), DVec2::new(h, h), DVec2::new(-h, h)]
+    }
+
+    #[test]
+    fn box_on_box_gives_two_points_with_the_exact_gap() {
+        let mut out = Vec::new();
+        let top = Pose { position: DVec2::new(0.3, 0.99), angle: 0.0 };
+        let bottom = Pose { position: DVec2::ZERO, angle: 0.0 };
+        polygon_polygon(&square(0.5), &top, &square(0.5), &bottom, 0.1, &mut out);
+        assert_eq!(out.len(), 2);
+        for p in &out {
+            assert!((p.gap + 0.01).abs() < 1e-14, "gap {}", p.gap);
+            assert!((p.normal - DVec2::Y).length() < 1e-14, "normal {:?}", p.normal);
+        }
+        let xs: Vec<f64> = out.iter().map(|p| p.point.x).collect();
+        assert!(xs.iter().any(|x| (x + 0.2).abs() < 1e-12) && xs.iter().any(|x| (x - 0.5).abs() < 1e-12), "{xs:?}");
+    }
+
+    /// Corner of a tilted box on a face: the gap equals the brute-force
+    /// minimum over 20,000 outline samples of the signed distance to the
+    /// other box (sampling error ≤ perimeter/20,000 · tilt ≈ 1e-4 bound, the
+    /// corner itself is sampled exactly).
+    #[test]
+    fn tilted_corner_matches_sampling() {
+        let mut out = Vec::new();
+        let a = Pose { position: DVec2::new(0.1, 1.15), angle: 0.5 };
+        let b = Pose { position: DVec2::ZERO, angle: -0.1 };
+        polygon_polygon(&square(0.5), &a, &square(0.5), &b, 1.0, &mut out);
+        let gap = out.iter().map(|p| p.gap).fold(f64::INFINITY, f64::min);
+        let shape = crate::shape::Shape::Box { half_extents: DVec2::splat(0.5) };
+        let verts = square(0.5);
+        let mut brute = f64::INFINITY;
+        for i in 0..4 {
+            for k in 0..5000 {
+                let local = verts[i] + (verts[(i + 1) % 4] - verts[i]) * (k as f64 / 5000.0);
+                let w = a.apply(local);
+                let in_b = b.unrotate(w - b.position);
+                brute = brute.min(shape.signed_distance(in_b));
+            }
+        }
+        assert!((gap - brute).abs() < 1e-9, "clipping {gap} vs sampling {brute}");
+    }
+}
