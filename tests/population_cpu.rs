@@ -245,7 +245,7 @@ fn results_do_not_depend_on_units_or_mass_scale() {
             x0 = 1.0 * length,
             s = 1.25 * length,
             j = 2.0 * length,
-            left = -1.0 * length,
+            left = -length,
         )
     };
     let run = |text: String, steps: usize| {

@@ -133,3 +133,31 @@ fn without_an_adapter_the_cpu_twin_runs_with_one_message() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("MX2D_REQUIRE_GPU=1"));
 }
+
+/// Two prefix sums in one submission each see their own element count
+/// (per-use parameter slots): 600 ones scanned whole, then the first element
+/// alone, give 0, 1, 2, …, 599. With one shared uniform both scans would see
+/// the last count (1) and element 2 would stay 1.
+#[test]
+fn two_prefix_sums_share_one_submission() {
+    use mx2d::gpu::buffers::{GrowableBuffer, Readback};
+    use mx2d::gpu::prefix_sum::PrefixSum;
+    let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
+    let mut data = GrowableBuffer::new(
+        "scan test",
+        wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+    );
+    data.upload(&ctx, &vec![1u32; 600]).unwrap();
+    let mut scan = PrefixSum::new(&ctx).unwrap();
+    scan.bind(&ctx, data.get(), 600).unwrap();
+    let mut encoder = ctx.device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        scan.encode(&ctx, &mut pass, 600).unwrap();
+        scan.encode(&ctx, &mut pass, 1).unwrap();
+    }
+    ctx.queue.submit([encoder.finish()]);
+    let mut out: Vec<u32> = Vec::new();
+    Readback::new().read(&ctx, data.get(), 600, &mut out).unwrap();
+    assert_eq!(out, (0..600).collect::<Vec<u32>>());
+}

@@ -50,3 +50,45 @@ fn every_population_scene_loads() {
     let world = scene("vortex", &["population.count=1000"]).build_world().unwrap();
     assert_eq!(world.population.unwrap().len(), 1000);
 }
+
+/// Emitters release ball k at t = k / rate; kill regions remove and count.
+#[test]
+fn emitter_releases_on_schedule_and_kill_region_counts() {
+    let text = "Scene(name: \"e\", gravity: (0.0, -9.81), dt: 0.016666666666666666,
+        population: Population(radius: 0.1,
+          spawn: [Emitter(position: (0.0, 5.0), velocity: (0.0, -5.0), rate: 10.0, count: 30)],
+          kill: [Rect(min: (-10.0, -10.0), max: (10.0, 0.0))],
+          bounds: Rect(min: (-20.0, -20.0), max: (20.0, 20.0))))";
+    let mut world = Scene::parse(text, "e.ron").unwrap().build_world().unwrap();
+    for _ in 0..10 {
+        world.step().unwrap();
+    }
+    let s = world.population.as_ref().unwrap().stats();
+    // Ball k is due at t = k/10 s, step 6k: balls 0 and 1 by step 10, and
+    // none has fallen the 5 m yet.
+    assert_eq!((s.alive, s.pending, s.killed), (2, 28, 0));
+    for _ in 0..240 {
+        world.step().unwrap();
+    }
+    let s = world.population.as_ref().unwrap().stats();
+    assert_eq!((s.alive, s.pending, s.killed, s.escaped), (0, 0, 30, 0));
+}
+
+/// A population over the machine's memory is refused when the scene is
+/// built — before any per-ball allocation, so at once — naming the estimate,
+/// the bytes per ball and the limit; a bad value names its line and field.
+#[test]
+fn oversized_or_invalid_populations_are_refused_with_the_reason() {
+    let started = std::time::Instant::now();
+    let path = format!("{}/scenes/balls_box.ron", env!("CARGO_MANIFEST_DIR"));
+    let err = Scene::load(std::path::Path::new(&path), &["population.count=3000000000".to_string()])
+        .and_then(|s| s.build_world().map(|_| ()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("population.count"), "{err}");
+    assert!(err.contains("bytes per ball") && err.contains("limit"), "{err}");
+    assert!(started.elapsed().as_secs() < 5, "refusing took {:?}", started.elapsed());
+    let text = "Scene(name: \"bad\",\n  population: Population(radius: -0.5, spawn: []))";
+    let err = Scene::parse(text, "bad.ron").unwrap_err();
+    assert_eq!((err.line, err.field.as_str()), (2, "population.radius"), "{err}");
+}

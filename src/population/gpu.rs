@@ -395,6 +395,7 @@ impl GpuPopulation {
         let mut encoder =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("population step") });
         encoder.clear_buffer(&self.cell_start, 0, None);
+        self.prefix.reset_slots();
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("population step"),

@@ -435,17 +435,7 @@ impl Population {
         let size = (bounds.1 - bounds.0).as_vec2();
         let (nx, ny) = ((size.x / cell).ceil().max(1.0) as u64, (size.y / cell).ceil().max(1.0) as u64);
         let cells = nx.saturating_mul(ny);
-        if cells > MAX_CELLS {
-            return Err(invalid(
-                "bounds",
-                format!(
-                    "the world {} × {} m needs {cells} grid cells of {cell} m, over the limit of {MAX_CELLS} \
-                     (MAX_CELLS); give smaller bounds",
-                    size.x, size.y
-                ),
-            ));
-        }
-        let bytes = total.saturating_mul(CPU_BYTES_PER_BALL).saturating_add(cells * 4);
+        let bytes = total.saturating_mul(CPU_BYTES_PER_BALL).saturating_add(cells.saturating_mul(4));
         if bytes > memory_limit {
             return Err(PopulationError::TooLarge {
                 count: total,
@@ -458,6 +448,16 @@ impl Population {
             });
         }
 
+        if cells > MAX_CELLS {
+            return Err(invalid(
+                "bounds",
+                format!(
+                    "the world {} × {} m needs {cells} grid cells of {cell} m, over the limit of {MAX_CELLS} \
+                     (MAX_CELLS); give smaller bounds",
+                    size.x, size.y
+                ),
+            ));
+        }
         let n = total as usize;
         let mut pop = Population {
             params: PopulationParams {
@@ -499,7 +499,9 @@ impl Population {
                 pop.velocity.push(b.velocity.as_vec2());
                 pop.radius.push(b.radius as f32);
                 pop.inv_mass.push((1.0 / mass) as f32);
-                let step = (b.release / dt).ceil();
+                // The first step at whose start the ball is due (a relative
+                // margin keeps k/rate = k·dt on step k despite rounding).
+                let step = (b.release / dt * (1.0 - 1e-12)).ceil();
                 if b.release > 0.0 {
                     pop.state.push(state::PENDING);
                     pop.release_step.push(step.min(f64::from(u32::MAX)) as u32);
