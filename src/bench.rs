@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 mod plot;
+pub mod population;
 
 /// Command-line arguments of `mx2d bench`.
 #[derive(clap::Args, Debug, Clone)]
@@ -47,6 +48,9 @@ pub struct BenchArgs {
     /// Draw time against N (log-log) into this PNG.
     #[arg(long)]
     pub plot: Option<PathBuf>,
+    /// Time the whole population step of this scene instead (e.g. `balls_box`).
+    #[arg(long)]
+    pub scene: Option<String>,
     /// Also time each GPU pass (count, scan, scatter, pair emission; the
     /// field kernel's one pass) and print its share: GPU timestamps when the
     /// adapter has them, else the wall clock around each pass submitted alone.
@@ -375,7 +379,7 @@ pub fn measure(args: &BenchArgs, mut gpu: Option<&mut GpuSideHandle>) -> anyhow:
                 row.speedup = row.gpu_ms.map(|g| row.cpu_ms / g);
             }
         }
-        eprintln!("bench: N = {n} done");
+        crate::output::report(&format!("bench: N = {n} done"));
         rows.extend([field_row, grid_row, both_row]);
     }
     Ok(rows)
@@ -474,6 +478,9 @@ pub fn table(rows: &[BenchRow]) -> String {
 
 /// `mx2d bench`: measures, prints the table, writes JSON and the plot.
 pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
+    if let Some(scene) = &args.scene {
+        return population::run(args, scene);
+    }
     let mut gpu = None;
     let adapter = if args.no_gpu {
         "none (--no-gpu)".to_string()
@@ -485,19 +492,25 @@ pub fn run(args: &BenchArgs) -> anyhow::Result<()> {
                 summary
             }
             Err(e) => {
-                eprintln!("GPU unavailable, benchmarking the CPU path only: {e}");
+                crate::output::report(&format!("GPU unavailable, benchmarking the CPU path only: {e}"));
                 format!("none ({e})")
             }
         }
     };
     let threads = rayon::current_num_threads();
     let rows = measure(args, gpu.as_mut())?;
-    println!("adapter: {adapter}");
-    println!("cpu: {threads} rayon threads");
-    print!("{}", table(&rows));
-    if args.passes {
-        println!("per-pass GPU times (median; share of the passes' total), order: {:?}", args.order);
-        print!("{}", pass_table(&rows));
+    {
+        use std::io::Write as _;
+        let mut out = std::io::stdout().lock();
+        let mut text = format!("adapter: {adapter}\ncpu: {threads} rayon threads\n{}", table(&rows));
+        if args.passes {
+            text += &format!(
+                "per-pass GPU times (median; share of the passes' total), order: {:?}\n{}",
+                args.order,
+                pass_table(&rows)
+            );
+        }
+        write!(out, "{text}").and_then(|()| out.flush()).context("writing the table to stdout")?;
     }
     if let Some(path) = &args.json {
         let doc = serde_json::json!({ "adapter": adapter, "cpu_threads": threads, "order": args.order, "rows": rows });

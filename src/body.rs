@@ -177,6 +177,7 @@ impl BodyBuilder {
     /// Finishes the body. A polygon is re-centred on its centroid (its
     /// position then names the centroid). Fails on unphysical parameters.
     pub fn build(self) -> Result<Body, String> {
+        check_name(&self.name)?;
         self.shape.validate()?;
         let (shape, _) = self.shape.centred();
         let mass = match (self.mass, self.density) {
@@ -184,7 +185,9 @@ impl BodyBuilder {
             (Some(m), None) => m,
             (None, d) => d.unwrap_or(1.0) * shape.area(),
         };
-        if !(self.fixed || mass.is_finite() && mass > 0.0) {
+        // `is_normal`: a subnormal mass (1e-320) is "positive and finite" but
+        // its inverse is infinite, and the first step diverges.
+        if !(self.fixed || mass.is_normal() && mass > 0.0) {
             return Err(format!(
                 "mass must be positive and finite, got {mass} (a bar of zero width needs an explicit mass)"
             ));
@@ -197,7 +200,7 @@ impl BodyBuilder {
             return Err("inertia: a Point body has no rotation (give it no inertia and no angular velocity)".into());
         }
         let inertia = if point { 0.0 } else { self.inertia.unwrap_or(mass * shape.unit_inertia()) };
-        if !(self.fixed || point || inertia.is_finite() && inertia > 0.0) {
+        if !(self.fixed || point || inertia.is_normal() && inertia > 0.0) {
             return Err(format!(
                 "moment of inertia must be positive and finite, got {inertia} (for a point mass use shape: Point)"
             ));
@@ -224,6 +227,29 @@ impl BodyBuilder {
             fixed: self.fixed,
         })
     }
+}
+
+/// The longest name (in characters) a body or a constraint may have.
+pub const MAX_NAME_CHARS: usize = 256;
+
+/// Checks a body or constraint name: it appears in CSV rows, messages and
+/// `--set` paths, so it must be non-empty, at most [`MAX_NAME_CHARS`]
+/// characters, without control characters (a newline would split a row), and
+/// without the path separators `.`, `[` and `]`.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.trim().is_empty() {
+        return Err(format!("name must not be empty or blank, got {name:?}"));
+    }
+    if name.chars().count() > MAX_NAME_CHARS {
+        return Err(format!("name must have at most {MAX_NAME_CHARS} characters, got {}", name.chars().count()));
+    }
+    if let Some(c) = name.chars().find(|c| c.is_control()) {
+        return Err(format!("name must not contain control characters, got {c:?} in {name:?}"));
+    }
+    if let Some(c) = name.chars().find(|c| matches!(c, '.' | '[' | ']')) {
+        return Err(format!("name must not contain '{c}' (it separates the parts of a --set path), got {name:?}"));
+    }
+    Ok(())
 }
 
 /// The bodies of a world, addressed by [`BodyHandle`] or by name.

@@ -5,9 +5,11 @@
 //! under gravity, loads and force fields, held by joints, rolling contacts and
 //! motors whose forces are Lagrange multipliers: the constraint Jacobian is
 //! assembled block-sparse and J M⁻¹ Jᵀ λ = b is solved by sparse Gaussian
-//! elimination ordered leaves-first. Its **population tier** (f32) evaluates
-//! force fields and finds collision pairs for millions of balls with WGSL
-//! compute shaders, each with a multithreaded CPU twin.
+//! elimination ordered leaves-first. Its **population tier** (f32) steps
+//! millions of balls — fields, grid, substepped Jacobi contacts with
+//! restitution, friction and spin — with WGSL compute shaders on resident
+//! buffers and a multithreaded CPU twin of every kernel; the bodies of the
+//! mechanism tier are moving obstacles for the balls.
 //!
 //! ## Getting started
 //!
@@ -59,7 +61,9 @@
 //! | inverse problems | inverse kinematics, joint torques, impulsive constraints | [`inverse`], [`world::World::impulsive_constraint`] |
 //! | broadphase | uniform grid (CPU twin + WGSL), sweep-and-prune | [`broadphase`], [`gpu`] |
 //! | contacts | narrowphase (circle, polygon clipping, any shape vs surfaces), time of impact on the integrator's trajectory, Newton impacts, Coulomb friction (static/kinetic) and rolling resistance by block PGS, materials with a mixing rule | [`contact`], [`solver::pgs`] |
+//! | population | balls from generators; contacts, restitution, friction, spin; surfaces and bodies as obstacles; CPU twin + WGSL | [`population`] |
 //! | scenes and CLI | RON scenes with positioned errors, `--set` overrides, CSV/JSON outputs | [`scene`], [`run`], [`output`] |
+//! | pictures | wgpu renderer (SDF discs, tessellated shapes, surfaces, fields, joints, force arrows, trails) to a winit window or PNG; `--frames`; energy and bench plots with plotters | [`render`] |
 //!
 //! ## Conventions
 //! SI units; angles in radians, counter-clockwise; z-torque r × F. A body's
@@ -67,15 +71,24 @@
 //! matrix diag(m, m, J). Constraint forces are Jᵀλ.
 //!
 //! ## FAQ
-//! - *Why does a free body fall through a floor?* Surfaces act through
-//!   constraints (rolling, point-on-curve). Contacts and impacts between free
-//!   bodies and surfaces are not modelled yet.
+//! - *Why does a free body fall through a floor?* Surfaces act on bodies
+//!   through constraints (rolling, point-on-curve). Contacts and impacts
+//!   between free bodies and surfaces are not modelled yet; the balls of the
+//!   population tier do collide with surfaces and bodies.
+//! - *Do balls push the bodies?* No: the population is stepped after the
+//!   bodies, which are kinematic obstacles for it (one-way coupling).
+//! - *My pile still overlaps a few % of the radius.* The Jacobi contact solve
+//!   propagates corrections one ball per iteration; raise `substeps` (better
+//!   than `iterations`) for tall piles.
 //! - *My chain diverges with `symplectic`.* First-order methods cannot follow
 //!   links spinning at hundreds of rad/s at a millisecond step; use `rk4` or a
 //!   smaller step.
 //! - *A constraint is listed twice.* It works: the multipliers are the
 //!   regularised minimal-norm ones, the motion is unique, and a warning names
 //!   the constraints.
+//! - *Can I see it without a display?* Yes: `mx2d render SCENE --out F.png`
+//!   and `mx2d run SCENE --headless --frames DIR` draw offscreen on any wgpu
+//!   adapter, Mesa's software lavapipe included.
 //! - *The GPU path says it cannot run.* Without any Vulkan/Metal/DX12 adapter the
 //!   CPU twins run and the reason is printed once; `MX2D_REQUIRE_GPU=1` turns
 //!   that into an error (CI sets it, with Mesa's lavapipe installed).
@@ -96,6 +109,8 @@ pub mod inverse;
 pub mod load;
 pub mod math;
 pub mod output;
+pub mod population;
+pub mod render;
 pub mod run;
 pub mod scene;
 pub mod shape;

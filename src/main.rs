@@ -1,11 +1,15 @@
 //! The `mx2d` command line (DESIGN.md, "Command line").
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 
 use clap::{Parser, Subcommand};
 use mx2d::integrator::Method;
-use mx2d::run::{Backend, RunOptions, run_scene};
+use mx2d::output::report;
+use mx2d::run::{Backend, RunOptions, check_distinct_outputs, planned_steps, run_scene};
 use mx2d::scene::Scene;
 
 #[derive(Parser)]
@@ -21,6 +25,29 @@ enum Command {
     Run(RunArgs),
     /// CPU against GPU: force fields, broadphase, both (table, --json, --plot).
     Bench(mx2d::bench::BenchArgs),
+    /// Render a scene to a PNG at a given time (no display needed; draws with wgpu).
+    Render {
+        /// Scene file (RON).
+        scene: PathBuf,
+        /// Output PNG.
+        #[arg(long)]
+        out: PathBuf,
+        /// Simulated time to show (s); the scene is stepped to the nearest step.
+        #[arg(long, default_value_t = 0.0)]
+        time: f64,
+        /// Picture size in pixels, WIDTHxHEIGHT.
+        #[arg(long, default_value = "800x600", value_parser = mx2d::render::headless::parse_size)]
+        size: (u32, u32),
+        /// Draw the bodies' trails from t = 0.
+        #[arg(long)]
+        trails: bool,
+        /// Draw the reaction forces of the constraints (green arrows).
+        #[arg(long)]
+        forces: bool,
+        /// Override a scene field: PATH=VALUE (repeatable).
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        set: Vec<String>,
+    },
     /// Validate a scene file and exit.
     Check {
         /// Scene file (RON).
@@ -47,9 +74,12 @@ struct RunArgs {
     /// Step size (s).
     #[arg(long)]
     dt: Option<f64>,
-    /// Integrator: euler, symplectic, midpoint, rk2, rk4, ab4.
+    /// Integrator: euler, symplectic, midpoint, rk2, rk4, ab4, dopri5 (adaptive), sdirk3 (adaptive, implicit: stiff mechanisms).
     #[arg(long)]
     integrator: Option<Method>,
+    /// Relative error tolerance of dopri5 and sdirk3 (their steps are at most --dt); default 1e-6.
+    #[arg(long)]
+    tolerance: Option<f64>,
     /// cpu or gpu: where the force fields are evaluated (gpu: the WGSL kernel, f32).
     #[arg(long, default_value = "cpu")]
     backend: String,
@@ -71,23 +101,55 @@ struct RunArgs {
     /// Contacts CSV (step,t,body_a,body_b,x,y,nx,ny,gap,normal_impulse,tangent_impulse).
     #[arg(long)]
     contacts: Option<PathBuf>,
+    /// Write a PNG per recorded step (see --every) into DIR: frame_000000.png, ...
+    #[arg(long, value_name = "DIR")]
+    frames: Option<PathBuf>,
+    /// Picture size of --frames (and of the window), WIDTHxHEIGHT.
+    #[arg(long, value_parser = mx2d::render::headless::parse_size)]
+    size: Option<(u32, u32)>,
+    /// Energy plot PNG: kinetic, potential, total, constraint error (log axis).
+    #[arg(long, value_name = "FILE.png")]
+    energy_plot: Option<PathBuf>,
     /// Override a scene field: PATH=VALUE (repeatable).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     set: Vec<String>,
 }
 
+/// What the process prints on stdout, written so that a closed pipe
+/// (`mx2d … | head -c1`) ends the output quietly and any other failure
+/// (`> /dev/full`) is reported, never a panic as with `println!`.
+fn say(line: &str) -> Result<(), ExitCode> {
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{line}").and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => {
+            report(&format!("error: cannot write to stdout: {e}"));
+            Err(ExitCode::from(1))
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    quiet_device_select();
     let cli = Cli::parse();
     match cli.command {
         None => {
-            eprintln!(
-                "mx2d: the windowed demo is not available in this build; run a scene headless, e.g.\n  mx2d run scenes/projectile.ron --headless --summary out.json\n(see `mx2d --help`)"
-            );
-            ExitCode::from(2)
+            if !mx2d::render::window::display_available() {
+                eprintln!("{}", mx2d::render::window::NO_DISPLAY);
+                return ExitCode::from(2);
+            }
+            match mx2d::render::window::run_demo() {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::from(1)
+                }
+            }
         }
         Some(Command::Check { scene, set }) => match Scene::load(&scene, &set).and_then(|s| s.build_world()) {
             Ok(w) => {
-                println!(
+                let line = format!(
                     "{}: ok ({} bodies, {} constraints, {} surfaces, {} loads, {} fields)",
                     scene.display(),
                     w.bodies.len(),
@@ -96,56 +158,184 @@ fn main() -> ExitCode {
                     w.loads.len(),
                     w.fields.len()
                 );
-                ExitCode::SUCCESS
+                say(&line).map_or_else(|code| code, |()| ExitCode::SUCCESS)
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                report(&format!("error: {e}"));
                 ExitCode::from(2)
             }
         },
-        Some(Command::Run(args)) => run(args),
-        Some(Command::Bench(args)) => match mx2d::bench::run(&args) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("error: {e:#}");
-                ExitCode::from(1)
+        Some(Command::Render { scene, out, time, size, trails, forces, set }) => {
+            if !(time.is_finite() && time >= 0.0) {
+                eprintln!("error: --time must be a finite number of seconds >= 0, got {time}");
+                return ExitCode::from(2);
             }
-        },
+            let loaded = match Scene::load(&scene, &set) {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            let options = mx2d::render::headless::RenderOptions { time, size, trails, forces };
+            match mx2d::render::headless::render_scene(&loaded, &options, &out) {
+                Ok(step) => {
+                    println!("{}: step {step} written to {}", scene.display(), out.display());
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        Some(Command::Run(args)) => run(args),
+        Some(Command::Bench(args)) => bench(&args),
+    }
+}
+
+/// `mx2d bench`, with its sizes and repetitions checked first: a size whose
+/// buffers cannot fit in memory is refused with the limit named, instead of
+/// an abort on allocation.
+fn bench(args: &mx2d::bench::BenchArgs) -> ExitCode {
+    if let Err(e) = check_bench_args(args) {
+        report(&format!("error: {e}"));
+        return ExitCode::from(2);
+    }
+    match mx2d::bench::run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e)
+            if e.chain().any(|c| {
+                c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) =>
+        {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            report(&format!("error: {e:#}"));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Upper bound of the memory `bench` needs per disc (bytes): CPU copies
+/// (bodies, AABBs, forces, grid keys, pairs of three finders) and, on a
+/// software adapter, the GPU buffers in host memory. Measured peak RSS is
+/// about 0.5 KiB per disc at N = 10⁶ (README, "Limits"); 1 KiB leaves room.
+const BENCH_BYTES_PER_DISC: u64 = 1024;
+/// The most timed repetitions per measurement.
+const BENCH_MAX_REPEATS: usize = 1000;
+
+fn check_bench_args(args: &mx2d::bench::BenchArgs) -> Result<(), String> {
+    if args.repeats > BENCH_MAX_REPEATS {
+        return Err(format!("--repeats {} is more than the limit of {BENCH_MAX_REPEATS}", args.repeats));
+    }
+    let available = available_memory();
+    for &n in &args.sizes {
+        let need = (n as u64).saturating_mul(BENCH_BYTES_PER_DISC);
+        if n > u32::MAX as usize || need > available {
+            let most = (available / BENCH_BYTES_PER_DISC).min(u32::MAX as u64);
+            return Err(format!(
+                "--sizes {n}: needs about {} MiB ({BENCH_BYTES_PER_DISC} bytes per disc), more than the {} MiB available; the largest size here is {most}",
+                need >> 20,
+                available >> 20
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Memory available to this process (bytes): `MemAvailable` of
+/// `/proc/meminfo`, else a conservative 4 GiB where that file does not exist.
+fn available_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(4 << 30, |kib| kib.saturating_mul(1024))
+}
+
+/// SIGINT and SIGTERM set the returned flag to their number, and the run
+/// stops after the current step with its outputs complete; a second signal
+/// ends the process at once (exit 128 + signal).
+fn stop_on_signals() -> Option<Arc<AtomicUsize>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let flag = Arc::new(AtomicUsize::new(0));
+    let asked = Arc::new(AtomicBool::new(false));
+    for sig in [SIGINT, SIGTERM] {
+        let registered = signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, asked.clone())
+            .and_then(|_| signal_hook::flag::register(sig, asked.clone()))
+            .and_then(|_| signal_hook::flag::register_usize(sig, flag.clone(), sig as usize));
+        if let Err(e) = registered {
+            report(&format!("mx2d: cannot handle signal {sig} ({e}); an interrupted run loses its last rows"));
+            return None;
+        }
+    }
+    Some(flag)
+}
+
+/// Without `XDG_RUNTIME_DIR`, Mesa's Vulkan device-select layer probes for a
+/// Wayland compositor while listing adapters and libwayland prints
+/// "error: XDG_RUNTIME_DIR is invalid or not set" on a run that then
+/// succeeds (issue 11, item 10). Nothing windowed can work without that
+/// variable, and wgpu picks the adapter itself, so the layer is turned off
+/// (`NODEVICE_SELECT=1`, honoured by the Vulkan loader) unless the user set it.
+fn quiet_device_select() {
+    if std::env::var_os("XDG_RUNTIME_DIR").is_none() && std::env::var_os("NODEVICE_SELECT").is_none() {
+        // SAFETY: first statement of main, before any thread is started, so
+        // nothing reads the environment concurrently.
+        unsafe { std::env::set_var("NODEVICE_SELECT", "1") };
     }
 }
 
 fn run(args: RunArgs) -> ExitCode {
-    if !args.headless {
-        eprintln!("mx2d: no window in this build: running headless");
+    let outputs = args.trace.is_some()
+        || args.energy.is_some()
+        || args.summary.is_some()
+        || args.reactions.is_some()
+        || args.contacts.is_some()
+        || args.frames.is_some()
+        || args.energy_plot.is_some();
+    let windowed = !args.headless && !outputs && mx2d::render::window::display_available();
+    if !args.headless && !windowed {
+        eprintln!(
+            "mx2d: {}: running headless",
+            if outputs { "output files requested (the window writes none)" } else { "no display" }
+        );
     }
     let backend = match args.backend.as_str() {
         "cpu" => Backend::Cpu,
         "gpu" => Backend::Gpu,
         other => {
-            eprintln!("error: --backend {other}: expected cpu or gpu");
+            report(&format!("error: --backend {other}: expected cpu or gpu"));
             return ExitCode::from(2);
         }
     };
-    for (flag, value) in [("--dt", args.dt), ("--duration", args.duration)] {
-        if let Some(v) = value
-            && !(v.is_finite() && v >= 0.0 && (flag != "--dt" || v > 0.0))
-        {
-            eprintln!("error: {flag} must be a positive finite number of seconds, got {v}");
-            return ExitCode::from(2);
-        }
-    }
     let scene = match Scene::load(&args.scene, &args.set) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            report(&format!("error: {e}"));
             return ExitCode::from(2);
         }
     };
-    let options = RunOptions {
+    if windowed {
+        return match mx2d::render::window::run(scene, args.size.unwrap_or((1024, 768)), false) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    let mut options = RunOptions {
         steps: args.steps,
         duration: args.duration,
         dt: args.dt,
         integrator: args.integrator,
+        tolerance: args.tolerance,
         trace: args.trace,
         energy: args.energy,
         every: args.every,
@@ -154,14 +344,24 @@ fn run(args: RunArgs) -> ExitCode {
         contacts: args.contacts,
         progress: true,
         backend,
+        stop: None,
+        frames: args.frames,
+        frame_size: args.size,
+        energy_plot: args.energy_plot,
     };
+    // Bad flags are bad input (exit 2), found before anything is written.
+    if let Err(e) = planned_steps(&scene, &options).and_then(|_| check_distinct_outputs(&options)) {
+        report(&format!("error: {e}"));
+        return ExitCode::from(2);
+    }
+    options.stop = stop_on_signals();
     match run_scene(&scene, &options) {
         Ok(outcome) => {
             let s = &outcome.summary;
             for w in &s.warnings {
-                eprintln!("warning: {w}");
+                report(&format!("warning: {w}"));
             }
-            println!(
+            let line = format!(
                 "{}: {} steps of {} s with {} in {:.1} ms ({:.4} ms/step); energy {:.9e} -> {:.9e} J, non-conservative work {:.6e} J",
                 s.scene,
                 s.steps,
@@ -173,16 +373,28 @@ fn run(args: RunArgs) -> ExitCode {
                 s.energy_final,
                 s.work_nonconservative
             );
+            if let Err(code) = say(&line) {
+                return code;
+            }
+            if s.substeps != s.steps || s.newton_iterations > 0 {
+                let line = format!(
+                    "  {} integrator steps ({} rejected), {} Newton iterations, {} Jacobians (tolerance {:e})",
+                    s.substeps, s.rejected_steps, s.newton_iterations, s.jacobians, s.tolerance
+                );
+                if let Err(code) = say(&line) {
+                    return code;
+                }
+            }
             match outcome.error {
                 None => ExitCode::SUCCESS,
                 Some(e) => {
-                    eprintln!("error: {e} (output written so far is kept)");
-                    ExitCode::from(3)
+                    report(&format!("error: {e} (output written so far is kept)"));
+                    ExitCode::from(e.exit_code())
                 }
             }
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            report(&format!("error: {e:#}"));
             ExitCode::from(1)
         }
     }

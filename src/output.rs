@@ -2,11 +2,12 @@
 //! "Command line"): trace and energy CSV with fixed headers, a JSON summary.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::constraint::system::Reaction;
 use crate::world::World;
 
 /// `--trace` header: one row per body per recorded step.
@@ -20,29 +21,58 @@ pub const REACTIONS_HEADER: &str = "step,t,constraint,fx,fy,torque";
 /// `--energy` header: one row per recorded step.
 pub const ENERGY_HEADER: &str = "step,t,kinetic,potential,total,constraint_error";
 
-/// A CSV file written row by row and flushed on drop, so that a run that
-/// stops early keeps what it wrote.
+/// A CSV file written row by row through the `csv` crate (so a field with a
+/// comma, a quote or a newline is quoted, RFC 4180) and flushed on drop, so
+/// that a run that stops early keeps what it wrote. Every I/O error names the
+/// file. Numbers are written with Rust's shortest round-trip formatting.
 pub struct CsvWriter {
-    out: BufWriter<File>,
+    out: csv::Writer<File>,
+    path: PathBuf,
 }
 
 impl CsvWriter {
-    /// Creates `path` and writes `header`.
+    /// Creates `path` and writes `header` (comma-separated names).
     pub fn create(path: &Path, header: &str) -> std::io::Result<Self> {
-        let mut out = BufWriter::new(File::create(path)?);
-        writeln!(out, "{header}")?;
-        Ok(Self { out })
+        let file = File::create(path).map_err(|e| named(path, e))?;
+        let mut w = Self { out: csv::Writer::from_writer(file), path: path.to_path_buf() };
+        w.row(header.split(','))?;
+        Ok(w)
+    }
+
+    /// The file this writer writes.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn row<I, T>(&mut self, fields: I) -> std::io::Result<()>
+    where
+        I: IntoIterator<Item = T>,
+        T: AsRef<[u8]>,
+    {
+        self.out.write_record(fields).map_err(|e| named(&self.path, e.into()))
     }
 
     /// Appends the trace rows of every body at the world's current step.
     pub fn trace_rows(&mut self, world: &World) -> std::io::Result<()> {
-        let (step, t) = (world.step_count(), world.time());
+        let (step, t) = (world.step_count().to_string(), world.time().to_string());
         for b in world.bodies.iter() {
-            writeln!(
-                self.out,
-                "{step},{t},{},{},{},{},{},{},{}",
-                b.name, b.position.x, b.position.y, b.angle, b.velocity.x, b.velocity.y, b.angular_velocity
+            let numbers = [b.position.x, b.position.y, b.angle, b.velocity.x, b.velocity.y, b.angular_velocity];
+            let numbers = numbers.map(|v| v.to_string());
+            self.row(
+                [step.as_str(), t.as_str(), b.name.as_str()].into_iter().chain(numbers.iter().map(String::as_str)),
             )?;
+        }
+        // Balls in the world, named `ball<index>` (call World::sync_population
+        // first when the population runs on the GPU).
+        if let Some(pop) = &world.population {
+            for i in (0..pop.len()).filter(|&i| pop.state[i] == crate::population::state::ALIVE) {
+                let (p, v) = (pop.position[i], pop.velocity[i]);
+                let numbers = [p.x, p.y, pop.angle[i], v.x, v.y, pop.omega[i]].map(|x| x.to_string());
+                let name = format!("ball{i}");
+                self.row(
+                    [step.as_str(), t.as_str(), name.as_str()].into_iter().chain(numbers.iter().map(String::as_str)),
+                )?;
+            }
         }
         Ok(())
     }
@@ -57,10 +87,13 @@ impl CsvWriter {
                 crate::contact::Partner::Surface(s) => format!("surface{s}"),
             };
             let m = &c.manifold;
-            writeln!(
-                self.out,
-                "{step},{t},{},{partner},{},{},{},{},{},{},{}",
-                bodies[c.body_a].name, m.point.x, m.point.y, m.normal.x, m.normal.y, m.gap, c.impulse[0], c.impulse[1]
+            let numbers = [t, m.point.x, m.point.y, m.normal.x, m.normal.y, m.gap, c.impulse[0], c.impulse[1]]
+                .map(|v| v.to_string());
+            let (step, a) = (step.to_string(), bodies[c.body_a].name.as_str());
+            self.row(
+                [step.as_str(), numbers[0].as_str(), a, partner.as_str()]
+                    .into_iter()
+                    .chain(numbers[1..].iter().map(String::as_str)),
             )?;
         }
         Ok(())
@@ -69,31 +102,27 @@ impl CsvWriter {
     /// Appends the energy row of the world's current step.
     pub fn energy_row(&mut self, world: &World, constraint_error: f64) -> std::io::Result<()> {
         let e = world.energy();
-        writeln!(
-            self.out,
-            "{},{},{},{},{},{}",
-            world.step_count(),
-            world.time(),
-            e.kinetic,
-            e.potential,
-            e.total,
-            constraint_error
-        )
+        let numbers = [world.time(), e.kinetic, e.potential, e.total, constraint_error].map(|v| v.to_string());
+        self.row(std::iter::once(world.step_count().to_string()).chain(numbers))
     }
 
-    /// Appends the reaction rows of the world's current step.
-    pub fn reaction_rows(&mut self, world: &mut World) -> std::io::Result<()> {
-        let (step, t) = (world.step_count(), world.time());
-        let reactions = world.reactions().map_err(std::io::Error::other)?;
+    /// Appends the given reaction rows at the world's current step.
+    pub fn reaction_rows(&mut self, world: &World, reactions: &[Reaction]) -> std::io::Result<()> {
+        let (step, t) = (world.step_count().to_string(), world.time().to_string());
         for r in reactions {
-            writeln!(self.out, "{step},{t},{},{},{},{}", r.constraint, r.fx, r.fy, r.torque)?;
+            let numbers = [r.fx, r.fy, r.torque].map(|v| v.to_string());
+            self.row(
+                [step.as_str(), t.as_str(), r.constraint.as_str()]
+                    .into_iter()
+                    .chain(numbers.iter().map(String::as_str)),
+            )?;
         }
         Ok(())
     }
 
     /// Flushes buffered rows to disk.
     pub fn flush(&mut self) -> std::io::Result<()> {
-        self.out.flush()
+        self.out.flush().map_err(|e| named(&self.path, e))
     }
 }
 
@@ -101,6 +130,18 @@ impl Drop for CsvWriter {
     fn drop(&mut self) {
         let _ = self.out.flush();
     }
+}
+
+/// An I/O error that names the file it happened on.
+pub fn named(path: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("cannot write {}: {e}", path.display()))
+}
+
+/// Writes one line to stderr; a failure to write there (a closed pipe, a
+/// full disk) is ignored, as there is nowhere left to report it.
+pub fn report(line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}");
 }
 
 /// Why a run ended early.
@@ -125,6 +166,17 @@ pub struct Summary {
     pub bodies: usize,
     /// Steps taken.
     pub steps: u64,
+    /// Integrator (sub)steps accepted: equal to `steps` for the fixed-step
+    /// methods, the adaptive ones may take several per step.
+    pub substeps: u64,
+    /// Integrator steps rejected by the error control or a failed Newton.
+    pub rejected_steps: u64,
+    /// Newton iterations of the implicit methods (0 for the explicit ones).
+    pub newton_iterations: u64,
+    /// Jacobian evaluations of the implicit methods.
+    pub jacobians: u64,
+    /// Relative tolerance of the adaptive integrators.
+    pub tolerance: f64,
     /// Step size (s).
     pub dt: f64,
     /// Final simulated time (s).
@@ -155,12 +207,44 @@ pub struct Summary {
     pub stopped: Option<Stopped>,
     /// Warnings raised during the run (redundant constraints …).
     pub warnings: Vec<String>,
+    /// The population tier's figures, when the scene has one.
+    pub population: Option<PopulationSummary>,
+}
+
+/// The population tier in `--summary` (the peers script reads `escaped`,
+/// `kinetic_per_ball` and `max_overlap_ratio`).
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct PopulationSummary {
+    /// Balls in all (every state).
+    pub balls: usize,
+    /// `cpu` or `gpu`: where the population stepped.
+    pub backend: String,
+    /// Mean wall time of the population stage per step (ms).
+    pub ms_per_step: f64,
+    /// Substeps per step.
+    pub substeps: u32,
+    /// Position iterations per substep.
+    pub iterations: u32,
+    /// Figures at the start.
+    pub initial: crate::population::PopulationStats,
+    /// Figures at the end: `alive`, `escaped`, `killed`, `pending`,
+    /// `kinetic_energy`, `kinetic_per_ball`, `max_overlap_ratio` (overlap over
+    /// the smaller radius), `list_overflow`.
+    pub last: crate::population::PopulationStats,
+    /// Balls that left the world over the run.
+    pub escaped: u64,
+    /// Kinetic energy per ball in the world at the end (J).
+    pub kinetic_per_ball: f64,
+    /// Largest overlap / radius at the end.
+    pub max_overlap_ratio: f64,
+    /// Largest overlap / radius over the recorded steps.
+    pub max_overlap_ratio_seen: f64,
 }
 
 impl Summary {
     /// Writes the summary as pretty JSON.
     pub fn write(&self, path: &Path) -> std::io::Result<()> {
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        std::fs::write(path, text + "\n")
+        std::fs::write(path, text + "\n").map_err(|e| named(path, e))
     }
 }

@@ -17,7 +17,12 @@
 //!    the constraints (seed 003 §IV);
 //! 5. `scatter_state` — back into the bodies;
 //! 6. `check_divergence` — NaN/∞ or runaway energy stops the run, naming the
-//!    step and the body.
+//!    step and the body;
+//! 7. `step_population` — when the world has a population tier
+//!    ([`crate::population`]), its balls are stepped last, so that they see
+//!    the bodies' new poses and velocities as moving obstacles (one-way
+//!    coupling: balls do not push bodies). A non-finite ball stops the run
+//!    with the step and the ball's index.
 
 use std::time::{Duration, Instant};
 
@@ -30,14 +35,19 @@ use crate::constraint::{Constraint, ConstraintHandle, ConstraintSet};
 use crate::contact::{ContactError, ContactSet};
 use crate::field::{Field, total_force};
 use crate::gpu::GpuFieldBackend;
-use crate::integrator::{Dynamics, Integrator, IntegratorError, Method, State};
+use crate::integrator::{DenseOutput, Dynamics, Integrator, IntegratorError, IntegratorStats, Method, State};
 use crate::load::{Kinematics, Load};
+use crate::population::Population;
+use crate::population::gpu::GpuPopulation;
 use crate::solver::SolverError;
 use crate::surface::Surface;
 
 /// Below this many bodies the per-body loop runs on one thread (rayon's
 /// fork-join costs more than it saves).
 const PARALLEL_THRESHOLD: usize = 4096;
+/// Bodies per block of the field-power sum (a fixed reduction order, so the
+/// sum does not depend on the thread count).
+const POWER_BLOCK: usize = 1024;
 
 /// Energy of the world at one instant.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -90,11 +100,13 @@ pub enum Stage {
     ScatterState,
     /// The divergence check.
     CheckDivergence,
+    /// The population tier's whole step (fields, grid, contacts, bounds).
+    StepPopulation,
 }
 
 impl Stage {
     /// Every stage, in step order.
-    pub const ALL: [Stage; 12] = [
+    pub const ALL: [Stage; 13] = [
         Stage::GatherState,
         Stage::ApplyFields,
         Stage::ApplyLoads,
@@ -107,6 +119,7 @@ impl Stage {
         Stage::CorrectDrift,
         Stage::ScatterState,
         Stage::CheckDivergence,
+        Stage::StepPopulation,
     ];
 
     /// The stage's name in the summary's `stage_ms`.
@@ -124,6 +137,7 @@ impl Stage {
             Stage::CorrectDrift => "correct_drift",
             Stage::ScatterState => "scatter_state",
             Stage::CheckDivergence => "check_divergence",
+            Stage::StepPopulation => "step_population",
         }
     }
 }
@@ -202,6 +216,16 @@ pub enum SimulationError {
         /// The pair and the reason.
         source: ContactError,
     },
+    /// The population tier failed (a non-finite ball, the GPU backend).
+    #[error("step {step} (t = {time}): population: {source}")]
+    Population {
+        /// Step that failed.
+        step: u64,
+        /// Time at the end of that step.
+        time: f64,
+        /// What went wrong.
+        source: crate::population::PopulationError,
+    },
     /// The integrator failed.
     #[error("step {step} (t = {time}): {source}")]
     Integrator {
@@ -246,12 +270,18 @@ pub struct World {
     pub stabilization: Stabilization,
     /// Contacts and impacts (off unless the scene turns them on).
     pub contacts: ContactSet,
+    /// The population tier (balls), stepped after the bodies.
+    pub population: Option<Population>,
+    /// The population's GPU backend, when it runs there.
+    population_gpu: Option<std::sync::Arc<std::sync::Mutex<GpuPopulation>>>,
     system: ConstraintSystem,
     /// Field forces from the GPU kernel instead of `field.rs`, when set.
     gpu_fields: Option<std::sync::Arc<std::sync::Mutex<GpuFieldBackend>>>,
     max_constraint_error: f64,
     prepared: bool,
     time: f64,
+    /// (step, time, dt) from which `time` is counted: see `step`.
+    time_origin: (u64, f64, f64),
     steps: u64,
     integrator: Integrator,
     state: State,
@@ -272,11 +302,14 @@ impl World {
             constraints: ConstraintSet::new(),
             stabilization: Stabilization::default(),
             contacts: ContactSet::default(),
+            population: None,
+            population_gpu: None,
             system: ConstraintSystem::default(),
             gpu_fields: None,
             max_constraint_error: 0.0,
             prepared: false,
             time: 0.0,
+            time_origin: (0, 0.0, 1e-3),
             steps: 0,
             integrator: Integrator::new(Method::Symplectic),
             state: State::default(),
@@ -314,9 +347,36 @@ impl World {
         if self.gpu_fields.is_some() { "gpu" } else { "cpu" }
     }
 
-    /// Selects the integration method (restarts multistep history).
+    /// Selects the integration method (restarts multistep history; keeps
+    /// the tolerance).
     pub fn set_integrator(&mut self, method: Method) {
+        let tolerance = self.integrator.tolerance;
         self.integrator = Integrator::new(method);
+        self.integrator.tolerance = tolerance;
+    }
+
+    /// Sets the relative error tolerance of the adaptive integrators
+    /// (`dopri5`, `sdirk3`: steps ≤ `dt` chosen to meet it; infinite: fixed
+    /// steps of `dt`).
+    pub fn set_tolerance(&mut self, tolerance: f64) {
+        self.integrator.tolerance = tolerance;
+    }
+
+    /// The integrators' tolerance.
+    pub fn tolerance(&self) -> f64 {
+        self.integrator.tolerance
+    }
+
+    /// Integrator counters: accepted and rejected (sub)steps, Newton
+    /// iterations, Jacobians and acceleration evaluations.
+    pub fn integrator_stats(&self) -> IntegratorStats {
+        self.integrator.stats()
+    }
+
+    /// The DOPRI5 continuous extension of the last substep, when that is the
+    /// integrator (for event location, e.g. a time of impact).
+    pub fn dense_output(&self) -> Option<&DenseOutput> {
+        self.integrator.dense_output()
     }
 
     /// The integration method in use.
@@ -386,8 +446,15 @@ impl World {
             }
             result?;
         }
-        self.time += self.dt;
         self.steps += 1;
+        // t = t₀ + (n − n₀)·dt, not a running sum of dt: after 8000 steps of
+        // 0.0005 the sum reads 4.000000000000503. (t₀, n₀) move only when dt
+        // is changed between steps.
+        if self.dt != self.time_origin.2 {
+            self.time_origin = (self.steps - 1, self.time, self.dt);
+        }
+        let (n0, t0, dt) = self.time_origin;
+        self.time = t0 + (self.steps - n0) as f64 * dt;
         let drift = self.correct_drift();
         // Scatter even when the projection failed: the run stops with the
         // state that failed, which the trace then shows.
@@ -396,7 +463,57 @@ impl World {
         let started = Instant::now();
         let result = self.check_divergence();
         self.times.add(Stage::CheckDivergence, started.elapsed());
+        result?;
+        let started = Instant::now();
+        let result = self.step_population();
+        self.times.add(Stage::StepPopulation, started.elapsed());
         result
+    }
+
+    /// The population stage: bodies become obstacles at their new pose, then
+    /// one population step on the CPU twin or the GPU.
+    fn step_population(&mut self) -> Result<(), SimulationError> {
+        let Some(pop) = self.population.as_mut() else {
+            return Ok(());
+        };
+        if !self.bodies.is_empty() {
+            pop.set_body_obstacles(self.bodies.as_slice());
+        }
+        let dt = self.dt as f32;
+        let result = match &self.population_gpu {
+            None => crate::population::cpu::step(pop, dt),
+            Some(gpu) => match gpu.lock() {
+                Ok(mut gpu) => gpu.step(pop, dt),
+                Err(_) => Err(crate::population::PopulationError::Gpu("the GPU backend was poisoned".into())),
+            },
+        };
+        result.map_err(|source| SimulationError::Population { step: self.steps, time: self.time, source })
+    }
+
+    /// Steps the population on the GPU from now on (`None`: on the CPU twin
+    /// again, after reading the balls back). Clones of the world share it.
+    pub fn set_population_gpu(&mut self, gpu: Option<GpuPopulation>) -> Result<(), SimulationError> {
+        self.sync_population()?;
+        self.population_gpu = gpu.map(|g| std::sync::Arc::new(std::sync::Mutex::new(g)));
+        Ok(())
+    }
+
+    /// `"gpu"` when the population steps on the GPU, else `"cpu"`.
+    pub fn population_backend(&self) -> &'static str {
+        if self.population_gpu.is_some() { "gpu" } else { "cpu" }
+    }
+
+    /// Brings the GPU's balls into [`World::population`] (a readback; nothing
+    /// to do on the CPU twin). Call before reading the balls.
+    pub fn sync_population(&mut self) -> Result<(), SimulationError> {
+        let (Some(pop), Some(gpu)) = (self.population.as_mut(), &self.population_gpu) else {
+            return Ok(());
+        };
+        let result = match gpu.lock() {
+            Ok(mut gpu) => gpu.read_back(pop),
+            Err(_) => Err(crate::population::PopulationError::Gpu("the GPU backend was poisoned".into())),
+        };
+        result.map_err(|source| SimulationError::Population { step: self.steps, time: self.time, source })
     }
 
     fn force_model(&mut self) -> (ForceModel<'_>, &mut Integrator, &mut State) {
@@ -753,10 +870,18 @@ impl ForceModel<'_> {
             out.copy_from_slice(&[total.x, total.y, 0.0]);
             field.dot(vel)
         };
+        // The power is summed per fixed block of bodies, then the block sums
+        // in order: the same additions in the same order whatever the number
+        // of threads (a rayon `sum` splits where its scheduler likes, and the
+        // last digits of the work then depended on RAYON_NUM_THREADS).
+        let per_block = |(k, block): (usize, &mut [f64])| -> f64 {
+            block.chunks_mut(3).enumerate().map(|(j, out)| per_body((k * POWER_BLOCK + j, out))).sum()
+        };
         if self.bodies.len() >= PARALLEL_THRESHOLD {
-            f.par_chunks_mut(3).enumerate().map(per_body).sum()
+            let blocks: Vec<f64> = f.par_chunks_mut(3 * POWER_BLOCK).enumerate().map(per_block).collect();
+            blocks.iter().sum()
         } else {
-            f.chunks_mut(3).enumerate().map(per_body).sum()
+            f.chunks_mut(3 * POWER_BLOCK).enumerate().map(per_block).sum()
         }
     }
 

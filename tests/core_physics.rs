@@ -60,6 +60,8 @@ fn spring_pendulum_world(method: Method, h: f64, stiffness: f64) -> (World, Body
     let mut w = World::new(DVec2::new(0.0, -9.81));
     w.dt = h;
     w.set_integrator(method);
+    // fixed steps of h for the adaptive methods too: orders are measured in h
+    w.set_tolerance(f64::INFINITY);
     let b = w.add_body(ball(DVec2::new(0.8, -0.6), DVec2::new(0.0, 0.5), 1.0)).expect("add");
     w.loads.push(Load::Spring {
         body: b,
@@ -90,12 +92,16 @@ fn integrator_orders_on_a_spring_pendulum() {
         let h = match method.order() {
             1 => 1.0 / 4000.0,
             2 => 1.0 / 1000.0,
+            5 => 1.0 / 160.0,
             _ => 1.0 / 320.0,
         };
         let e1 = (spring_pendulum(method, h) - reference).length();
         let e2 = (spring_pendulum(method, h / 2.0) - reference).length();
         let p = (e1 / e2).log2();
-        assert!((p - method.order() as f64).abs() <= 0.15, "{method}: measured order {p:.3} (errors {e1:e}, {e2:e})");
+        // order 5 (dopri5): e2 ≈ 3e-11 is within a few times the 1e-11 floor
+        // of the RK4 reference, which pulls the ratio down: 0.2 there.
+        let slack = if method.order() >= 5 { 0.2 } else { 0.15 };
+        assert!((p - method.order() as f64).abs() <= slack, "{method}: measured order {p:.3} (errors {e1:e}, {e2:e})");
     }
 }
 

@@ -253,6 +253,7 @@ fn bench_cpu_paths_same_at_every_pool_size() {
         plot: None,
         passes: false,
         order: mx2d::bench::BodyOrder::Random,
+        scene: None,
     };
     let rows = assert_same_at_every_pool_size("bench", || {
         let rows = mx2d::bench::measure(&args, None).expect("bench runs");

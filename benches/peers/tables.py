@@ -41,7 +41,7 @@ def main():
         print()
     py = collect(os.path.join(d, "py_*.json"))
     if py:
-        print("| rows (boxes) | engine | ms/step (wall) | CPU ms/step | max drift m (/ box size) | of which |dx|, |dy| | penetration end / max m | KE/box end J |")
+        print("| rows (boxes) | engine | ms/step (wall) | CPU ms/step | max drift m (/ box size) | of which horizontal, vertical m | penetration end / max m | KE/box end J |")
         print("|---|---|---|---|---|---|---|---|")
         for (rows, engine), recs in sorted(py.items()):
             r = recs[0]

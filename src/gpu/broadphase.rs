@@ -3,33 +3,63 @@
 //! (tests compare them exactly), but by different algorithms.
 //!
 //! The GPU inserts every box into every cell it covers
-//! ([`GridParams::for_aabbs`]). It counting-sorts with atomics and reports a
-//! pair only from its reference cell (the cell of the lower-left corner of
-//! the intersection), so that no thread coordinates with another.
-//! [`GpuGridBroadphase::find_pairs`] sorts the pairs after readback.
+//! ([`GridParams::for_aabbs`]). It counting-sorts (box, cell) entries with
+//! atomics (`count_cells`, a prefix sum, `scatter_cells`) and then runs one
+//! thread per sorted entry (`find_pairs`): each entry is tested against the
+//! later entries of its bucket, and a pair is reported only from its
+//! reference cell (the cell of the lower-left corner of the intersection),
+//! so that no thread coordinates with another. Entries carry their box, so
+//! the pair pass streams through the sorted entries and never reads a
+//! partner's box at a random index; pair slots are taken once per workgroup.
 //!
 //! The CPU inserts each box once, at its min corner, and sweeps cells with a
 //! half stencil. See `src/broadphase/grid.rs` for both algorithms and their
 //! proofs.
 //!
+//! # Two ways to call it
+//!
+//! * [`find_pairs`](GpuGridBroadphase::find_pairs): upload from the host,
+//!   run (rerunning once with larger buffers if an output overflowed), read
+//!   the pairs back and sort them. For tests and the comparison with the
+//!   CPU; `mx2d bench` reports the readback and sort separately
+//!   (`gpu_readback_sort_ms`).
+//! * Resident, for GPU consumers of the pairs (the population step):
+//!   [`prepare_resident`](GpuGridBroadphase::prepare_resident) with the
+//!   caller's grid, [`copy_boxes`](GpuGridBroadphase::copy_boxes) from the
+//!   caller's buffer (or a producer kernel writing
+//!   [`box_pages`](GpuGridBroadphase::box_pages)), then
+//!   [`encode`](GpuGridBroadphase::encode) into the caller's command encoder:
+//!   no submission, no readback, no host sort. The pairs stay in
+//!   [`pair_pages`](GpuGridBroadphase::pair_pages), their count in
+//!   [`counters`](GpuGridBroadphase::counters) (a consumer reads at most
+//!   [`pair_capacity`](GpuGridBroadphase::pair_capacity) of them);
+//!   [`read_counts`](GpuGridBroadphase::read_counts) reads the count on
+//!   request and grows the buffers after an overflow.
+//!
+//! Each stage is its own compute pass, so
+//! [`run_profiled`](GpuGridBroadphase::run_profiled) times each one
+//! ([`super::timing`]): `mx2d bench --passes`.
+//!
 //! # Inputs larger than one storage binding
 //!
 //! Adapters cap each storage binding (`max_storage_buffer_binding_size`:
-//! 128 MiB on lavapipe and in WebGPU's defaults), while 10⁷ boxes are 160 MB
-//! of boxes, ~2–4·10⁷ cell entries of 12 bytes and as many pairs of 8 bytes.
-//! So the three per-box arrays (`aabbs`, sorted cell entries, `pairs`) are
+//! 128 MiB on lavapipe and in WebGPU's defaults; 2 GiB on Vulkan drivers
+//! that allow more, wgpu's i32 cap), while 10⁷ boxes are 160 MB of boxes,
+//! ~2.25·10⁷ cell entries of 24 bytes and as many pairs of 8 bytes. So the
+//! three per-box arrays (`aabbs`, sorted cell entries, `pairs`) are
 //! [`PagedBuffer`]s of [`PAGES`] bindings each, chosen in the shader by index
 //! range. Each is limited to `PAGES ×` the binding limit (512 MiB on
-//! lavapipe: 3.3·10⁷ boxes, 4.4·10⁷ entries, 6.7·10⁷ pairs, so about
-//! 2·10⁷ discs of `mx2d bench` at ~2.25 entries each); past that,
-//! [`GpuError::TooLargeSplit`] names the array. The bucket table is instead
-//! kept to one binding: when the grid of [`GridParams::for_aabbs`] needs more
-//! buckets than fit, the GPU switches to hashed keys with the largest
-//! power-of-two table that fits (2²⁵ buckets on lavapipe). The pair set does
-//! not depend on the table (hash collisions are filtered by cell
-//! coordinates), only the bucket load does. Workgroup counts past 65,535 use
-//! a 2D dispatch ([`GpuContext::dispatch_grid`]). All buffers only grow:
-//! nothing is allocated per step once the sizes have been seen.
+//! lavapipe: 3.3·10⁷ boxes, 2.2·10⁷ entries, 6.7·10⁷ pairs, so about
+//! 9.9·10⁶ discs of `mx2d bench` at ~2.25 entries each; 8 GiB at 2 GiB per
+//! binding); past that, [`GpuError::TooLargeSplit`] names the array. The
+//! bucket table is instead kept to one binding: when the grid of
+//! [`GridParams::for_aabbs`] needs more buckets than fit, the GPU switches to
+//! hashed keys with the largest power-of-two table that fits (2²⁵ buckets on
+//! lavapipe). The pair set does not depend on the table (hash collisions are
+//! filtered by cell coordinates), only the bucket load does. Workgroup
+//! counts past 65,535 use a 2D dispatch ([`GpuContext::dispatch_grid`]). All
+//! buffers only grow: nothing is allocated per step once the sizes have been
+//! seen.
 
 use super::buffers::{BUFFER_ALIGNMENT, GrowableBuffer, PagedBuffer, Readback, map_read};
 use super::context::{GpuContext, GpuError, GpuTiming, TimingSource};

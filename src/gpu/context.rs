@@ -105,6 +105,7 @@ pub struct GpuContext {
     pub device: wgpu::Device,
     /// Its queue.
     pub queue: wgpu::Queue,
+    adapter: wgpu::Adapter,
     info: wgpu::AdapterInfo,
     limits: wgpu::Limits,
     workgroups_per_dimension: u32,
@@ -132,12 +133,28 @@ impl GpuContext {
     /// with their 128 MiB storage bindings) and timestamp queries when offered.
     pub fn with_options(options: GpuOptions) -> Result<Self, GpuError> {
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-        let adapter = match pollster::block_on(wgpu::util::initialize_adapter_from_env(&instance, None)) {
+        Self::open(&instance, None, options)
+    }
+
+    /// Opens the GPU that can present to `surface` (a window's, created from
+    /// `instance`), with the same device settings as
+    /// [`with_options`](Self::with_options), so that one device runs the
+    /// kernels and draws (share it as `Arc<GpuContext>`).
+    pub fn for_surface(instance: &wgpu::Instance, surface: &wgpu::Surface<'_>) -> Result<Self, GpuError> {
+        Self::open(instance, Some(surface), GpuOptions::default())
+    }
+
+    fn open(
+        instance: &wgpu::Instance,
+        surface: Option<&wgpu::Surface<'_>>,
+        options: GpuOptions,
+    ) -> Result<Self, GpuError> {
+        let adapter = match pollster::block_on(wgpu::util::initialize_adapter_from_env(instance, surface)) {
             Ok(adapter) => adapter,
             Err(_) => pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
                 power_preference: wgpu::PowerPreference::HighPerformance,
                 force_fallback_adapter: false,
-                compatible_surface: None,
+                compatible_surface: surface,
                 ..Default::default()
             }))
             .map_err(|e| GpuError::NoAdapter(e.to_string()))?,
@@ -180,7 +197,12 @@ impl GpuContext {
             .max_binding_bytes
             .map_or(limits.max_storage_buffer_binding_size, |m| m.min(limits.max_storage_buffer_binding_size))
             .min(limits.max_buffer_size);
-        Ok(Self { device, queue, info, limits, workgroups_per_dimension, binding_bytes, timestamps, failure })
+        Ok(Self { device, queue, adapter, info, limits, workgroups_per_dimension, binding_bytes, timestamps, failure })
+    }
+
+    /// The adapter (surface capabilities of a window).
+    pub fn adapter(&self) -> &wgpu::Adapter {
+        &self.adapter
     }
 
     /// The adapter's name, e.g. "NVIDIA H100" or "llvmpipe (LLVM 15.0.7, 256 bits)".

@@ -11,6 +11,8 @@
 //!   [`crate::broadphase::GridBroadphase`]. It gives the same pair set, by a
 //!   different algorithm (multi-cell insertion and a reference cell, against
 //!   the CPU's single insertion and half-stencil sweep).
+//! * [`timing`]: per-pass GPU timing from timestamp queries (wall clock,
+//!   stated as such, without them), for `mx2d bench --passes`.
 //! * [`prefix_sum`]: `shaders/prefix_sum.wgsl`, a portable multi-level
 //!   scan-then-propagate exclusive prefix sum (no inter-workgroup waiting).
 //!

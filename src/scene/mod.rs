@@ -20,6 +20,7 @@ use glam::DVec2;
 use crate::body::{Body, BodyHandle};
 use crate::constraint::{Constraint, ConstraintKind};
 use crate::load::{Anchor, Load};
+use crate::population::{Population, PopulationError};
 use crate::shape::Shape;
 use crate::world::World;
 
@@ -96,6 +97,23 @@ fn available_memory() -> AvailableMemory {
     }
 }
 
+/// The largest magnitude of any number in a scene: squares and products of
+/// three such numbers stay finite (1e100³ = 1e300), so energies do too.
+pub const MAX_MAGNITUDE: f64 = 1e100;
+
+/// How far from the origin a body may be, in units of the largest body's
+/// radius: at 1e12 radii an f64 position still resolves 1e-4 of a radius.
+pub const MAX_EXTENT_RATIO: f64 = 1e12;
+
+/// The most links one chain may generate (each is a body and a joint: about
+/// 2 KiB with the sparse solver's share; see docs, "Limits").
+pub const MAX_CHAIN_LINKS: usize = 1_000_000;
+
+/// The most steps one run may take (a scene's `steps`, `duration / dt`, or
+/// the command line's): 10⁹ steps is hours of the smallest scene; a larger
+/// count is a typo or a saturated conversion, and would never end.
+pub const MAX_STEPS: u64 = 1_000_000_000;
+
 fn ron_options() -> ron::Options {
     ron::Options::default().with_default_extension(ron::extensions::Extensions::IMPLICIT_SOME)
 }
@@ -132,20 +150,26 @@ impl Scene {
         if bytes.len() as u64 > MAX_SCENE_BYTES {
             return Err(unplaced(format!("the scene file is longer than the limit of {MAX_SCENE_BYTES} bytes")));
         }
+        Scene::from_bytes(bytes, &name, overrides)
+    }
+
+    /// Checks that `bytes` are UTF-8 (invalid bytes are reported at their
+    /// line and column), then parses them as [`Scene::parse_with_overrides`].
+    pub fn from_bytes(bytes: Vec<u8>, name: &str, overrides: &[String]) -> Result<Scene, SceneError> {
         let text = String::from_utf8(bytes).map_err(|e| {
             let valid = e.utf8_error().valid_up_to();
             let bytes = e.as_bytes();
             let good = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
             let (line, column) = locate::line_col_of(good, valid);
             SceneError {
-                file: name.clone(),
+                file: name.to_string(),
                 line,
                 column,
                 field: String::new(),
                 message: format!("the file is not valid UTF-8 (byte 0x{:02X})", bytes[valid]),
             }
         })?;
-        Scene::parse_with_overrides(&text, &name, overrides)
+        Scene::parse_with_overrides(&text, name, overrides)
     }
 
     /// Parses and validates scene text (`name` is used in messages).
@@ -191,6 +215,73 @@ impl Scene {
         SceneError { file: self.path.clone(), line, column, field, message }
     }
 
+    /// Every number in the scene must be a normal float (or zero) of sane
+    /// size: a subnormal (1e-320) passes "positive and finite" but its
+    /// inverse is infinite (`mass`) or a run with it never ends (`dt`); a
+    /// magnitude past [`MAX_MAGNITUDE`] overflows the energy (m g y with y =
+    /// 1e308 is infinite). Body positions must also lie within
+    /// [`MAX_EXTENT_RATIO`] × the largest body's radius of the origin, past
+    /// which f64 can no longer resolve the bodies themselves.
+    fn check_numbers(&self) -> Result<(), SceneError> {
+        fn walk(v: &serde_json::Value, path: &str, out: &mut Vec<(String, f64)>) {
+            match v {
+                serde_json::Value::Number(n) if !(n.is_i64() || n.is_u64()) => {
+                    out.push((path.to_string(), n.as_f64().unwrap_or(0.0)));
+                }
+                serde_json::Value::Array(items) => {
+                    for (k, item) in items.iter().enumerate() {
+                        walk(item, &format!("{path}[{k}]"), out);
+                    }
+                }
+                serde_json::Value::Object(fields) => {
+                    // An enum variant `{"Circle": {...}}`: the tag is not a path part.
+                    let tag = fields.len() == 1 && fields.keys().all(|k| k.starts_with(|c: char| c.is_uppercase()));
+                    for (name, field) in fields {
+                        let child = match (tag, path.is_empty()) {
+                            (true, _) => path.to_string(),
+                            (false, true) => name.clone(),
+                            (false, false) => format!("{path}.{name}"),
+                        };
+                        walk(field, &child, out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Ok(value) = serde_json::to_value(&self.file) else { return Ok(()) };
+        let mut numbers = Vec::new();
+        walk(&value, "", &mut numbers);
+        for (path, v) in numbers {
+            if v != 0.0 && v.is_finite() && !v.is_normal() {
+                return Err(self.error_at(
+                    &path,
+                    format!(
+                        "{v:e} is subnormal, too small to compute with (the smallest normal float is {:e})",
+                        f64::MIN_POSITIVE
+                    ),
+                ));
+            }
+            if v.abs() > MAX_MAGNITUDE {
+                return Err(
+                    self.error_at(&path, format!("{v:e} is beyond the largest magnitude accepted, {MAX_MAGNITUDE:e}"))
+                );
+            }
+        }
+        let largest = self.file.bodies.iter().map(|b| b.shape.bounding_radius()).fold(0.0, f64::max);
+        for (i, b) in self.file.bodies.iter().enumerate() {
+            let r = b.position.length();
+            if r > MAX_EXTENT_RATIO * largest {
+                return Err(self.error_at(
+                    &format!("bodies[{i}].position"),
+                    format!(
+                        "{r:e} from the origin is more than {MAX_EXTENT_RATIO:e} × the largest body radius ({largest:e}): f64 cannot resolve the bodies there"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn validate(&self) -> Result<(), SceneError> {
         self.build_world().map(|_| ())
     }
@@ -198,6 +289,7 @@ impl Scene {
     /// Builds the world the scene describes.
     pub fn build_world(&self) -> Result<World, SceneError> {
         let f = &self.file;
+        self.check_numbers()?;
         let finite_vec = |path: &str, v: glam::DVec2| {
             if v.is_finite() {
                 Ok(())
@@ -214,6 +306,20 @@ impl Scene {
         {
             return Err(self.error_at("duration", format!("must be finite and >= 0, got {d}")));
         }
+        if let Some(n) = f.steps
+            && n > MAX_STEPS
+        {
+            return Err(self.error_at("steps", format!("{n} steps is more than the limit of {MAX_STEPS}")));
+        }
+        if f.steps.is_none()
+            && let Some(d) = f.duration
+            && d / f.dt > MAX_STEPS as f64
+        {
+            let n = d / f.dt;
+            return Err(
+                self.error_at("duration", format!("duration / dt = {n:e} steps, more than the limit of {MAX_STEPS}"))
+            );
+        }
         if let Some(e) = f.max_body_energy
             && !(e.is_finite() && e > 0.0)
         {
@@ -223,6 +329,12 @@ impl Scene {
         let mut world = World::new(f.gravity);
         world.dt = f.dt;
         world.set_integrator(f.integrator);
+        if let Some(tol) = f.tolerance {
+            if !(tol.is_finite() && tol > 0.0 && tol < 1.0) {
+                return Err(self.error_at("tolerance", format!("must be in (0, 1), got {tol}")));
+            }
+            world.set_tolerance(tol);
+        }
         world.limits.max_body_energy = f.max_body_energy;
         for (i, b) in f.bodies.iter().enumerate() {
             let at = |field: &str| format!("bodies[{i}].{field}");
@@ -272,6 +384,8 @@ impl Scene {
                     "velocity"
                 } else if m.starts_with("inertia") {
                     "inertia"
+                } else if m.starts_with("name") {
+                    "name"
                 } else {
                     "mass"
                 };
@@ -319,6 +433,27 @@ impl Scene {
         for (i, c) in f.constraints.iter().enumerate() {
             let constraint = self.build_constraint(&world, i, c)?;
             world.add_constraint(constraint).map_err(|m| self.error_at(&format!("constraints[{i}]"), m))?;
+        }
+        if let Some(def) = &f.population {
+            let built = Population::build(
+                def,
+                &world.surfaces,
+                &world.fields,
+                f.gravity,
+                f.dt,
+                crate::population::cpu_memory_limit(),
+            );
+            world.population = Some(built.map_err(|e| match e {
+                PopulationError::Invalid { field, message } => self.error_at(&format!("population.{field}"), message),
+                other => {
+                    let field = if f.population.as_ref().is_some_and(|p| p.count.is_some()) {
+                        "population.count"
+                    } else {
+                        "population.spawn"
+                    };
+                    self.error_at(field, other.to_string())
+                }
+            })?);
         }
         Ok(world)
     }
@@ -527,6 +662,12 @@ impl Scene {
 
     fn build_chain(&self, world: &mut World, i: usize, c: &ChainDef) -> Result<(), SceneError> {
         let at = |field: &str| format!("chains[{i}].{field}");
+        crate::body::check_name(&format!("{}0", c.prefix)).map_err(|m| self.error_at(&at("prefix"), m))?;
+        if c.links > MAX_CHAIN_LINKS {
+            return Err(
+                self.error_at(&at("links"), format!("{} links is more than the limit of {MAX_CHAIN_LINKS}", c.links))
+            );
+        }
         if c.links == 0 {
             return Err(self.error_at(&at("links"), "a chain needs at least one link"));
         }
@@ -691,6 +832,7 @@ impl Scene {
                 (name.clone().unwrap_or_else(|| default_name("point_on_curve")), a, None, kind)
             }
         };
+        crate::body::check_name(&name).map_err(|m| self.error_at(&at_path("name"), m))?;
         if b == Some(a) {
             return Err(
                 self.error_at(&at_path("b"), format!("constraint '{name}' joins body '{}' to itself", body(a).name))

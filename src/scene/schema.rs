@@ -9,6 +9,7 @@ use crate::contact::{BroadphaseChoice, MixRule};
 use crate::field::Field;
 use crate::integrator::Method;
 use crate::load::Profile;
+use crate::population::PopulationDef;
 use crate::shape::Shape;
 use crate::surface::Surface;
 
@@ -37,6 +38,10 @@ pub struct SceneFile {
     /// Integration method; default `Symplectic`.
     #[serde(default)]
     pub integrator: Method,
+    /// Relative error tolerance of the adaptive integrators (`Dopri5`,
+    /// `Sdirk3`), which take steps ≤ `dt` to meet it; default 1e-6.
+    #[serde(default)]
+    pub tolerance: Option<f64>,
     /// Default run length in steps (the command line may override).
     #[serde(default)]
     pub steps: Option<u64>,
@@ -79,6 +84,9 @@ pub struct SceneFile {
     /// Generated grids of bodies of mixed shapes, dropped from rest.
     #[serde(default)]
     pub drops: Vec<DropDef>,
+    /// The population tier: balls from generators (`docs/scene-format.md`).
+    #[serde(default)]
+    pub population: Option<PopulationDef>,
 }
 
 /// `count` bodies on a grid of `columns` columns, `spacing` apart, from

@@ -51,7 +51,8 @@ fn run(name: &str, args: &Args, workers: usize, layout: &Layout) -> anyhow::Resu
     let settings = Settings { gravity: [0.0, scene::GRAVITY], dt: scene::DT, substeps: args.substeps, workers };
     let mut engine = engines::create(name, settings)?;
     let material = Material { friction: scene::FRICTION, restitution: scene::RESTITUTION };
-    // The box: floor, left and right walls as static slabs 1 m thick outside the inside.
+    // The box: floor, left and right walls as static slabs 1 m thick lying outside the
+    // box's interior (thick, so that no fast ball can tunnel through a wall).
     let t = 0.5;
     let (l, r, top) = (layout.left, layout.right, layout.top);
     engine.add_static_rect([(l + r) / 2.0, layout.floor - t], [(r - l) / 2.0 + 2.0 * t, t], material)?;
@@ -84,14 +85,25 @@ fn run(name: &str, args: &Args, workers: usize, layout: &Layout) -> anyhow::Resu
     }
     if args.steps == 0 {
         engine.read(&mut state)?;
+        quality.max_overlap_ratio_final = layout.max_overlap_ratio(&state.position);
     }
     quality.kinetic_energy_final = scene::kinetic_energy_per_ball(&state.velocity, &state.spin, args.density);
     quality.escaped = layout.count_escaped(&state.position);
     Ok(Run { engine: engine.name(), setup_ms, timer, quality })
 }
 
-fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn main() -> std::process::ExitCode {
+    // Print the error chain on one line, without anyhow's backtrace, and exit non-zero.
+    match try_main(Args::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("balls_box: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn try_main(args: Args) -> anyhow::Result<()> {
     let names: Vec<&str> = match args.engine.as_str() {
         "both" => vec!["box2d", "rapier"],
         "box2d" => vec!["box2d"],

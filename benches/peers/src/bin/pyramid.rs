@@ -40,8 +40,18 @@ fn poses(state: &State) -> Vec<Pose> {
     state.position.iter().zip(&state.angle).map(|(&center, &angle)| Pose { center, angle }).collect()
 }
 
-fn main() -> anyhow::Result<()> {
-    let args = Args::parse();
+fn main() -> std::process::ExitCode {
+    // Print the error chain on one line, without anyhow's backtrace, and exit non-zero.
+    match try_main(Args::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("pyramid: error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn try_main(args: Args) -> anyhow::Result<()> {
     let names: Vec<&str> = match args.engine.as_str() {
         "both" => vec!["box2d", "rapier"],
         "box2d" => vec!["box2d"],

@@ -1,5 +1,8 @@
 //! Time integrators for the second-order system q̇ = v, v̇ = a(t, q, v)
-//! (seed 000's midpoint scheme, seed 003's RK4, Adams–Bashforth 4).
+//! (seed 000's midpoint scheme, seed 003's RK4, Adams–Bashforth 4), and the
+//! issue-10 methods: the stiffly accurate implicit SDIRK3 with step-size
+//! control ([`implicit`]) and the adaptive Dormand–Prince 5(4) with dense
+//! output ([`dopri`]).
 //!
 //! The integrators see only flat state vectors and a [`Dynamics`] that returns
 //! accelerations, so constraint forces (solved inside `acceleration`) are
@@ -8,7 +11,16 @@
 //! `Ẇ = P(t, q, v)`, with the same weights, so energy balances hold to the
 //! method's accuracy.
 
+pub mod dopri;
+pub mod implicit;
+
+pub use dopri::DenseOutput;
+pub use implicit::IntegratorStats;
+
 use serde::{Deserialize, Serialize};
+
+/// Default relative tolerance of the adaptive methods.
+pub const DEFAULT_TOLERANCE: f64 = 1e-6;
 
 /// Accelerations of the system.
 pub trait Dynamics {
@@ -39,7 +51,8 @@ pub enum Method {
     #[default]
     Symplectic,
     /// Implicit midpoint (seed 000): y₁ = y₀ + h f(t + h/2, (y₀ + y₁)/2),
-    /// solved by fixed-point iteration. Order 2, symplectic.
+    /// solved by Newton's method (issue 10; see [`implicit`]). Order 2,
+    /// symplectic, A-stable but not L-stable (stiff modes are not damped).
     Midpoint,
     /// Heun's method (explicit trapezoid). Order 2.
     Rk2,
@@ -48,14 +61,31 @@ pub enum Method {
     /// Adams–Bashforth 4, started by three RK4 steps. Order 4, one
     /// acceleration evaluation per step.
     Ab4,
+    /// Dormand–Prince 5(4), adaptive steps ≤ `dt` to the tolerance, dense
+    /// output ([`dopri`]). Order 5.
+    Dopri5,
+    /// SDIRK3: 3-stage, L-stable, stiffly accurate implicit Runge–Kutta with
+    /// Newton and adaptive steps ≤ `dt` ([`implicit`]). Order 3. For stiff
+    /// mechanisms (light links under heavy loads, stiff springs).
+    Sdirk3,
 }
 
 impl Method {
-    /// All methods, in order of increasing accuracy.
-    pub const ALL: [Method; 6] =
-        [Method::Euler, Method::Symplectic, Method::Midpoint, Method::Rk2, Method::Rk4, Method::Ab4];
+    /// All methods: the fixed-step ones in order of increasing accuracy, then
+    /// the adaptive ones.
+    pub const ALL: [Method; 8] = [
+        Method::Euler,
+        Method::Symplectic,
+        Method::Midpoint,
+        Method::Rk2,
+        Method::Rk4,
+        Method::Ab4,
+        Method::Dopri5,
+        Method::Sdirk3,
+    ];
 
-    /// Command-line name (`euler`, `symplectic`, `midpoint`, `rk2`, `rk4`, `ab4`).
+    /// Command-line name (`euler`, `symplectic`, `midpoint`, `rk2`, `rk4`,
+    /// `ab4`, `dopri5`, `sdirk3`).
     pub fn name(self) -> &'static str {
         match self {
             Method::Euler => "euler",
@@ -64,6 +94,8 @@ impl Method {
             Method::Rk2 => "rk2",
             Method::Rk4 => "rk4",
             Method::Ab4 => "ab4",
+            Method::Dopri5 => "dopri5",
+            Method::Sdirk3 => "sdirk3",
         }
     }
 
@@ -73,7 +105,14 @@ impl Method {
             Method::Euler | Method::Symplectic => 1,
             Method::Midpoint | Method::Rk2 => 2,
             Method::Rk4 | Method::Ab4 => 4,
+            Method::Dopri5 => 5,
+            Method::Sdirk3 => 3,
         }
+    }
+
+    /// Whether the method chooses its own steps (≤ `dt`) to a tolerance.
+    pub fn is_adaptive(self) -> bool {
+        matches!(self, Method::Dopri5 | Method::Sdirk3)
     }
 }
 
@@ -81,7 +120,9 @@ impl std::str::FromStr for Method {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         Method::ALL.into_iter().find(|m| m.name().eq_ignore_ascii_case(s)).ok_or_else(|| {
-            format!("unknown integrator '{s}' (expected one of: euler, symplectic, midpoint, rk2, rk4, ab4)")
+            format!(
+                "unknown integrator '{s}' (expected one of: euler, symplectic, midpoint, rk2, rk4, ab4, dopri5, sdirk3)"
+            )
         })
     }
 }
@@ -95,15 +136,40 @@ impl std::fmt::Display for Method {
 /// Why a step could not be taken.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum IntegratorError {
-    /// The implicit midpoint iteration did not converge.
+    /// A Newton iteration of an implicit method did not converge.
     #[error(
-        "implicit midpoint: fixed-point iteration did not converge in {iterations} iterations (residual {residual:e}); the step is too large for this system's stiffness"
+        "{method}: Newton iteration did not converge in {iterations} iterations (last update {residual:e} × its tolerance) at step size {step:e} s; the step is too large for this system's stiffness or the motion is singular there{}",
+        if *method == "implicit midpoint" { " (sdirk3 chooses its own step)" } else { "" }
     )]
-    MidpointNotConverged {
+    NewtonNotConverged {
+        /// The method.
+        method: &'static str,
         /// Iterations made.
         iterations: usize,
-        /// Last update size.
+        /// Size of the last Newton update relative to its tolerance.
         residual: f64,
+        /// The step size tried (s).
+        step: f64,
+    },
+    /// The step-size control shrank the step below 1e-10 × dt.
+    #[error(
+        "{method}: step size fell to {step:e} s with the error still {error:e} × the tolerance; the motion is singular here or the tolerance is out of reach"
+    )]
+    StepTooSmall {
+        /// The method.
+        method: &'static str,
+        /// The step size the control asked for (s).
+        step: f64,
+        /// The error estimate relative to the tolerance.
+        error: f64,
+    },
+    /// The dense Newton of the implicit methods is limited in size.
+    #[error("the implicit integrators' dense Newton handles at most {max} degrees of freedom ({} bodies); this world has {dofs}: use rk4 or dopri5", max / 3)]
+    TooLarge {
+        /// Degrees of freedom of the world (3 per body).
+        dofs: usize,
+        /// The limit.
+        max: usize,
     },
 }
 
@@ -120,10 +186,13 @@ struct Derivative {
 #[derive(Clone, Debug)]
 pub struct Integrator {
     method: Method,
-    /// Relative tolerance of the implicit midpoint iteration.
-    pub midpoint_tolerance: f64,
-    /// Iteration cap of the implicit midpoint iteration.
-    pub midpoint_max_iterations: usize,
+    /// Relative error tolerance of the adaptive methods (per step, in the
+    /// unit-free norm of `implicit::error_scales`); infinite: fixed steps of
+    /// `dt`. Also the Newton tolerance of the implicit midpoint rule (× 1e-6).
+    pub tolerance: f64,
+    stats: IntegratorStats,
+    implicit: implicit::Implicit,
+    dopri: dopri::Dopri,
     stage: [Vec<f64>; 4],
     stage_v: [Vec<f64>; 4],
     q_tmp: Vec<f64>,
@@ -138,8 +207,10 @@ impl Integrator {
     pub fn new(method: Method) -> Self {
         Self {
             method,
-            midpoint_tolerance: 1e-14,
-            midpoint_max_iterations: 100,
+            tolerance: DEFAULT_TOLERANCE,
+            stats: IntegratorStats::default(),
+            implicit: Default::default(),
+            dopri: Default::default(),
             stage: Default::default(),
             stage_v: Default::default(),
             q_tmp: Vec::new(),
@@ -155,9 +226,25 @@ impl Integrator {
     }
 
     /// Forgets the multistep history (after an impulse or a change of state
-    /// from outside, the past derivatives no longer describe the motion).
+    /// from outside, the past derivatives no longer describe the motion), the
+    /// FSAL slope and the Newton Jacobian.
     pub fn reset(&mut self) {
         self.history.clear();
+        self.dopri.reset();
+        self.implicit.newton.jacobian_valid = false;
+        self.implicit.have_slope = false;
+    }
+
+    /// Steps, rejections, Newton iterations and evaluations so far (the
+    /// adaptive and implicit methods; the others count steps only).
+    pub fn stats(&self) -> IntegratorStats {
+        self.stats
+    }
+
+    /// The continuous extension of the last DOPRI5 step (None for the other
+    /// methods or before the first step).
+    pub fn dense_output(&self) -> Option<&DenseOutput> {
+        (self.method == Method::Dopri5 && self.stats.steps > 0).then_some(&self.dopri.dense)
     }
 
     /// Advances `state` from `t` to `t + h`.
@@ -191,11 +278,17 @@ impl Integrator {
                 }
                 state.work += h * power;
             }
-            Method::Midpoint => self.midpoint(dynamics, t, h, state)?,
+            Method::Midpoint => {
+                let tol = (self.tolerance * 1e-6).clamp(1e-14, 1e-8);
+                return self.implicit.midpoint(dynamics, t, h, state, tol, &mut self.stats);
+            }
             Method::Rk2 => self.rk2(dynamics, t, h, state),
             Method::Rk4 => self.rk4(dynamics, t, h, state),
             Method::Ab4 => self.ab4(dynamics, t, h, state),
+            Method::Dopri5 => return self.dopri.advance(dynamics, t, h, state, self.tolerance, &mut self.stats),
+            Method::Sdirk3 => return self.implicit.sdirk(dynamics, t, h, state, self.tolerance, &mut self.stats),
         }
+        self.stats.steps += 1;
         Ok(())
     }
 
@@ -237,44 +330,6 @@ impl Integrator {
             s.v[i] += w * (self.stage[0][i] + 2.0 * self.stage[1][i] + 2.0 * self.stage[2][i] + self.stage[3][i]);
         }
         s.work += w * (power[0] + 2.0 * power[1] + 2.0 * power[2] + power[3]);
-    }
-
-    /// Implicit midpoint by fixed-point iteration on the end state:
-    /// q₁ = q₀ + h v̄, v₁ = v₀ + h a(t + h/2, q̄, v̄), with q̄ = (q₀ + q₁)/2,
-    /// v̄ = (v₀ + v₁)/2. Contracts when h·‖∂f/∂y‖ < 2.
-    fn midpoint(&mut self, dynamics: &mut impl Dynamics, t: f64, h: f64, s: &mut State) -> Result<(), IntegratorError> {
-        let n = s.q.len();
-        // Predictor: explicit Euler end state, kept in q_tmp/v_tmp.
-        dynamics.acceleration(t, &s.q, &s.v, &mut self.stage[0]);
-        for i in 0..n {
-            self.q_tmp[i] = s.q[i] + h * s.v[i];
-            self.v_tmp[i] = s.v[i] + h * self.stage[0][i];
-        }
-        let scale = 1.0 + s.q.iter().chain(&s.v).fold(0.0f64, |m, x| m.max(x.abs()));
-        let mut residual = f64::INFINITY;
-        for _ in 0..self.midpoint_max_iterations {
-            let [qm, vm, ..] = &mut self.stage_v;
-            for i in 0..n {
-                qm[i] = 0.5 * (s.q[i] + self.q_tmp[i]);
-                vm[i] = 0.5 * (s.v[i] + self.v_tmp[i]);
-            }
-            let power = dynamics.acceleration(t + 0.5 * h, qm, vm, &mut self.stage[1]);
-            residual = 0.0;
-            for i in 0..n {
-                let q1 = s.q[i] + h * vm[i];
-                let v1 = s.v[i] + h * self.stage[1][i];
-                residual = residual.max((q1 - self.q_tmp[i]).abs()).max((v1 - self.v_tmp[i]).abs());
-                self.q_tmp[i] = q1;
-                self.v_tmp[i] = v1;
-            }
-            if residual <= self.midpoint_tolerance * scale {
-                s.q.copy_from_slice(&self.q_tmp);
-                s.v.copy_from_slice(&self.v_tmp);
-                s.work += h * power;
-                return Ok(());
-            }
-        }
-        Err(IntegratorError::MidpointNotConverged { iterations: self.midpoint_max_iterations, residual })
     }
 
     /// Adams–Bashforth 4: y₁ = y₀ + h/24 (55 f₀ − 59 f₋₁ + 37 f₋₂ − 9 f₋₃).
@@ -322,6 +377,7 @@ mod tests {
     fn error(method: Method, steps: usize) -> f64 {
         let mut s = State { q: vec![1.0], v: vec![0.0], work: 0.0 };
         let mut integ = Integrator::new(method);
+        integ.tolerance = f64::INFINITY; // fixed steps: the order is measured in h
         let h = 1.0 / steps as f64;
         for k in 0..steps {
             integ.step(&mut Oscillator, k as f64 * h, h, &mut s).unwrap();
@@ -332,7 +388,11 @@ mod tests {
     #[test]
     fn orders_on_the_harmonic_oscillator() {
         for m in Method::ALL {
-            let steps = if m.order() == 4 { 64 } else { 512 };
+            let steps = match m.order() {
+                5 => 16,
+                4 => 64,
+                _ => 512,
+            };
             let p = (error(m, steps) / error(m, 2 * steps)).log2();
             assert!((p - m.order() as f64).abs() < 0.15, "{m}: measured order {p}");
         }

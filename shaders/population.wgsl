@@ -1,0 +1,660 @@
+// The population step on the GPU: the twin of src/population/cpu.rs (keep
+// the two in step, kernel for kernel, formula for formula). One invocation
+// per ball, 256 per workgroup, flattened 2D dispatch. Every kernel writes
+// only its own ball (Jacobi, double-buffered corrections), except the grid's
+// atomic count and the overflow counter.
+
+struct Params {
+    n: u32,
+    cells: u32,
+    nx: u32,
+    ny: u32,
+    origin: vec2<f32>,
+    cell: f32,
+    h: f32,
+    gravity: vec2<f32>,
+    resting: f32,
+    relaxation: f32,
+    bounds_min: vec2<f32>,
+    bounds_max: vec2<f32>,
+    restitution: f32,
+    friction: f32,
+    rolling: f32,
+    skin: f32,
+    field_count: u32,
+    obstacle_count: u32,
+    kill_count: u32,
+    step: u32,
+    dt: f32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+}
+
+// Copy of shaders/fields.wgsl's Field (same encoding).
+struct Field {
+    kind: u32,
+    falloff: u32,
+    flags: u32,
+    region_kind: u32,
+    params: vec4<f32>,
+    region: vec4<f32>,
+}
+
+// src/population/obstacle.rs: kind 0 half-plane (a point, b normal),
+// 1 circle (a centre, b.x radius, flags 1 = free inside), 2 segment a→b
+// with free space on its left.
+struct Obstacle {
+    kind: u32,
+    flags: u32,
+    restitution: f32,
+    friction: f32,
+    a: vec2<f32>,
+    b: vec2<f32>,
+    velocity: vec2<f32>,
+    center: vec2<f32>,
+    omega: f32,
+    rolling: f32,
+    pad: vec2<u32>,
+}
+
+const ALIVE: u32 = 0u;
+const PENDING: u32 = 1u;
+const ESCAPED: u32 = 2u;
+const KILLED: u32 = 3u;
+const MAX_NEIGHBOURS: u32 = 16u;
+const MAX_OBSTACLES: u32 = 8u;
+const ACTIVE_SLOP: f32 = 1e-3;
+const NONE: u32 = 0xffffffffu;
+
+@group(0) @binding(0) var<uniform> P: Params;
+// Ball state: (x, y, vx, vy) and (angle, omega, radius, inverse mass).
+@group(0) @binding(1) var<storage, read_write> pv: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read_write> ang: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read_write> state: array<u32>;
+@group(0) @binding(4) var<storage, read> release_step: array<u32>;
+@group(0) @binding(5) var<storage, read_write> acc: array<vec2<f32>>;
+// (x*, v⁻): predicted position and pre-solve velocity.
+@group(0) @binding(6) var<storage, read_write> pred: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> dx_in: array<vec2<f32>>;
+@group(0) @binding(8) var<storage, read_write> dx_out: array<vec2<f32>>;
+// (vx, vy, omega, -) out of the velocity pass.
+@group(0) @binding(9) var<storage, read_write> vout: array<vec4<f32>>;
+// Contact counts; during the grid build, each ball's rank in its cell.
+@group(0) @binding(10) var<storage, read_write> contacts: array<u32>;
+@group(0) @binding(11) var<storage, read_write> cell_of: array<u32>;
+@group(0) @binding(12) var<storage, read_write> cell_start: array<atomic<u32>>;
+@group(0) @binding(13) var<storage, read_write> sorted: array<u32>;
+@group(0) @binding(14) var<storage, read_write> neighbours: array<u32>;
+@group(0) @binding(15) var<storage, read_write> neighbour_count: array<u32>;
+@group(0) @binding(16) var<storage, read_write> obstacle_ids: array<u32>;
+@group(0) @binding(17) var<storage, read_write> obstacle_count: array<u32>;
+@group(0) @binding(18) var<storage, read> obstacles: array<Obstacle>;
+@group(0) @binding(19) var<storage, read> fields: array<Field>;
+@group(0) @binding(20) var<storage, read> kill: array<vec4<f32>>;
+// [0] contacts dropped from full lists, [1] lowest non-finite ball.
+@group(0) @binding(21) var<storage, read_write> counters: array<atomic<u32>>;
+
+fn ball_index(wg: vec3<u32>, groups: vec3<u32>, local: u32) -> u32 {
+    return (wg.y * groups.x + wg.x) * 256u + local;
+}
+
+fn perp(v: vec2<f32>) -> vec2<f32> {
+    return vec2<f32>(-v.y, v.x);
+}
+
+// ---- fields (copy of shaders/fields.wgsl; cpu.rs field_force) ----
+fn region_contains(f: Field, p: vec2<f32>) -> bool {
+    switch f.region_kind {
+        case 1u: {
+            return p.x >= f.region.x && p.x <= f.region.z && p.y >= f.region.y && p.y <= f.region.w;
+        }
+        case 2u: {
+            let r = p - f.region.xy;
+            return dot(r, r) <= f.region.z * f.region.z;
+        }
+        case 3u: {
+            return dot(p - f.region.xy, f.region.zw) >= 0.0;
+        }
+        default: {
+            return true;
+        }
+    }
+}
+
+fn falloff_factor(falloff: u32, d: f32) -> f32 {
+    switch falloff {
+        case 1u: { return d; }
+        case 2u: { return 1.0 / d; }
+        case 3u: { return 1.0 / (d * d); }
+        default: { return 1.0; }
+    }
+}
+
+fn field_force(f: Field, p: vec2<f32>, v: vec2<f32>, mass: f32, radius: f32) -> vec2<f32> {
+    if !region_contains(f, p) {
+        return vec2<f32>(0.0);
+    }
+    let scale = select(1.0, mass, (f.flags & 1u) != 0u);
+    switch f.kind {
+        case 0u: {
+            return f.params.xy * scale;
+        }
+        case 1u, 2u: {
+            let r = p - f.params.xy;
+            let softening = f.params.w;
+            let d = sqrt(dot(r, r) + softening * softening);
+            if d <= 0.0 {
+                return vec2<f32>(0.0);
+            }
+            let dir = r / d;
+            let magnitude = f.params.z * falloff_factor(f.falloff, d) * scale;
+            if f.kind == 1u {
+                return dir * magnitude;
+            }
+            return perp(dir) * magnitude;
+        }
+        case 3u: {
+            return -v * (f.params.x * select(1.0, radius, (f.flags & 2u) != 0u));
+        }
+        default: {
+            return vec2<f32>(0.0);
+        }
+    }
+}
+
+// ---- obstacles (obstacle.rs Obstacle::contact): (distance, normal) ----
+fn obstacle_contact(o: Obstacle, p: vec2<f32>) -> vec3<f32> {
+    switch o.kind {
+        case 0u: {
+            return vec3<f32>(dot(p - o.a, o.b), o.b);
+        }
+        case 1u: {
+            let r = p - o.a;
+            let len = length(r);
+            var dir = vec2<f32>(0.0, 1.0);
+            if len > 0.0 {
+                dir = r / len;
+            }
+            if (o.flags & 1u) != 0u {
+                return vec3<f32>(o.b.x - len, -dir);
+            }
+            return vec3<f32>(len - o.b.x, dir);
+        }
+        default: {
+            let e = o.b - o.a;
+            let len2 = max(dot(e, e), 1.17549435e-38);
+            let t = clamp(dot(p - o.a, e) / len2, 0.0, 1.0);
+            let c = o.a + e * t;
+            if t > 0.0 && t < 1.0 {
+                let left = perp(e) / sqrt(len2);
+                return vec3<f32>(dot(p - o.a, left), left);
+            }
+            let r = p - c;
+            let d = length(r);
+            var normal = perp(e) / sqrt(len2);
+            if d > 0.0 {
+                normal = r / d;
+            }
+            return vec3<f32>(d, normal);
+        }
+    }
+}
+
+fn velocity_at(o: Obstacle, p: vec2<f32>) -> vec2<f32> {
+    return o.velocity + perp(p - o.center) * o.omega;
+}
+
+fn in_reach(o: Obstacle, distance: f32, r: f32) -> bool {
+    return o.kind != 2u || distance > -r;
+}
+
+// ---- contact law (contact.rs) ----
+fn rebound_distance(gap0: f32, vn_pre: f32, h: f32, restitution: f32) -> f32 {
+    if gap0 > 0.0 && vn_pre < -P.resting {
+        let tc = gap0 / (-vn_pre * h);
+        if tc < 1.0 {
+            return restitution * (-vn_pre) * h * (1.0 - tc);
+        }
+    }
+    return 0.0;
+}
+
+fn position_correction(gap: f32, normal: vec2<f32>, w_i: f32, k: f32) -> vec2<f32> {
+    if gap < 0.0 && k > 0.0 {
+        return normal * (-gap * w_i / k);
+    }
+    return vec2<f32>(0.0);
+}
+
+fn pair_normal(pa: vec2<f32>, pb: vec2<f32>) -> vec3<f32> {
+    let r = pa - pb;
+    let d = length(r);
+    if d > 0.0 {
+        return vec3<f32>(d, r / d);
+    }
+    return vec3<f32>(0.0, 1.0, 0.0);
+}
+
+struct Material {
+    restitution: f32,
+    friction: f32,
+    rolling: f32,
+}
+
+fn balls_material() -> Material {
+    return Material(P.restitution, P.friction, P.rolling);
+}
+
+fn mix(o: Obstacle) -> Material {
+    return Material(max(P.restitution, o.restitution), sqrt(P.friction * o.friction), max(P.rolling, o.rolling));
+}
+
+// (normal impulse, tangent impulse, substep normal impulse)
+fn contact_impulse(n: vec2<f32>, rel: vec2<f32>, vn_pre: f32, overlap_pred: f32, k: f32, m: Material) -> vec3<f32> {
+    if k <= 0.0 {
+        return vec3<f32>(0.0);
+    }
+    let vn = dot(rel, n);
+    let vt = dot(rel, perp(n));
+    var target_vn = 0.0;
+    if vn_pre < -P.resting {
+        target_vn = -m.restitution * vn_pre;
+    }
+    let p_n = (target_vn - vn) / k;
+    let total = overlap_pred / (P.h * k) + max(p_n, 0.0);
+    let limit = m.friction * total;
+    let p_t = clamp(-vt / (3.0 * k), -limit, limit);
+    return vec3<f32>(p_n, p_t, total);
+}
+
+// ---- stages ----
+@compute @workgroup_size(256)
+fn release(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+           @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n {
+        return;
+    }
+    if state[i] == PENDING && release_step[i] <= P.step {
+        state[i] = ALIVE;
+    }
+}
+
+@compute @workgroup_size(256)
+fn apply_fields(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n {
+        return;
+    }
+    if state[i] != ALIVE {
+        acc[i] = vec2<f32>(0.0);
+        return;
+    }
+    let w = ang[i].w;
+    var force = vec2<f32>(0.0);
+    for (var k = 0u; k < P.field_count; k++) {
+        force += field_force(fields[k], pv[i].xy, pv[i].zw, 1.0 / w, ang[i].z);
+    }
+    acc[i] = P.gravity + force * w;
+}
+
+fn cell_coords(p: vec2<f32>) -> vec2<u32> {
+    let c = floor((p - P.origin) / P.cell);
+    let cx = min(u32(max(c.x, 0.0)), P.nx - 1u);
+    let cy = min(u32(max(c.y, 0.0)), P.ny - 1u);
+    return vec2<u32>(cx, cy);
+}
+
+// Count per cell (cell_start[c] before the scan), each ball's rank in its cell.
+@compute @workgroup_size(256)
+fn count_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+               @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n {
+        return;
+    }
+    if state[i] != ALIVE {
+        cell_of[i] = NONE;
+        return;
+    }
+    let c = cell_coords(pv[i].xy);
+    let cell = c.y * P.nx + c.x;
+    cell_of[i] = cell;
+    contacts[i] = atomicAdd(&cell_start[cell], 1u);
+}
+
+@compute @workgroup_size(256)
+fn scatter(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+           @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n || cell_of[i] == NONE {
+        return;
+    }
+    sorted[atomicLoad(&cell_start[cell_of[i]]) + contacts[i]] = i;
+}
+
+@compute @workgroup_size(256)
+fn find_neighbours(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                   @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n {
+        return;
+    }
+    neighbour_count[i] = 0u;
+    obstacle_count[i] = 0u;
+    if state[i] != ALIVE {
+        return;
+    }
+    let p = pv[i].xy;
+    let r = ang[i].z;
+    let c = cell_coords(p);
+    var count = 0u;
+    var dropped = 0u;
+    for (var y = max(c.y, 1u) - 1u; y <= min(c.y + 1u, P.ny - 1u); y++) {
+        for (var x = max(c.x, 1u) - 1u; x <= min(c.x + 1u, P.nx - 1u); x++) {
+            let cell = y * P.nx + x;
+            let end = atomicLoad(&cell_start[cell + 1u]);
+            for (var k = atomicLoad(&cell_start[cell]); k < end; k++) {
+                let j = sorted[k];
+                if j == i {
+                    continue;
+                }
+                let reach = r + ang[j].z + P.skin;
+                let d = pv[j].xy - p;
+                if dot(d, d) < reach * reach {
+                    if count < MAX_NEIGHBOURS {
+                        neighbours[i * MAX_NEIGHBOURS + count] = j;
+                        count++;
+                    } else {
+                        dropped++;
+                    }
+                }
+            }
+        }
+    }
+    neighbour_count[i] = count;
+    var ocount = 0u;
+    for (var k = 0u; k < P.obstacle_count; k++) {
+        let o = obstacles[k];
+        let d = obstacle_contact(o, p).x;
+        let reach = r + P.skin + (length(pv[i].zw) + length(velocity_at(o, p))) * P.dt;
+        if d < reach && in_reach(o, d, reach) {
+            if ocount < MAX_OBSTACLES {
+                obstacle_ids[i * MAX_OBSTACLES + ocount] = k;
+                ocount++;
+            } else {
+                dropped++;
+            }
+        }
+    }
+    obstacle_count[i] = ocount;
+    if dropped > 0u {
+        atomicAdd(&counters[0], dropped);
+    }
+}
+
+// Mass-splitting counts at the current (stabilise) or predicted positions.
+fn count_at(i: u32, predicted: bool) -> u32 {
+    var p = pv[i].xy;
+    if predicted {
+        p = pred[i].xy;
+    }
+    let r = ang[i].z;
+    var n = 0u;
+    for (var k = 0u; k < neighbour_count[i]; k++) {
+        let j = neighbours[i * MAX_NEIGHBOURS + k];
+        var q = pv[j].xy;
+        if predicted {
+            q = pred[j].xy;
+        }
+        let reach = r + ang[j].z;
+        let d = q - p;
+        if dot(d, d) < reach * reach {
+            n++;
+        }
+    }
+    for (var k = 0u; k < obstacle_count[i]; k++) {
+        let o = obstacles[obstacle_ids[i * MAX_OBSTACLES + k]];
+        let d = obstacle_contact(o, p).x;
+        if d < r && in_reach(o, d, r) {
+            n++;
+        }
+    }
+    return max(n, 1u);
+}
+
+@compute @workgroup_size(256)
+fn count_current(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                 @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i < P.n {
+        contacts[i] = count_at(i, false);
+    }
+}
+
+@compute @workgroup_size(256)
+fn count_predicted(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                   @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i < P.n {
+        contacts[i] = count_at(i, true);
+    }
+}
+
+fn at(j: u32, stabilise: bool) -> vec2<f32> {
+    if stabilise {
+        return pv[j].xy;
+    }
+    return pred[j].xy + dx_in[j];
+}
+
+// cpu.rs `corrections`: balls (Jacobi, mass splitting) times the relaxation,
+// then the obstacles in turn, in full.
+fn corrections(i: u32, stabilise: bool) -> vec2<f32> {
+    let r_i = ang[i].z;
+    let w_i = ang[i].w;
+    let p_i = at(i, stabilise);
+    var delta = vec2<f32>(0.0);
+    for (var k = 0u; k < neighbour_count[i]; k++) {
+        let j = neighbours[i * MAX_NEIGHBOURS + k];
+        let a = min(i, j);
+        let b = max(i, j);
+        let sum_r = ang[a].z + ang[b].z;
+        var extra = 0.0;
+        if !stabilise {
+            let s0 = pair_normal(pv[a].xy, pv[b].xy);
+            let vn_pre = dot(pred[a].zw - pred[b].zw, s0.yz);
+            extra = rebound_distance(s0.x - sum_r, vn_pre, P.h, P.restitution);
+        }
+        let s = pair_normal(at(a, stabilise), at(b, stabilise));
+        let kk = f32(contacts[a]) * ang[a].w + f32(contacts[b]) * ang[b].w;
+        let c = position_correction(s.x - sum_r - extra, s.yz, w_i, kk);
+        if i == a {
+            delta += c;
+        } else {
+            delta -= c;
+        }
+    }
+    // Summed apart from the position (p − p_i would round it).
+    var correction = delta * P.relaxation;
+    for (var k = 0u; k < obstacle_count[i]; k++) {
+        let o = obstacles[obstacle_ids[i * MAX_OBSTACLES + k]];
+        var extra = 0.0;
+        if !stabilise {
+            let m = mix(o);
+            let start = obstacle_contact(o, pv[i].xy);
+            let vn_pre = dot(pred[i].zw - velocity_at(o, pv[i].xy - start.yz * r_i), start.yz);
+            extra = rebound_distance(start.x - r_i, vn_pre, P.h, m.restitution);
+        }
+        let now = obstacle_contact(o, p_i + correction);
+        if in_reach(o, now.x, r_i) {
+            correction += position_correction(now.x - r_i - extra, now.yz, w_i, w_i);
+        }
+    }
+    return correction;
+}
+
+// Pre-stabilisation: the corrected position goes to pred.xy (a scratch use),
+// then commit_stabilised copies it into pv.
+@compute @workgroup_size(256)
+fn stabilise(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+             @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n {
+        return;
+    }
+    var x = pv[i].xy;
+    if state[i] == ALIVE {
+        x += corrections(i, true);
+    }
+    pred[i] = vec4<f32>(x, pred[i].zw);
+}
+
+@compute @workgroup_size(256)
+fn commit_stabilised(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                     @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i < P.n {
+        pv[i] = vec4<f32>(pred[i].xy, pv[i].zw);
+    }
+}
+
+@compute @workgroup_size(256)
+fn predict(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+           @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n {
+        return;
+    }
+    dx_in[i] = vec2<f32>(0.0);
+    if state[i] != ALIVE {
+        pred[i] = pv[i];
+        return;
+    }
+    let v = pv[i].zw + acc[i] * P.h;
+    pred[i] = vec4<f32>(pv[i].xy + v * P.h, v);
+}
+
+@compute @workgroup_size(256)
+fn solve_positions(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                   @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n {
+        return;
+    }
+    var dx = dx_in[i];
+    if state[i] == ALIVE {
+        dx += corrections(i, false);
+    }
+    dx_out[i] = dx;
+}
+
+@compute @workgroup_size(256)
+fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                    @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n {
+        return;
+    }
+    if state[i] != ALIVE {
+        vout[i] = vec4<f32>(pred[i].zw, ang[i].y, 0.0);
+        return;
+    }
+    let r_i = ang[i].z;
+    let w_i = ang[i].w;
+    var dv = vec2<f32>(0.0);
+    var domega = 0.0;
+    var roll = 0.0;
+    for (var k = 0u; k < neighbour_count[i]; k++) {
+        let j = neighbours[i * MAX_NEIGHBOURS + k];
+        let a = min(i, j);
+        let b = max(i, j);
+        let sum_r = ang[a].z + ang[b].z;
+        let s = pair_normal(pred[a].xy + dx_in[a], pred[b].xy + dx_in[b]);
+        let overlap_pred = max(sum_r - length(pred[a].xy - pred[b].xy), 0.0);
+        if overlap_pred <= 0.0 && s.x > sum_r * (1.0 + ACTIVE_SLOP) {
+            continue;
+        }
+        let n = s.yz;
+        let t = perp(n);
+        let va = pred[a].zw + dx_in[a] / P.h;
+        let vb = pred[b].zw + dx_in[b] / P.h;
+        let rel = (va - t * (ang[a].z * ang[a].y)) - (vb + t * (ang[b].z * ang[b].y));
+        let kk = f32(contacts[a]) * ang[a].w + f32(contacts[b]) * ang[b].w;
+        let p = contact_impulse(n, rel, dot(pred[a].zw - pred[b].zw, n), overlap_pred, kk, balls_material());
+        let impulse = n * p.x + t * p.y;
+        if i == a {
+            dv += impulse * w_i;
+        } else {
+            dv -= impulse * w_i;
+        }
+        domega += -2.0 * w_i * p.y / r_i;
+        roll += P.rolling * p.z * 2.0 * w_i / (r_i * r_i);
+    }
+    // Obstacles after the balls, in turn and in full (infinite mass, priority).
+    let p_i = pred[i].xy + dx_in[i];
+    var v_i = pred[i].zw + dx_in[i] / P.h + dv;
+    var spin = ang[i].y + domega;
+    for (var k = 0u; k < obstacle_count[i]; k++) {
+        let o = obstacles[obstacle_ids[i * MAX_OBSTACLES + k]];
+        let now = obstacle_contact(o, p_i);
+        if !in_reach(o, now.x, r_i) {
+            continue;
+        }
+        let overlap_pred = max(r_i - obstacle_contact(o, pred[i].xy).x, 0.0);
+        if overlap_pred <= 0.0 && now.x > r_i * (1.0 + ACTIVE_SLOP) {
+            continue;
+        }
+        let m = mix(o);
+        let n = now.yz;
+        let t = perp(n);
+        let surface_velocity = velocity_at(o, p_i - n * r_i);
+        let rel = v_i - t * (r_i * spin) - surface_velocity;
+        let p = contact_impulse(n, rel, dot(pred[i].zw - surface_velocity, n), overlap_pred, w_i, m);
+        v_i += (n * p.x + t * p.y) * w_i;
+        spin += -2.0 * w_i * p.y / r_i;
+        roll += m.rolling * p.z * 2.0 * w_i / (r_i * r_i);
+    }
+    vout[i] = vec4<f32>(v_i, spin - sign(spin) * min(roll, abs(spin)), 0.0);
+}
+
+@compute @workgroup_size(256)
+fn finish_substep(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                  @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n || state[i] != ALIVE {
+        return;
+    }
+    pv[i] = vec4<f32>(pred[i].xy + dx_in[i], vout[i].xy);
+    let w = vout[i].z;
+    ang[i] = vec4<f32>(ang[i].x + w * P.h, w, ang[i].zw);
+}
+
+@compute @workgroup_size(256)
+fn check_bounds(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n || state[i] != ALIVE {
+        return;
+    }
+    let s = pv[i];
+    // x != x: NaN; |x| > f32 max: infinity.
+    if any(s != s) || any(abs(s) > vec4<f32>(3.4028235e38)) {
+        atomicMin(&counters[1], i);
+        return;
+    }
+    let p = s.xy;
+    if any(p < P.bounds_min) || any(p > P.bounds_max) {
+        state[i] = ESCAPED;
+        return;
+    }
+    for (var k = 0u; k < P.kill_count; k++) {
+        let r = kill[k];
+        if all(p >= r.xy) && all(p <= r.zw) {
+            state[i] = KILLED;
+            return;
+        }
+    }
+}

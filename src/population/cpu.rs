@@ -1,0 +1,623 @@
+//! The CPU twin of `shaders/population.wgsl`: the same stages, kernel for
+//! kernel, as rayon loops over a structure of arrays in f32. Every loop
+//! writes only its own ball from buffers that no one writes meanwhile
+//! (Jacobi with double buffers), so the result is the same at every pool
+//! size (tested at 1, 2, 3, 7, 16 and 64 threads).
+
+use glam::Vec2;
+use rayon::prelude::*;
+
+use super::contact::{self, ContactImpulse, Material, VelocityContact};
+use super::obstacle::{Obstacle, kind};
+use super::{GridSpec, MAX_NEIGHBOURS, MAX_OBSTACLES, Population, PopulationError, PopulationStats, state};
+use crate::gpu::GpuField;
+
+/// Balls per rayon task (below this the fork-join costs more than it saves).
+const CHUNK: usize = 512;
+
+/// A contact counts in the velocity pass when it overlapped before the
+/// position solve or its gap is below this fraction of the radii after it.
+pub const ACTIVE_SLOP: f32 = 1e-3;
+
+/// Step scratch, reused between steps.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Scratch {
+    acc: Vec<Vec2>,
+    v_pre: Vec<Vec2>,
+    x_pred: Vec<Vec2>,
+    dx: Vec<Vec2>,
+    dx_next: Vec<Vec2>,
+    v_new: Vec<Vec2>,
+    omega_new: Vec<f32>,
+    contacts: Vec<u32>,
+    cell_of: Vec<u32>,
+    cell_start: Vec<u32>,
+    sorted: Vec<u32>,
+    neighbours: Vec<u32>,
+    neighbour_count: Vec<u32>,
+    obstacle_ids: Vec<u32>,
+    obstacle_count: Vec<u32>,
+}
+
+/// Advances the population by `dt` (see the module doc of
+/// [`crate::population`] for the stages).
+pub fn step(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
+    let n = pop.len();
+    let s = &mut pop.scratch;
+    for v in [&mut s.acc, &mut s.v_pre, &mut s.x_pred, &mut s.dx, &mut s.dx_next, &mut s.v_new] {
+        v.resize(n, Vec2::ZERO);
+    }
+    s.omega_new.resize(n, 0.0);
+    s.contacts.resize(n, 1);
+    release(&mut pop.state, &pop.release_step, pop.steps + 1);
+    apply_fields(
+        &pop.fields,
+        pop.gravity,
+        &pop.position,
+        &pop.velocity,
+        &pop.radius,
+        &pop.inv_mass,
+        &pop.state,
+        &mut pop.scratch.acc,
+    );
+    build_grid(&pop.grid, &pop.position, &pop.state, &mut pop.scratch);
+    pop.list_overflow += find_neighbours(pop, dt);
+    let substeps = pop.params.substeps;
+    let h = dt / substeps as f32;
+    let resting = pop.resting_speed(dt);
+    for _ in 0..substeps {
+        stabilize(pop);
+        predict(pop, h);
+        count_contacts(pop, true);
+        for _ in 0..pop.params.iterations {
+            solve_positions(pop, h, resting);
+            std::mem::swap(&mut pop.scratch.dx, &mut pop.scratch.dx_next);
+        }
+        solve_velocities(pop, h, resting);
+        finish_substep(pop, h);
+    }
+    pop.steps += 1;
+    check_bounds(pop)
+}
+
+/// Pending balls whose release step has come enter the world.
+pub fn release(states: &mut [u32], release_step: &[u32], step: u64) {
+    states.par_iter_mut().with_min_len(CHUNK).zip(release_step).for_each(|(s, &r)| {
+        if *s == state::PENDING && u64::from(r) <= step {
+            *s = state::ALIVE;
+        }
+    });
+}
+
+/// The f32 twin of `field_force` in `shaders/fields.wgsl` (and of
+/// `population.wgsl`'s copy): the force of one field on a ball.
+#[inline]
+pub fn field_force(f: &GpuField, p: Vec2, v: Vec2, mass: f32, radius: f32) -> Vec2 {
+    let inside = match f.region_kind {
+        1 => p.x >= f.region[0] && p.x <= f.region[2] && p.y >= f.region[1] && p.y <= f.region[3],
+        2 => {
+            let r = p - Vec2::new(f.region[0], f.region[1]);
+            r.dot(r) <= f.region[2] * f.region[2]
+        }
+        3 => (p - Vec2::new(f.region[0], f.region[1])).dot(Vec2::new(f.region[2], f.region[3])) >= 0.0,
+        _ => true,
+    };
+    if !inside {
+        return Vec2::ZERO;
+    }
+    let scale = if f.flags & 1 != 0 { mass } else { 1.0 };
+    match f.kind {
+        0 => Vec2::new(f.params[0], f.params[1]) * scale,
+        1 | 2 => {
+            let r = p - Vec2::new(f.params[0], f.params[1]);
+            let softening = f.params[3];
+            let d = (r.dot(r) + softening * softening).sqrt();
+            if d <= 0.0 {
+                return Vec2::ZERO;
+            }
+            let dir = r / d;
+            let falloff = match f.falloff {
+                1 => d,
+                2 => 1.0 / d,
+                3 => 1.0 / (d * d),
+                _ => 1.0,
+            };
+            let magnitude = f.params[2] * falloff * scale;
+            if f.kind == 1 { dir * magnitude } else { dir.perp() * magnitude }
+        }
+        3 => -v * (f.params[0] * if f.flags & 2 != 0 { radius } else { 1.0 }),
+        _ => Vec2::ZERO,
+    }
+}
+
+/// Acceleration of every ball in the world: gravity plus the fields' force
+/// over the mass, held for the step.
+#[allow(clippy::too_many_arguments)]
+pub fn apply_fields(
+    fields: &[GpuField],
+    gravity: Vec2,
+    position: &[Vec2],
+    velocity: &[Vec2],
+    radius: &[f32],
+    inv_mass: &[f32],
+    states: &[u32],
+    acc: &mut [Vec2],
+) {
+    acc.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, a)| {
+        if states[i] != state::ALIVE {
+            *a = Vec2::ZERO;
+            return;
+        }
+        let w = inv_mass[i];
+        let mut force = Vec2::ZERO;
+        for f in fields {
+            force += field_force(f, position[i], velocity[i], 1.0 / w, radius[i]);
+        }
+        *a = gravity + force * w;
+    });
+}
+
+/// Counting sort of the balls in the world by cell: `cell_start[c]..cell_start[c + 1]`
+/// indexes `sorted` for cell `c`, balls in increasing index within a cell.
+pub(crate) fn build_grid(grid: &GridSpec, position: &[Vec2], states: &[u32], s: &mut Scratch) {
+    let cells = grid.cells() as usize;
+    s.cell_of.resize(position.len(), 0);
+    s.cell_of.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, c)| {
+        *c = if states[i] == state::ALIVE {
+            let (cx, cy) = grid.coords(position[i]);
+            cy * grid.nx + cx
+        } else {
+            u32::MAX
+        };
+    });
+    s.cell_start.clear();
+    s.cell_start.resize(cells + 1, 0);
+    for &c in &s.cell_of {
+        if c != u32::MAX {
+            s.cell_start[c as usize + 1] += 1;
+        }
+    }
+    for c in 0..cells {
+        s.cell_start[c + 1] += s.cell_start[c];
+    }
+    let alive = s.cell_start[cells] as usize;
+    s.sorted.resize(alive, 0);
+    // The scatter cursor is the start of each cell, advanced as balls land.
+    let mut cursor = s.cell_start[..cells].to_vec();
+    for (i, &c) in s.cell_of.iter().enumerate() {
+        if c != u32::MAX {
+            let slot = &mut cursor[c as usize];
+            s.sorted[*slot as usize] = i as u32;
+            *slot += 1;
+        }
+    }
+}
+
+/// Segments claim a ball only within a radius behind them (a ball deeper
+/// than that belongs to another face of the outline).
+#[inline]
+fn obstacle_in_reach(o: &Obstacle, distance: f32, r: f32) -> bool {
+    o.kind != kind::SEGMENT || distance > -r
+}
+
+/// Neighbour and obstacle lists of every ball; returns the contacts dropped
+/// because a list was full. Obstacles are listed within `r + skin` plus the
+/// distance the ball and the obstacle's surface there can close in the step,
+/// `(|v| + |v_o|)·dt`: a moving paddle or a ball shoved by the pile must
+/// not pass an obstacle it did not list.
+fn find_neighbours(pop: &mut Population, dt: f32) -> u64 {
+    let n = pop.len();
+    let s = &mut pop.scratch;
+    s.neighbours.resize(n * MAX_NEIGHBOURS, 0);
+    s.neighbour_count.resize(n, 0);
+    s.obstacle_ids.resize(n * MAX_OBSTACLES, 0);
+    s.obstacle_count.resize(n, 0);
+    let (grid, skin) = (pop.grid, pop.params.skin);
+    let (position, velocity, radius, states, obstacles) =
+        (&pop.position, &pop.velocity, &pop.radius, &pop.state, &pop.obstacles);
+    let (cell_start, sorted) = (&s.cell_start, &s.sorted);
+    let overflow_n: u64 = s
+        .neighbours
+        .par_chunks_mut(MAX_NEIGHBOURS)
+        .with_min_len(CHUNK)
+        .zip(s.neighbour_count.par_iter_mut())
+        .enumerate()
+        .map(|(i, (list, count))| {
+            *count = 0;
+            if states[i] != state::ALIVE {
+                return 0;
+            }
+            let (p, r) = (position[i], radius[i]);
+            let (cx, cy) = grid.coords(p);
+            let mut dropped = 0;
+            for y in cy.saturating_sub(1)..=(cy + 1).min(grid.ny - 1) {
+                for x in cx.saturating_sub(1)..=(cx + 1).min(grid.nx - 1) {
+                    let c = (y * grid.nx + x) as usize;
+                    for &j in &sorted[cell_start[c] as usize..cell_start[c + 1] as usize] {
+                        if j as usize == i {
+                            continue;
+                        }
+                        let reach = r + radius[j as usize] + skin;
+                        if (position[j as usize] - p).length_squared() < reach * reach {
+                            if (*count as usize) < MAX_NEIGHBOURS {
+                                list[*count as usize] = j;
+                                *count += 1;
+                            } else {
+                                dropped += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            dropped
+        })
+        .sum();
+    let overflow_o: u64 = s
+        .obstacle_ids
+        .par_chunks_mut(MAX_OBSTACLES)
+        .with_min_len(CHUNK)
+        .zip(s.obstacle_count.par_iter_mut())
+        .enumerate()
+        .map(|(i, (list, count))| {
+            *count = 0;
+            if states[i] != state::ALIVE {
+                return 0;
+            }
+            let (p, r) = (position[i], radius[i]);
+            let mut dropped = 0;
+            for (k, o) in obstacles.iter().enumerate() {
+                let d = o.contact(p).distance;
+                let reach = r + skin + (velocity[i].length() + o.velocity_at(p).length()) * dt;
+                if d < reach && obstacle_in_reach(o, d, reach) {
+                    if (*count as usize) < MAX_OBSTACLES {
+                        list[*count as usize] = k as u32;
+                        *count += 1;
+                    } else {
+                        dropped += 1;
+                    }
+                }
+            }
+            dropped
+        })
+        .sum();
+    overflow_n + overflow_o
+}
+
+/// v⁻ = v + a h (pre-solve velocity), x* = x + v⁻ h, correction 0.
+fn predict(pop: &mut Population, h: f32) {
+    let s = &mut pop.scratch;
+    let (position, velocity, states) = (&pop.position, &pop.velocity, &pop.state);
+    let acc = &s.acc;
+    (&mut s.v_pre, &mut s.x_pred, &mut s.dx).into_par_iter().with_min_len(CHUNK).enumerate().for_each(
+        |(i, (v_pre, x_pred, dx))| {
+            *dx = Vec2::ZERO;
+            if states[i] != state::ALIVE {
+                *v_pre = velocity[i];
+                *x_pred = position[i];
+                return;
+            }
+            *v_pre = velocity[i] + acc[i] * h;
+            *x_pred = position[i] + *v_pre * h;
+        },
+    );
+}
+
+/// Contacts of each ball at the predicted positions (or at the current ones,
+/// for the stabilisation), at least 1: the mass-splitting factor.
+fn count_contacts(pop: &mut Population, predicted: bool) {
+    let s = &mut pop.scratch;
+    let (radius, obstacles) = (&pop.radius, &pop.obstacles);
+    let x_pred = if predicted { &s.x_pred } else { &pop.position };
+    let (nb, nbc, ob, obc) = (&s.neighbours, &s.neighbour_count, &s.obstacle_ids, &s.obstacle_count);
+    s.contacts.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, count)| {
+        let (p, r) = (x_pred[i], radius[i]);
+        let mut n = 0u32;
+        for &j in &nb[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + nbc[i] as usize] {
+            let reach = r + radius[j as usize];
+            if (x_pred[j as usize] - p).length_squared() < reach * reach {
+                n += 1;
+            }
+        }
+        for &k in &ob[i * MAX_OBSTACLES..i * MAX_OBSTACLES + obc[i] as usize] {
+            let o = &obstacles[k as usize];
+            let d = o.contact(p).distance;
+            if d < r && obstacle_in_reach(o, d, r) {
+                n += 1;
+            }
+        }
+        *count = n.max(1);
+    });
+}
+
+/// The pair geometry in canonical orientation (`a` the lower index): unit
+/// normal from `b` into `a` and the distance. Coincident centres get a fixed
+/// normal so that both balls agree.
+#[inline]
+pub fn pair_normal(pa: Vec2, pb: Vec2) -> (Vec2, f32) {
+    let r = pa - pb;
+    let d = r.length();
+    if d > 0.0 { (r / d, d) } else { (Vec2::X, 0.0) }
+}
+
+/// The position correction of ball `i` at the positions `at` (`x_pred + dx`,
+/// or `x` for the stabilisation): the balls' corrections (Jacobi, mass
+/// splitting) times the relaxation, then the ball is projected out of its
+/// obstacles in turn, in full: obstacles have infinite mass and take
+/// priority, so a pile cannot push a ball into a wall or a moving paddle.
+/// With `rebound`, new impacts get their rebound distance.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+fn corrections(
+    pop: &Population,
+    i: usize,
+    at: impl Fn(usize) -> Vec2,
+    counts: &[u32],
+    v_pre: &[Vec2],
+    h: f32,
+    resting: f32,
+    rebound: bool,
+) -> Vec2 {
+    let s = &pop.scratch;
+    let (position, radius, inv_mass, obstacles) = (&pop.position, &pop.radius, &pop.inv_mass, &pop.obstacles);
+    let balls = pop.params.material;
+    let (r_i, w_i) = (radius[i], inv_mass[i]);
+    let p_i = at(i);
+    let mut delta = Vec2::ZERO;
+    for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
+        let j = j as usize;
+        let (a, b) = if i < j { (i, j) } else { (j, i) };
+        let sum_r = radius[a] + radius[b];
+        let extra = if rebound {
+            let (n0, d0) = pair_normal(position[a], position[b]);
+            let vn_pre = (v_pre[a] - v_pre[b]).dot(n0);
+            contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting)
+        } else {
+            0.0
+        };
+        let (n, d) = pair_normal(at(a), at(b));
+        let k = counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b];
+        let c = contact::position_correction(d - sum_r - extra, n, w_i, k);
+        delta += if i == a { c } else { -c };
+    }
+    // The correction is summed apart from the position (p − p_i would round
+    // it to the position's ulp and break the pairs' antisymmetry).
+    let mut correction = delta * pop.params.relaxation;
+    for &o in &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize] {
+        let o = &obstacles[o as usize];
+        let extra = if rebound {
+            let m = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
+            let start = o.contact(position[i]);
+            let vn_pre = (v_pre[i] - o.velocity_at(position[i] - start.normal * r_i)).dot(start.normal);
+            contact::rebound_distance(start.distance - r_i, vn_pre, h, m.restitution, resting)
+        } else {
+            0.0
+        };
+        let now = o.contact(p_i + correction);
+        if obstacle_in_reach(o, now.distance, r_i) {
+            correction += contact::position_correction(now.distance - r_i - extra, now.normal, w_i, w_i);
+        }
+    }
+    correction
+}
+
+/// Pre-stabilisation (Macklin et al. 2014, §4.4): overlaps left at the start
+/// of the substep are corrected in the positions only, before prediction,
+/// so that resolving them creates no velocity (no energy from old overlap).
+fn stabilize(pop: &mut Population) {
+    count_contacts(pop, false);
+    let mut out = std::mem::take(&mut pop.scratch.x_pred);
+    {
+        let p: &Population = pop;
+        let counts = &p.scratch.contacts;
+        out.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, x)| {
+            *x = p.position[i];
+            if p.state[i] == state::ALIVE {
+                *x += corrections(p, i, |j| p.position[j], counts, &p.scratch.v_pre, 1.0, 0.0, false);
+            }
+        });
+    }
+    std::mem::swap(&mut pop.position, &mut out);
+    pop.scratch.x_pred = out;
+}
+
+/// One Jacobi position iteration: dx' = dx + ω Σ corrections.
+fn solve_positions(pop: &mut Population, h: f32, resting: f32) {
+    let mut out = std::mem::take(&mut pop.scratch.dx_next);
+    {
+        let p: &Population = pop;
+        let s = &p.scratch;
+        out.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, dx)| {
+            *dx = s.dx[i];
+            if p.state[i] == state::ALIVE {
+                *dx += corrections(p, i, |j| s.x_pred[j] + s.dx[j], &s.contacts, &s.v_pre, h, resting, true);
+            }
+        });
+    }
+    pop.scratch.dx_next = out;
+}
+
+/// The velocity pass: v = v⁻ + dx/h, then restitution, friction and rolling
+/// resistance per contact (Jacobi), into `v_new`, `omega_new`.
+fn solve_velocities(pop: &mut Population, h: f32, resting: f32) {
+    let s = &mut pop.scratch;
+    let (radius, inv_mass, states, obstacles, omega) =
+        (&pop.radius, &pop.inv_mass, &pop.state, &pop.obstacles, &pop.omega);
+    let (x_pred, v_pre, dx, counts) = (&s.x_pred, &s.v_pre, &s.dx, &s.contacts);
+    let (nb, nbc, ob, obc) = (&s.neighbours, &s.neighbour_count, &s.obstacle_ids, &s.obstacle_count);
+    let balls = pop.params.material;
+    let x_new = |i: usize| x_pred[i] + dx[i];
+    let v_mid = |i: usize| v_pre[i] + dx[i] / h;
+    (&mut s.v_new, &mut s.omega_new).into_par_iter().with_min_len(CHUNK).enumerate().for_each(|(i, (v_out, w_out))| {
+        if states[i] != state::ALIVE {
+            *v_out = v_pre[i];
+            *w_out = omega[i];
+            return;
+        }
+        let (r_i, w_i) = (radius[i], inv_mass[i]);
+        let mut dv = Vec2::ZERO;
+        let mut domega = 0.0f32;
+        let mut roll = 0.0f32;
+        for &j in &nb[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + nbc[i] as usize] {
+            let j = j as usize;
+            let (a, b) = if i < j { (i, j) } else { (j, i) };
+            let sum_r = radius[a] + radius[b];
+            let (n, d) = pair_normal(x_new(a), x_new(b));
+            let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
+            if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
+                continue;
+            }
+            let t = n.perp();
+            let rel = (v_mid(a) - t * (radius[a] * omega[a])) - (v_mid(b) + t * (radius[b] * omega[b]));
+            let c = VelocityContact {
+                normal: n,
+                relative_velocity: rel,
+                vn_pre: (v_pre[a] - v_pre[b]).dot(n),
+                overlap_pred,
+                k: counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b],
+            };
+            let p: ContactImpulse = contact::contact_impulse(&c, balls, h, resting);
+            let impulse = n * p.normal + t * p.tangent;
+            dv += if i == a { impulse * w_i } else { -impulse * w_i };
+            domega += contact::spin_change(p.tangent, w_i, r_i);
+            roll += contact::rolling_limit(balls, p.total, w_i, r_i);
+        }
+        // Obstacles after the balls, in turn and in full (infinite mass,
+        // priority), from the velocity the balls' impulses left.
+        let p_i = x_new(i);
+        let mut v_i = v_mid(i) + dv;
+        let mut spin = omega[i] + domega;
+        for &o in &ob[i * MAX_OBSTACLES..i * MAX_OBSTACLES + obc[i] as usize] {
+            let o = &obstacles[o as usize];
+            let now = o.contact(p_i);
+            if !obstacle_in_reach(o, now.distance, r_i) {
+                continue;
+            }
+            let overlap_pred = (r_i - o.contact(x_pred[i]).distance).max(0.0);
+            if overlap_pred <= 0.0 && now.distance > r_i * (1.0 + ACTIVE_SLOP) {
+                continue;
+            }
+            let m: Material = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
+            let n = now.normal;
+            let t = n.perp();
+            let surface_velocity = o.velocity_at(p_i - n * r_i);
+            let c = VelocityContact {
+                normal: n,
+                relative_velocity: v_i - t * (r_i * spin) - surface_velocity,
+                vn_pre: (v_pre[i] - surface_velocity).dot(n),
+                overlap_pred,
+                k: w_i,
+            };
+            let p = contact::contact_impulse(&c, m, h, resting);
+            v_i += (n * p.normal + t * p.tangent) * w_i;
+            spin += contact::spin_change(p.tangent, w_i, r_i);
+            roll += contact::rolling_limit(m, p.total, w_i, r_i);
+        }
+        *v_out = v_i;
+        *w_out = spin - spin.signum() * roll.min(spin.abs());
+    });
+}
+
+/// x = x* + dx, v, ω from the velocity pass, angle += ω h.
+fn finish_substep(pop: &mut Population, h: f32) {
+    let s = &pop.scratch;
+    let states = &pop.state;
+    (&mut pop.position, &mut pop.velocity, &mut pop.omega, &mut pop.angle)
+        .into_par_iter()
+        .with_min_len(CHUNK)
+        .enumerate()
+        .for_each(|(i, (x, v, w, angle))| {
+            if states[i] != state::ALIVE {
+                return;
+            }
+            *x = s.x_pred[i] + s.dx[i];
+            *v = s.v_new[i];
+            *w = s.omega_new[i];
+            *angle += *w * h;
+        });
+}
+
+/// Removes (and counts, through their state) balls outside the world or in
+/// a kill region; a non-finite ball stops the run with its index.
+fn check_bounds(pop: &mut Population) -> Result<(), PopulationError> {
+    let (min, max) = pop.params.bounds;
+    let kill = &pop.params.kill;
+    let (position, velocity) = (&pop.position, &pop.velocity);
+    let bad = pop.state.par_iter_mut().with_min_len(CHUNK).enumerate().map(|(i, s)| {
+        if *s != state::ALIVE {
+            return usize::MAX;
+        }
+        let (p, v) = (position[i], velocity[i]);
+        if !(p.is_finite() && v.is_finite()) {
+            return i;
+        }
+        if p.x < min.x || p.y < min.y || p.x > max.x || p.y > max.y {
+            *s = state::ESCAPED;
+        } else if kill.iter().any(|(a, b)| p.x >= a.x && p.y >= a.y && p.x <= b.x && p.y <= b.y) {
+            *s = state::KILLED;
+        }
+        usize::MAX
+    });
+    match bad.min() {
+        Some(ball) if ball != usize::MAX => Err(PopulationError::NotFinite {
+            step: pop.steps,
+            ball,
+            position: pop.position[ball],
+            velocity: pop.velocity[ball],
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Counters, kinetic energy and the largest overlap (the grid is rebuilt
+/// from the current positions into a private scratch).
+pub(crate) fn stats(pop: &Population) -> PopulationStats {
+    let mut s = Scratch::default();
+    build_grid(&pop.grid, &pop.position, &pop.state, &mut s);
+    let grid = pop.grid;
+    let (position, radius, states) = (&pop.position, &pop.radius, &pop.state);
+    let (kinetic, overlap) = (0..pop.len())
+        .into_par_iter()
+        .with_min_len(CHUNK)
+        .filter(|&i| states[i] == state::ALIVE)
+        .map(|i| {
+            let m = f64::from(pop.mass(i));
+            let r = f64::from(radius[i]);
+            let ke = 0.5 * m * f64::from(pop.velocity[i].length_squared())
+                + 0.25 * m * r * r * f64::from(pop.omega[i]).powi(2);
+            let (p, r) = (position[i], radius[i]);
+            let mut worst = 0.0f32;
+            let (cx, cy) = grid.coords(p);
+            for y in cy.saturating_sub(1)..=(cy + 1).min(grid.ny - 1) {
+                for x in cx.saturating_sub(1)..=(cx + 1).min(grid.nx - 1) {
+                    let c = (y * grid.nx + x) as usize;
+                    for &j in &s.sorted[s.cell_start[c] as usize..s.cell_start[c + 1] as usize] {
+                        let j = j as usize;
+                        if j != i {
+                            let o = r + radius[j] - (position[j] - p).length();
+                            worst = worst.max(o / r.min(radius[j]));
+                        }
+                    }
+                }
+            }
+            for o in &pop.obstacles {
+                let d = o.contact(p).distance;
+                if obstacle_in_reach(o, d, r) {
+                    worst = worst.max((r - d) / r);
+                }
+            }
+            (ke, f64::from(worst))
+        })
+        .reduce(|| (0.0, 0.0), |a, b| (a.0 + b.0, a.1.max(b.1)));
+    let count = |code| states.par_iter().filter(|&&s| s == code).count() as u64;
+    let alive = count(state::ALIVE);
+    PopulationStats {
+        alive,
+        pending: count(state::PENDING),
+        escaped: count(state::ESCAPED),
+        killed: count(state::KILLED),
+        kinetic_energy: kinetic,
+        kinetic_per_ball: if alive > 0 { kinetic / alive as f64 } else { 0.0 },
+        max_overlap_ratio: overlap,
+        list_overflow: pop.list_overflow,
+    }
+}

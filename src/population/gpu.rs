@@ -1,0 +1,466 @@
+//! The GPU backend of the population tier: `shaders/population.wgsl` on
+//! resident buffers. A step is one command encoder with one compute pass —
+//! release, fields, grid (count, [`PrefixSum`], scatter), neighbour lists,
+//! then per substep stabilise, predict, count, Jacobi position iterations
+//! (ping-pong bind groups), velocity pass, finish — and bounds. Nothing is
+//! read back during a step: [`GpuPopulation::read_back`] copies the balls to
+//! the host only when the caller asks (trace, summary).
+//!
+//! The renderer can draw straight from [`GpuPopulation::ball_buffer`]
+//! (`STORAGE | VERTEX`, one `vec4<f32>` per ball: x, y, vx, vy) and
+//! [`GpuPopulation::property_buffer`] (angle, ω, radius, 1/m), with
+//! [`GpuPopulation::state_buffer`] telling which balls are in the world.
+
+use std::sync::Arc;
+
+use bytemuck::{Pod, Zeroable};
+use glam::{Vec2, Vec4};
+
+use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Obstacle, Population, PopulationError};
+use crate::gpu::buffers::{GrowableBuffer, Readback};
+use crate::gpu::prefix_sum::PrefixSum;
+use crate::gpu::{GpuContext, GpuError, GpuField};
+
+/// Bytes per ball on the GPU: ball 16, properties 16, state 4, release
+/// step 4, acceleration 8, prediction 16, two corrections 16, velocity-pass
+/// output 16, contact count 4, cell 4, sorted index 4, neighbour list
+/// 4·(16 + 1), obstacle list 4·(8 + 1). Plus 4 bytes per grid cell (and the
+/// prefix sum's block sums, 1/256 of that). 10⁷ balls: 2.1 GB.
+pub const GPU_BYTES_PER_BALL: u64 = 16 + 16 + 4 + 4 + 8 + 16 + 16 + 16 + 4 + 4 + 4 + 4 * 17 + 4 * 9;
+
+/// Storage bindings the step's bind group uses.
+const STORAGE_BINDINGS: u32 = 21;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
+struct Params {
+    n: u32,
+    cells: u32,
+    nx: u32,
+    ny: u32,
+    origin: [f32; 2],
+    cell: f32,
+    h: f32,
+    gravity: [f32; 2],
+    resting: f32,
+    relaxation: f32,
+    bounds_min: [f32; 2],
+    bounds_max: [f32; 2],
+    restitution: f32,
+    friction: f32,
+    rolling: f32,
+    skin: f32,
+    field_count: u32,
+    obstacle_count: u32,
+    kill_count: u32,
+    step: u32,
+    dt: f32,
+    _pad: [u32; 3],
+}
+
+struct Pipelines {
+    release: wgpu::ComputePipeline,
+    apply_fields: wgpu::ComputePipeline,
+    count_cells: wgpu::ComputePipeline,
+    scatter: wgpu::ComputePipeline,
+    find_neighbours: wgpu::ComputePipeline,
+    count_current: wgpu::ComputePipeline,
+    stabilise: wgpu::ComputePipeline,
+    commit_stabilised: wgpu::ComputePipeline,
+    predict: wgpu::ComputePipeline,
+    count_predicted: wgpu::ComputePipeline,
+    solve_positions: wgpu::ComputePipeline,
+    solve_velocities: wgpu::ComputePipeline,
+    finish_substep: wgpu::ComputePipeline,
+    check_bounds: wgpu::ComputePipeline,
+}
+
+/// The population's resident GPU buffers, pipelines and bind groups.
+pub struct GpuPopulation {
+    ctx: Arc<GpuContext>,
+    pipelines: Pipelines,
+    prefix: PrefixSum,
+    params: wgpu::Buffer,
+    balls: wgpu::Buffer,
+    properties: wgpu::Buffer,
+    state: wgpu::Buffer,
+    cell_start: wgpu::Buffer,
+    obstacles: wgpu::Buffer,
+    obstacle_capacity: usize,
+    counters: wgpu::Buffer,
+    /// Bind groups: corrections A→B and B→A.
+    bind_groups: Vec<wgpu::BindGroup>,
+    layout: wgpu::BindGroupLayout,
+    others: Vec<wgpu::Buffer>,
+    readback: Readback,
+    n: u32,
+    cells: u64,
+}
+
+impl std::fmt::Debug for GpuPopulation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuPopulation").field("balls", &self.n).field("adapter", &self.ctx.adapter_name()).finish()
+    }
+}
+
+fn gpu_error(e: GpuError) -> PopulationError {
+    PopulationError::Gpu(e.to_string())
+}
+
+impl GpuPopulation {
+    /// Checks the population against the adapter's limits — before any
+    /// allocation — then creates the buffers, uploads the balls and builds
+    /// the pipelines.
+    pub fn new(ctx: Arc<GpuContext>, pop: &Population) -> Result<Self, PopulationError> {
+        let n = pop.len() as u64;
+        let cells = pop.grid.cells();
+        let limits = ctx.limits();
+        if limits.max_storage_buffers_per_shader_stage < STORAGE_BINDINGS {
+            return Err(PopulationError::Gpu(format!(
+                "the population step binds {STORAGE_BINDINGS} storage buffers, over this adapter's \
+                 max_storage_buffers_per_shader_stage = {}",
+                limits.max_storage_buffers_per_shader_stage
+            )));
+        }
+        let binding = ctx.max_binding_bytes();
+        let largest = (n * 4 * MAX_NEIGHBOURS as u64).max((cells + 1) * 4).max(n * 16);
+        if largest > binding {
+            return Err(PopulationError::TooLarge {
+                count: n,
+                bytes: n * GPU_BYTES_PER_BALL + cells * 4,
+                per_ball: GPU_BYTES_PER_BALL,
+                extra: format!(" + 4 per grid cell × {cells}; its largest array is {largest} bytes"),
+                backend: "gpu",
+                limit: binding,
+                limit_name: "max_storage_buffer_binding_size of this adapter, per array".into(),
+            });
+        }
+        if n > u64::from(u32::MAX) / MAX_NEIGHBOURS as u64 {
+            return Err(PopulationError::Gpu(format!("{n} balls: neighbour-list indices would overflow u32")));
+        }
+        ctx.dispatch_grid(n.max(1)).map_err(gpu_error)?;
+
+        let shader = ctx
+            .shader_module("population.wgsl", wgpu::include_wgsl!("../../shaders/population.wgsl"))
+            .map_err(gpu_error)?;
+        let entry = |binding: u32, ty: wgpu::BufferBindingType| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::COMPUTE,
+            ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
+            count: None,
+        };
+        let rw = wgpu::BufferBindingType::Storage { read_only: false };
+        let ro = wgpu::BufferBindingType::Storage { read_only: true };
+        let read_only = [4u32, 18, 19, 20];
+        let mut entries = vec![entry(0, wgpu::BufferBindingType::Uniform)];
+        for b in 1..=STORAGE_BINDINGS {
+            entries.push(entry(b, if read_only.contains(&b) { ro } else { rw }));
+        }
+        let layout = ctx.device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("population"),
+            entries: &entries,
+        });
+        let pipeline_layout = ctx.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("population"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let p = |name: &'static str| ctx.compute_pipeline(&shader, name, &pipeline_layout).map_err(gpu_error);
+        let pipelines = Pipelines {
+            release: p("release")?,
+            apply_fields: p("apply_fields")?,
+            count_cells: p("count_cells")?,
+            scatter: p("scatter")?,
+            find_neighbours: p("find_neighbours")?,
+            count_current: p("count_current")?,
+            stabilise: p("stabilise")?,
+            commit_stabilised: p("commit_stabilised")?,
+            predict: p("predict")?,
+            count_predicted: p("count_predicted")?,
+            solve_positions: p("solve_positions")?,
+            solve_velocities: p("solve_velocities")?,
+            finish_substep: p("finish_substep")?,
+            check_bounds: p("check_bounds")?,
+        };
+
+        let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+        let buffer = |label: &'static str, bytes: u64, extra: wgpu::BufferUsages| {
+            let mut b = GrowableBuffer::new(label, storage | extra);
+            b.ensure(&ctx, bytes.max(16)).map_err(gpu_error)?;
+            Ok::<wgpu::Buffer, PopulationError>(b.get().clone())
+        };
+        let none = wgpu::BufferUsages::empty();
+        let balls = buffer("population balls", n * 16, wgpu::BufferUsages::VERTEX)?;
+        let properties = buffer("population properties", n * 16, wgpu::BufferUsages::VERTEX)?;
+        let state = buffer("population state", n * 4, wgpu::BufferUsages::VERTEX)?;
+        let release = buffer("population release", n * 4, none)?;
+        let acc = buffer("population acceleration", n * 8, none)?;
+        let pred = buffer("population prediction", n * 16, none)?;
+        let dx_a = buffer("population correction a", n * 8, none)?;
+        let dx_b = buffer("population correction b", n * 8, none)?;
+        let vout = buffer("population velocity pass", n * 16, none)?;
+        let contacts = buffer("population contacts", n * 4, none)?;
+        let cell_of = buffer("population cell", n * 4, none)?;
+        let cell_start = buffer("population cell start", (cells + 1) * 4, none)?;
+        let sorted = buffer("population sorted", n * 4, none)?;
+        let neighbours = buffer("population neighbours", n * 4 * MAX_NEIGHBOURS as u64, none)?;
+        let neighbour_count = buffer("population neighbour count", n * 4, none)?;
+        let obstacle_ids = buffer("population obstacle ids", n * 4 * MAX_OBSTACLES as u64, none)?;
+        let obstacle_count = buffer("population obstacle count", n * 4, none)?;
+        let obstacle_capacity = pop.obstacles.len().max(1);
+        let obstacles = buffer("population obstacles", (obstacle_capacity * size_of::<Obstacle>()) as u64, none)?;
+        let fields = buffer("population fields", (pop.fields.len().max(1) * size_of::<GpuField>()) as u64, none)?;
+        let kill = buffer("population kill regions", (pop.params.kill.len().max(1) * 16) as u64, none)?;
+        let counters = buffer("population counters", 16, none)?;
+        let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("population params"),
+            size: size_of::<Params>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut prefix = PrefixSum::new(&ctx).map_err(gpu_error)?;
+        prefix.bind(&ctx, &cell_start, cells + 1).map_err(gpu_error)?;
+
+        let q = &ctx.queue;
+        let write = |b: &wgpu::Buffer, bytes: &[u8]| {
+            if !bytes.is_empty() {
+                q.write_buffer(b, 0, bytes);
+            }
+        };
+        let pv: Vec<Vec4> = (0..pop.len())
+            .map(|i| Vec4::new(pop.position[i].x, pop.position[i].y, pop.velocity[i].x, pop.velocity[i].y))
+            .collect();
+        let props: Vec<Vec4> =
+            (0..pop.len()).map(|i| Vec4::new(pop.angle[i], pop.omega[i], pop.radius[i], pop.inv_mass[i])).collect();
+        write(&balls, bytemuck::cast_slice(&pv));
+        write(&properties, bytemuck::cast_slice(&props));
+        write(&state, bytemuck::cast_slice(&pop.state));
+        write(&release, bytemuck::cast_slice(&pop.release_step));
+        write(&obstacles, bytemuck::cast_slice(&pop.obstacles));
+        write(&fields, bytemuck::cast_slice(&pop.fields));
+        let kills: Vec<Vec4> = pop.params.kill.iter().map(|(a, b)| Vec4::new(a.x, a.y, b.x, b.y)).collect();
+        write(&kill, bytemuck::cast_slice(&kills));
+        write(&counters, bytemuck::cast_slice(&[0u32, u32::MAX, 0, 0]));
+
+        let others = vec![
+            release,
+            acc,
+            pred,
+            dx_a,
+            dx_b,
+            vout,
+            contacts,
+            cell_of,
+            sorted,
+            neighbours,
+            neighbour_count,
+            obstacle_ids,
+            obstacle_count,
+            fields,
+            kill,
+        ];
+        let mut gpu = GpuPopulation {
+            bind_groups: Vec::new(),
+            ctx,
+            pipelines,
+            prefix,
+            params,
+            balls,
+            properties,
+            state,
+            cell_start,
+            obstacles,
+            obstacle_capacity,
+            counters,
+            layout,
+            others,
+            readback: Readback::new(),
+            n: n as u32,
+            cells,
+        };
+        gpu.bind_groups = vec![gpu.bind_group(false), gpu.bind_group(true)];
+        Ok(gpu)
+    }
+
+    fn bind_group(&self, swapped: bool) -> wgpu::BindGroup {
+        let o = &self.others;
+        let (dx_in, dx_out) = if swapped { (&o[4], &o[3]) } else { (&o[3], &o[4]) };
+        let buffers: [&wgpu::Buffer; 22] = [
+            &self.params,
+            &self.balls,
+            &self.properties,
+            &self.state,
+            &o[0],
+            &o[1],
+            &o[2],
+            dx_in,
+            dx_out,
+            &o[5],
+            &o[6],
+            &o[7],
+            &self.cell_start,
+            &o[8],
+            &o[9],
+            &o[10],
+            &o[11],
+            &o[12],
+            &self.obstacles,
+            &o[13],
+            &o[14],
+            &self.counters,
+        ];
+        let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
+            .iter()
+            .enumerate()
+            .map(|(k, b)| wgpu::BindGroupEntry { binding: k as u32, resource: b.as_entire_binding() })
+            .collect();
+        self.ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(if swapped { "population b->a" } else { "population a->b" }),
+            layout: &self.layout,
+            entries: &entries,
+        })
+    }
+
+    /// The adapter's description.
+    pub fn adapter(&self) -> String {
+        self.ctx.summary()
+    }
+
+    /// One `vec4<f32>` per ball: x, y, vx, vy (`STORAGE | VERTEX`).
+    pub fn ball_buffer(&self) -> &wgpu::Buffer {
+        &self.balls
+    }
+
+    /// One `vec4<f32>` per ball: angle, ω, radius, 1/m (`STORAGE | VERTEX`).
+    pub fn property_buffer(&self) -> &wgpu::Buffer {
+        &self.properties
+    }
+
+    /// One `u32` per ball: [`super::state`] codes (`STORAGE | VERTEX`).
+    pub fn state_buffer(&self) -> &wgpu::Buffer {
+        &self.state
+    }
+
+    /// Number of balls in the buffers.
+    pub fn count(&self) -> u32 {
+        self.n
+    }
+
+    /// Encodes and submits one step of `dt` (no wait, no readback). The
+    /// host-side `pop` keeps the parameters, obstacles and step count; its
+    /// balls are stale until [`read_back`](Self::read_back).
+    pub fn step(&mut self, pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
+        let ctx = self.ctx.clone();
+        if pop.obstacles.len() > self.obstacle_capacity {
+            let mut b =
+                GrowableBuffer::new("population obstacles", wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST);
+            b.ensure(&ctx, (pop.obstacles.len() * size_of::<Obstacle>()) as u64).map_err(gpu_error)?;
+            self.obstacles = b.get().clone();
+            self.obstacle_capacity = pop.obstacles.len();
+            self.bind_groups = vec![self.bind_group(false), self.bind_group(true)];
+        }
+        if !pop.obstacles.is_empty() {
+            ctx.queue.write_buffer(&self.obstacles, 0, bytemuck::cast_slice(&pop.obstacles));
+        }
+        let substeps = pop.params.substeps;
+        let h = dt / substeps as f32;
+        let m = pop.params.material;
+        let g = pop.grid;
+        let params = Params {
+            n: self.n,
+            cells: self.cells as u32,
+            nx: g.nx,
+            ny: g.ny,
+            origin: g.origin.into(),
+            cell: g.cell,
+            h,
+            gravity: pop.gravity.into(),
+            resting: pop.resting_speed(dt),
+            relaxation: pop.params.relaxation,
+            bounds_min: pop.params.bounds.0.into(),
+            bounds_max: pop.params.bounds.1.into(),
+            restitution: m.restitution,
+            friction: m.friction,
+            rolling: m.rolling_resistance,
+            skin: pop.params.skin,
+            field_count: pop.fields.len() as u32,
+            obstacle_count: pop.obstacles.len() as u32,
+            kill_count: pop.params.kill.len() as u32,
+            step: (pop.steps + 1).min(u64::from(u32::MAX)) as u32,
+            dt,
+            _pad: [0; 3],
+        };
+        ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
+        let (x, y) = ctx.dispatch_grid(u64::from(self.n).max(1)).map_err(gpu_error)?;
+        let mut encoder =
+            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("population step") });
+        encoder.clear_buffer(&self.cell_start, 0, None);
+        {
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("population step"),
+                timestamp_writes: None,
+            });
+            let p = &self.pipelines;
+            let run = |pass: &mut wgpu::ComputePass<'_>, pipeline: &wgpu::ComputePipeline, group: usize| {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, &self.bind_groups[group], &[]);
+                pass.dispatch_workgroups(x, y, 1);
+            };
+            run(&mut pass, &p.release, 0);
+            run(&mut pass, &p.apply_fields, 0);
+            run(&mut pass, &p.count_cells, 0);
+            self.prefix.encode(&ctx, &mut pass, self.cells + 1).map_err(gpu_error)?;
+            run(&mut pass, &p.scatter, 0);
+            run(&mut pass, &p.find_neighbours, 0);
+            for _ in 0..substeps {
+                run(&mut pass, &p.count_current, 0);
+                run(&mut pass, &p.stabilise, 0);
+                run(&mut pass, &p.commit_stabilised, 0);
+                run(&mut pass, &p.predict, 0);
+                run(&mut pass, &p.count_predicted, 0);
+                for k in 0..pop.params.iterations {
+                    run(&mut pass, &p.solve_positions, (k % 2) as usize);
+                }
+                let current = (pop.params.iterations % 2) as usize;
+                run(&mut pass, &p.solve_velocities, current);
+                run(&mut pass, &p.finish_substep, current);
+            }
+            run(&mut pass, &p.check_bounds, 0);
+        }
+        ctx.queue.submit([encoder.finish()]);
+        ctx.check("population step").map_err(gpu_error)?;
+        pop.steps += 1;
+        Ok(())
+    }
+
+    /// Waits for the submitted steps and copies the balls into `pop`; a
+    /// non-finite ball found by the GPU stops the run with its index.
+    pub fn read_back(&mut self, pop: &mut Population) -> Result<(), PopulationError> {
+        let ctx = self.ctx.clone();
+        let n = self.n as usize;
+        let mut pv: Vec<Vec4> = Vec::new();
+        let mut props: Vec<Vec4> = Vec::new();
+        let mut counters: Vec<u32> = Vec::new();
+        self.readback.read(&ctx, &self.balls, n, &mut pv).map_err(gpu_error)?;
+        self.readback.read(&ctx, &self.properties, n, &mut props).map_err(gpu_error)?;
+        self.readback.read(&ctx, &self.state, n, &mut pop.state).map_err(gpu_error)?;
+        self.readback.read(&ctx, &self.counters, 4, &mut counters).map_err(gpu_error)?;
+        for i in 0..n {
+            pop.position[i] = Vec2::new(pv[i].x, pv[i].y);
+            pop.velocity[i] = Vec2::new(pv[i].z, pv[i].w);
+            pop.angle[i] = props[i].x;
+            pop.omega[i] = props[i].y;
+        }
+        pop.list_overflow = u64::from(counters[0]);
+        if counters[1] != u32::MAX {
+            let ball = counters[1] as usize;
+            return Err(PopulationError::NotFinite {
+                step: pop.steps,
+                ball,
+                position: pop.position[ball],
+                velocity: pop.velocity[ball],
+            });
+        }
+        Ok(())
+    }
+}

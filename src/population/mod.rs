@@ -1,0 +1,582 @@
+//! The population tier: many balls (discs) in f32, stepped by one algorithm
+//! with two backends — the CPU twin ([`cpu`], rayon, structure of arrays) and
+//! the GPU ([`gpu`], `shaders/population.wgsl`, resident buffers).
+//!
+//! # Composition with the mechanism tier
+//! One [`crate::world::World`] owns both tiers. `World::step` runs the
+//! mechanism stages first, then the population as one more stage
+//! (`Stage::StepPopulation`): the balls see the bodies' new poses and
+//! velocities as moving obstacles ([`obstacle`]). Coupling is one-way: balls
+//! do not push back on bodies.
+//!
+//! # The step (both backends, kernel for kernel)
+//! 1. `release` — emitter balls whose time has come enter the world;
+//! 2. `apply_fields` — gravity plus the scene's force fields, per ball, held
+//!    for the step (`acceleration`);
+//! 3. `build_grid` — cell of every ball (cell size 2 r_max + skin), counting
+//!    sort by cell (count, exclusive prefix sum, scatter);
+//! 4. `find_neighbours` — per ball, the balls within `r_i + r_j + skin` in
+//!    the 3 × 3 cells around it, and the obstacles within `r_i + skin`
+//!    (fixed-capacity lists, [`MAX_NEIGHBOURS`], [`MAX_OBSTACLES`]; overflow
+//!    is counted and reported);
+//! 5. `substeps` × { `predict` (v += a h, x* = x + v h), `count_contacts`,
+//!    `iterations` × `solve_positions` (Jacobi, mass splitting), then
+//!    `solve_velocities` (restitution, friction, rolling resistance, spin,
+//!    new x, v, ω, angle) } — see [`contact`];
+//! 6. `check_bounds` — balls leaving the world or entering a kill region are
+//!    removed and counted; a non-finite ball stops the run with its index.
+//!
+//! # Why this contact scheme
+//! A substepped position-based solve (small steps, XPBD style) with Jacobi
+//! iterations: every ball *gathers* its corrections from its own neighbour
+//! list and writes only itself, so there are no atomics and no graph
+//! colouring, the GPU and CPU run the same loop, and the result does not
+//! depend on the thread count. Mass splitting makes Jacobi safe (no
+//! overshoot, no explosion) and keeps the pair impulses antisymmetric
+//! (momentum conserved). Its quality cost: Jacobi propagates a correction by
+//! one ball per iteration, so in a tall pile a residual overlap remains
+//! that grows with the pile's height and with g h²/iterations: small steps
+//! beat iterations (XPBD), hence the default 16 substeps × 2 iterations. It
+//! stays below 2 % of the radius in balls_box 10³ (tested); a 100-ball-high
+//! pile (balls_box 10⁴) keeps about 3 % at rest with the defaults, 2 % with
+//! 32 substeps × 1 iteration (measured; README). Restitution and
+//! friction act in a velocity pass after the positions (Müller et al. 2020),
+//! which removes the energy the projection would add — piles come to rest.
+//!
+//! # Memory
+//! [`CPU_BYTES_PER_BALL`] and `gpu::GPU_BYTES_PER_BALL` state what a ball
+//! costs; a population over the backend's memory is refused before any
+//! allocation, with the estimate and the limit named.
+
+pub mod contact;
+pub mod cpu;
+pub mod gpu;
+pub mod obstacle;
+pub mod spawn;
+
+use glam::{DVec2, Vec2};
+
+use crate::body::Body;
+use crate::field::Field;
+use crate::gpu::GpuField;
+use crate::surface::Surface;
+pub use obstacle::Obstacle;
+pub use spawn::{ContainerDef, PopulationDef, RectDef, SpawnDef};
+
+/// Neighbour-list capacity per ball.
+pub const MAX_NEIGHBOURS: usize = 16;
+/// Obstacle-list capacity per ball.
+pub const MAX_OBSTACLES: usize = 8;
+
+/// Ball states (`Population::state`).
+pub mod state {
+    /// In the world.
+    pub const ALIVE: u32 = 0;
+    /// An emitter ball not yet released.
+    pub const PENDING: u32 = 1;
+    /// Left the world's bounds.
+    pub const ESCAPED: u32 = 2;
+    /// Entered a kill region.
+    pub const KILLED: u32 = 3;
+}
+
+/// Bytes per ball of the CPU twin: state (position 8, velocity 8, angle 4,
+/// spin 4, radius 4, inverse mass 4, state 4, release step 4 = 40) plus step
+/// scratch (acceleration 8, pre-solve velocity 8, predicted position 8, two
+/// correction buffers 16, new velocity 8, new spin 4, contact count 4, cell
+/// key 4, sorted index 4, neighbour list 4·(16 + 1), obstacle list 4·(8 + 1)
+/// = 176).
+pub const CPU_BYTES_PER_BALL: u64 = 40 + 176;
+
+/// Why a population cannot be built or stepped.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PopulationError {
+    /// A value of the `population` section is unusable.
+    #[error("{field}: {message}")]
+    Invalid {
+        /// Field path under `population` (`spawn[0].count`).
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The population would not fit the backend's memory.
+    #[error(
+        "{count} balls need about {bytes} bytes on the {backend} backend ({per_ball} bytes per ball{extra}), \
+         over the limit of {limit} bytes ({limit_name})"
+    )]
+    TooLarge {
+        /// Balls asked for.
+        count: u64,
+        /// Estimated bytes.
+        bytes: u64,
+        /// Bytes per ball on that backend.
+        per_ball: u64,
+        /// Other terms of the estimate (grid cells …).
+        extra: String,
+        /// `cpu` or `gpu`.
+        backend: &'static str,
+        /// The limit (bytes).
+        limit: u64,
+        /// Which limit.
+        limit_name: String,
+    },
+    /// A ball's state became non-finite.
+    #[error("ball {ball} is not finite after step {step} (position {position}, velocity {velocity})")]
+    NotFinite {
+        /// Step after which it was found.
+        step: u64,
+        /// Index of the ball.
+        ball: usize,
+        /// Its position.
+        position: Vec2,
+        /// Its velocity.
+        velocity: Vec2,
+    },
+    /// The GPU backend failed.
+    #[error("GPU population step: {0}")]
+    Gpu(String),
+}
+
+fn invalid(field: impl Into<String>, message: impl Into<String>) -> PopulationError {
+    PopulationError::Invalid { field: field.into(), message: message.into() }
+}
+
+/// Run-time parameters of the step (f32).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PopulationParams {
+    /// Ball–ball material; obstacles mix theirs in ([`contact::mix`]).
+    pub material: contact::Material,
+    /// Resting speed, or `None` for 2·|g|·dt.
+    pub resting_speed: Option<f32>,
+    /// Substeps per step.
+    pub substeps: u32,
+    /// Jacobi position iterations per substep.
+    pub iterations: u32,
+    /// Over-relaxation of the position correction.
+    pub relaxation: f32,
+    /// Neighbour margin (m).
+    pub skin: f32,
+    /// World bounds (min, max).
+    pub bounds: (Vec2, Vec2),
+    /// Kill regions (min, max).
+    pub kill: Vec<(Vec2, Vec2)>,
+}
+
+/// The uniform grid the balls are sorted into.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GridSpec {
+    /// Lower-left corner of cell (0, 0).
+    pub origin: Vec2,
+    /// Cell side (m): 2 r_max + skin.
+    pub cell: f32,
+    /// Cells along x.
+    pub nx: u32,
+    /// Cells along y.
+    pub ny: u32,
+}
+
+impl GridSpec {
+    /// Number of cells.
+    pub fn cells(&self) -> u64 {
+        u64::from(self.nx) * u64::from(self.ny)
+    }
+
+    /// Cell coordinates of a point (clamped into the grid).
+    #[inline]
+    pub fn coords(&self, p: Vec2) -> (u32, u32) {
+        let c = ((p - self.origin) / self.cell).floor();
+        let cx = (c.x.max(0.0) as u32).min(self.nx - 1);
+        let cy = (c.y.max(0.0) as u32).min(self.ny - 1);
+        (cx, cy)
+    }
+}
+
+/// Largest number of grid cells (4 bytes each on either backend).
+pub const MAX_CELLS: u64 = 1 << 28;
+
+/// Counters and quality figures of a population at one instant.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PopulationStats {
+    /// Balls in the world.
+    pub alive: u64,
+    /// Emitter balls not yet released.
+    pub pending: u64,
+    /// Balls that left the world's bounds.
+    pub escaped: u64,
+    /// Balls removed by kill regions.
+    pub killed: u64,
+    /// ½ m v² + ½ J ω² over the balls in the world (J).
+    pub kinetic_energy: f64,
+    /// Kinetic energy per ball in the world (J).
+    pub kinetic_per_ball: f64,
+    /// Largest overlap of two balls (or a ball and an obstacle) divided by
+    /// the smaller radius.
+    pub max_overlap_ratio: f64,
+    /// Contacts dropped because a neighbour or obstacle list was full (over the run).
+    pub list_overflow: u64,
+}
+
+/// A population of balls: structure of arrays, f32.
+#[derive(Clone, Debug)]
+pub struct Population {
+    /// Step parameters.
+    pub params: PopulationParams,
+    /// Centres (m).
+    pub position: Vec<Vec2>,
+    /// Velocities (m/s).
+    pub velocity: Vec<Vec2>,
+    /// Angles (rad).
+    pub angle: Vec<f32>,
+    /// Spins (rad/s).
+    pub omega: Vec<f32>,
+    /// Radii (m).
+    pub radius: Vec<f32>,
+    /// Inverse masses (1/kg).
+    pub inv_mass: Vec<f32>,
+    /// [`state`] codes.
+    pub state: Vec<u32>,
+    /// Step at which a pending ball is released (0 for the others).
+    pub release_step: Vec<u32>,
+    /// The sorting grid.
+    pub grid: GridSpec,
+    /// Obstacles from the static surfaces (and the container).
+    pub static_obstacles: Vec<Obstacle>,
+    /// All obstacles of the current step (static, then bodies').
+    pub obstacles: Vec<Obstacle>,
+    /// Gravity (m/s²).
+    pub gravity: Vec2,
+    /// Force fields in f32 (the GPU encoding).
+    pub fields: Vec<GpuField>,
+    /// Steps taken.
+    pub steps: u64,
+    /// Largest radius (m).
+    pub max_radius: f32,
+    /// Contacts dropped from full lists so far.
+    pub list_overflow: u64,
+    scratch: cpu::Scratch,
+}
+
+/// Total memory of this machine (bytes), from `/proc/meminfo`; 16 GiB when
+/// unknown.
+pub fn cpu_memory_limit() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<u64>().ok()).map(|kb| kb * 1024))
+        })
+        .unwrap_or(16 << 30)
+}
+
+impl Population {
+    /// Builds the population a scene section describes, after checking every
+    /// value and the memory it needs (`memory_limit` bytes on the CPU) —
+    /// before allocating anything per ball.
+    pub fn build(
+        def: &PopulationDef,
+        surfaces: &[Surface],
+        fields: &[Field],
+        gravity: DVec2,
+        dt: f64,
+        memory_limit: u64,
+    ) -> Result<Population, PopulationError> {
+        let positive = |field: &str, v: f64| {
+            if v.is_finite() && v > 0.0 { Ok(()) } else { Err(invalid(field, format!("must be positive, got {v}"))) }
+        };
+        let nonneg = |field: &str, v: f64| {
+            if v.is_finite() && v >= 0.0 { Ok(()) } else { Err(invalid(field, format!("must be >= 0, got {v}"))) }
+        };
+        positive("radius", def.radius)?;
+        if let Some(m) = def.radius_max
+            && !(m.is_finite() && m >= def.radius)
+        {
+            return Err(invalid("radius_max", format!("must be >= radius ({}), got {m}", def.radius)));
+        }
+        positive("density", def.density)?;
+        if !(0.0..=1.0).contains(&def.restitution) {
+            return Err(invalid("restitution", format!("must be in [0, 1], got {}", def.restitution)));
+        }
+        nonneg("friction", def.friction)?;
+        nonneg("rolling_resistance", def.rolling_resistance)?;
+        if let Some(v) = def.resting_speed {
+            nonneg("resting_speed", v)?;
+        }
+        if def.substeps == 0 || def.substeps > 1024 {
+            return Err(invalid("substeps", format!("must be in 1..=1024, got {}", def.substeps)));
+        }
+        if def.iterations == 0 || def.iterations > 1024 {
+            return Err(invalid("iterations", format!("must be in 1..=1024, got {}", def.iterations)));
+        }
+        if !(def.relaxation > 0.0 && def.relaxation < 2.0) {
+            return Err(invalid("relaxation", format!("must be in (0, 2), got {}", def.relaxation)));
+        }
+        nonneg("skin", def.skin)?;
+        let mut spawn = def.spawn.clone();
+        if let Some(n) = def.count {
+            match spawn.first_mut() {
+                Some(s) => s.set_count(n),
+                None => return Err(invalid("count", "there is no spawner to resize (spawn is empty)")),
+            }
+        }
+        let mut total: u64 = 0;
+        for (i, s) in spawn.iter().enumerate() {
+            let at = |f: &str| format!("spawn[{i}].{f}");
+            match s {
+                SpawnDef::Grid { origin, spacing, velocity, velocity_jitter, columns, .. } => {
+                    if !origin.is_finite() || !velocity.is_finite() {
+                        return Err(invalid(at("origin"), "origin and velocity must be finite"));
+                    }
+                    positive(&at("spacing"), *spacing)?;
+                    nonneg(&at("velocity_jitter"), *velocity_jitter)?;
+                    if *columns == Some(0) {
+                        return Err(invalid(at("columns"), "must be at least 1"));
+                    }
+                }
+                SpawnDef::RandomBox { min, max, velocity, velocity_jitter, .. } => {
+                    if !(min.is_finite() && max.is_finite() && min.x <= max.x && min.y <= max.y) {
+                        return Err(invalid(at("min"), format!("needs finite min <= max, got {min} and {max}")));
+                    }
+                    if !velocity.is_finite() {
+                        return Err(invalid(at("velocity"), "must be finite"));
+                    }
+                    nonneg(&at("velocity_jitter"), *velocity_jitter)?;
+                }
+                SpawnDef::Emitter { position, velocity, width, rate, start, .. } => {
+                    if !position.is_finite() || !velocity.is_finite() {
+                        return Err(invalid(at("position"), "position and velocity must be finite"));
+                    }
+                    nonneg(&at("width"), *width)?;
+                    positive(&at("rate"), *rate)?;
+                    nonneg(&at("start"), *start)?;
+                }
+            }
+            total = total.saturating_add(s.count());
+        }
+        if total > u64::from(u32::MAX) {
+            return Err(invalid("count", format!("{total} balls: at most {} (u32 indices)", u32::MAX)));
+        }
+        for (k, r) in def.kill.iter().enumerate() {
+            if !(r.min.is_finite() && r.max.is_finite() && r.min.x <= r.max.x && r.min.y <= r.max.y) {
+                return Err(invalid(format!("kill[{k}]"), "needs finite min <= max"));
+            }
+        }
+        let max_radius = def.radius_max.unwrap_or(def.radius);
+        let skin = def.skin * max_radius;
+
+        // Static obstacles: the scene's surfaces, then the container's walls.
+        let mut static_obstacles = Vec::new();
+        for s in surfaces {
+            obstacle::surface_obstacles(s, &mut static_obstacles);
+        }
+        let mut extent = Extent::default();
+        if let Some(c) = &def.container {
+            let Some(main @ SpawnDef::Grid { spacing, .. }) = spawn.first() else {
+                return Err(invalid("container", "a GridBox container needs a Grid as the first spawner"));
+            };
+            if !(c.floor.is_finite() && c.left.is_finite() && c.right_margin.is_finite()) {
+                return Err(invalid("container", "floor, left and right_margin must be finite"));
+            }
+            let right = main.columns() as f64 * spacing + c.right_margin;
+            if right <= c.left {
+                return Err(invalid("container", format!("right wall x = {right} is not right of left = {}", c.left)));
+            }
+            let wall = |point: DVec2, normal: DVec2| Surface {
+                geometry: crate::surface::SurfaceGeometry::Line { point, normal },
+                friction: def.friction,
+                restitution: def.restitution,
+                rolling_resistance: def.rolling_resistance,
+                kinetic_friction: None,
+                material: None,
+            };
+            for s in [
+                wall(DVec2::new(0.0, c.floor), DVec2::Y),
+                wall(DVec2::new(c.left, 0.0), DVec2::X),
+                wall(DVec2::new(right, 0.0), -DVec2::X),
+            ] {
+                obstacle::surface_obstacles(&s, &mut static_obstacles);
+            }
+            extent.add(DVec2::new(c.left, c.floor));
+            extent.add(DVec2::new(right, c.floor));
+        }
+
+        // World bounds.
+        let bounds = match &def.bounds {
+            Some(r) => {
+                if !(r.min.is_finite() && r.max.is_finite() && r.min.x < r.max.x && r.min.y < r.max.y) {
+                    return Err(invalid("bounds", "needs finite min < max"));
+                }
+                (r.min, r.max)
+            }
+            None => {
+                for s in &spawn {
+                    spawn_extent(s, &mut extent);
+                }
+                for o in &static_obstacles {
+                    match o.kind {
+                        obstacle::kind::CIRCLE => {
+                            let r = f64::from(o.b.x);
+                            extent.add(o.a.as_dvec2() - DVec2::splat(r));
+                            extent.add(o.a.as_dvec2() + DVec2::splat(r));
+                        }
+                        obstacle::kind::SEGMENT => {
+                            extent.add(o.a.as_dvec2());
+                            extent.add(o.b.as_dvec2());
+                        }
+                        _ => {}
+                    }
+                }
+                let (min, max) = extent.get().ok_or_else(|| invalid("bounds", "cannot derive bounds: no spawner"))?;
+                let grow = (max - min) * 0.5 + DVec2::splat(4.0 * max_radius);
+                (min - grow, max + grow)
+            }
+        };
+        let cell = (2.0 * max_radius + skin) as f32;
+        let size = (bounds.1 - bounds.0).as_vec2();
+        let (nx, ny) = ((size.x / cell).ceil().max(1.0) as u64, (size.y / cell).ceil().max(1.0) as u64);
+        let cells = nx.saturating_mul(ny);
+        if cells > MAX_CELLS {
+            return Err(invalid(
+                "bounds",
+                format!(
+                    "the world {} × {} m needs {cells} grid cells of {cell} m, over the limit of {MAX_CELLS} \
+                     (MAX_CELLS); give smaller bounds",
+                    size.x, size.y
+                ),
+            ));
+        }
+        let bytes = total.saturating_mul(CPU_BYTES_PER_BALL).saturating_add(cells * 4);
+        if bytes > memory_limit {
+            return Err(PopulationError::TooLarge {
+                count: total,
+                bytes,
+                per_ball: CPU_BYTES_PER_BALL,
+                extra: format!(" + 4 per grid cell × {cells}"),
+                backend: "cpu",
+                limit: memory_limit,
+                limit_name: "this machine's memory, MemTotal".into(),
+            });
+        }
+
+        let n = total as usize;
+        let mut pop = Population {
+            params: PopulationParams {
+                material: contact::Material {
+                    restitution: def.restitution as f32,
+                    friction: def.friction as f32,
+                    rolling_resistance: def.rolling_resistance as f32,
+                },
+                resting_speed: def.resting_speed.map(|v| v as f32),
+                substeps: def.substeps,
+                iterations: def.iterations,
+                relaxation: def.relaxation as f32,
+                skin: skin as f32,
+                bounds: (bounds.0.as_vec2(), bounds.1.as_vec2()),
+                kill: def.kill.iter().map(spawn::rect32).collect(),
+            },
+            position: Vec::with_capacity(n),
+            velocity: Vec::with_capacity(n),
+            angle: vec![0.0; n],
+            omega: vec![0.0; n],
+            radius: Vec::with_capacity(n),
+            inv_mass: Vec::with_capacity(n),
+            state: Vec::with_capacity(n),
+            release_step: Vec::with_capacity(n),
+            grid: GridSpec { origin: bounds.0.as_vec2(), cell, nx: nx as u32, ny: ny as u32 },
+            obstacles: static_obstacles.clone(),
+            static_obstacles,
+            gravity: gravity.as_vec2(),
+            fields: fields.iter().map(GpuField::from).collect(),
+            steps: 0,
+            max_radius: max_radius as f32,
+            list_overflow: 0,
+            scratch: cpu::Scratch::default(),
+        };
+        for s in &spawn {
+            spawn::generate(s, (def.radius, def.radius_max), |b| {
+                let mass = def.density * std::f64::consts::PI * b.radius * b.radius;
+                pop.position.push(b.position.as_vec2());
+                pop.velocity.push(b.velocity.as_vec2());
+                pop.radius.push(b.radius as f32);
+                pop.inv_mass.push((1.0 / mass) as f32);
+                let step = (b.release / dt).ceil();
+                if b.release > 0.0 {
+                    pop.state.push(state::PENDING);
+                    pop.release_step.push(step.min(f64::from(u32::MAX)) as u32);
+                } else {
+                    pop.state.push(state::ALIVE);
+                    pop.release_step.push(0);
+                }
+            });
+        }
+        Ok(pop)
+    }
+
+    /// Number of balls (in every state).
+    pub fn len(&self) -> usize {
+        self.position.len()
+    }
+
+    /// Whether there are no balls.
+    pub fn is_empty(&self) -> bool {
+        self.position.is_empty()
+    }
+
+    /// Replaces the moving obstacles by the bodies at their current pose
+    /// (static obstacles kept). Bodies get the balls' material.
+    pub fn set_body_obstacles(&mut self, bodies: &[Body]) {
+        self.obstacles.clear();
+        self.obstacles.extend_from_slice(&self.static_obstacles);
+        let m = self.params.material;
+        for b in bodies {
+            obstacle::body_obstacles(b, m.restitution, m.friction, &mut self.obstacles);
+        }
+    }
+
+    /// The resting speed for step `dt`.
+    pub fn resting_speed(&self, dt: f32) -> f32 {
+        self.params.resting_speed.unwrap_or(2.0 * self.gravity.length() * dt)
+    }
+
+    /// Mass of ball `i` (kg).
+    pub fn mass(&self, i: usize) -> f32 {
+        1.0 / self.inv_mass[i]
+    }
+
+    /// Counters, kinetic energy and the largest overlap at the current
+    /// positions (neighbours and obstacles searched afresh).
+    pub fn stats(&self) -> PopulationStats {
+        cpu::stats(self)
+    }
+}
+
+#[derive(Default)]
+struct Extent(Option<(DVec2, DVec2)>);
+
+impl Extent {
+    fn add(&mut self, p: DVec2) {
+        self.0 = Some(match self.0 {
+            None => (p, p),
+            Some((a, b)) => (a.min(p), b.max(p)),
+        });
+    }
+    fn get(&self) -> Option<(DVec2, DVec2)> {
+        self.0
+    }
+}
+
+fn spawn_extent(s: &SpawnDef, extent: &mut Extent) {
+    match *s {
+        SpawnDef::Grid { origin, count, spacing, .. } => {
+            let cols = s.columns();
+            let rows = count.div_ceil(cols.max(1));
+            extent.add(origin);
+            extent.add(origin + DVec2::new(cols.saturating_sub(1) as f64, rows.saturating_sub(1) as f64) * spacing);
+        }
+        SpawnDef::RandomBox { min, max, .. } => {
+            extent.add(min);
+            extent.add(max);
+        }
+        SpawnDef::Emitter { position, .. } => extent.add(position),
+    }
+}

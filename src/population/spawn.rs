@@ -1,0 +1,321 @@
+//! The `population` section of a scene file and the generators that turn it
+//! into balls: grids, random boxes (seeded), emitters over time. Large
+//! populations come from generators, never ball by ball. Every field is
+//! documented in `docs/scene-format.md`.
+
+use glam::{DVec2, Vec2};
+use serde::{Deserialize, Serialize};
+
+fn one() -> f64 {
+    1.0
+}
+fn default_substeps() -> u32 {
+    16
+}
+fn default_iterations() -> u32 {
+    2
+}
+fn default_skin() -> f64 {
+    0.5
+}
+fn default_friction() -> f64 {
+    0.3
+}
+fn default_restitution() -> f64 {
+    0.5
+}
+
+/// The `population` section.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Population")]
+pub struct PopulationDef {
+    /// Ball radius (m); with `radius_max`, the smallest radius.
+    pub radius: f64,
+    /// Radii uniform in `[radius, radius_max]` (seeded per spawner).
+    #[serde(default)]
+    pub radius_max: Option<f64>,
+    /// Density (kg/m²): mass = density·π r²; default 1.
+    #[serde(default = "one")]
+    pub density: f64,
+    /// Coefficient of restitution e ∈ [0, 1]; default 0.5.
+    #[serde(default = "default_restitution")]
+    pub restitution: f64,
+    /// Coulomb friction μ ≥ 0; default 0.3.
+    #[serde(default = "default_friction")]
+    pub friction: f64,
+    /// Rolling-resistance length μ_r ≥ 0 (m); default 0.
+    #[serde(default)]
+    pub rolling_resistance: f64,
+    /// Normal speed below which an impact does not bounce (m/s); default
+    /// 2·|g|·dt (the step, not the substep: Jacobi leaves residual speeds of
+    /// order g·h in a pile, which must not bounce).
+    #[serde(default)]
+    pub resting_speed: Option<f64>,
+    /// Substeps per step (≥ 1); default 16.
+    #[serde(default = "default_substeps")]
+    pub substeps: u32,
+    /// Jacobi position iterations per substep (≥ 1); default 2.
+    #[serde(default = "default_iterations")]
+    pub iterations: u32,
+    /// Over-relaxation of the Jacobi position correction, in (0, 2); default 1.
+    #[serde(default = "one")]
+    pub relaxation: f64,
+    /// Neighbour-list margin as a fraction of the largest radius; default 0.5.
+    #[serde(default = "default_skin")]
+    pub skin: f64,
+    /// Count of the main (first) spawner; `--set population.count=N`.
+    #[serde(default)]
+    pub count: Option<u64>,
+    /// Generators, in order (ball indices follow this order).
+    #[serde(default)]
+    pub spawn: Vec<SpawnDef>,
+    /// A box of three walls (floor, left, right) sized to the main grid spawner.
+    #[serde(default)]
+    pub container: Option<ContainerDef>,
+    /// Balls entering one of these rectangles are removed and counted as killed.
+    #[serde(default)]
+    pub kill: Vec<RectDef>,
+    /// The world: balls leaving it are removed and counted as escaped; default
+    /// the bounding box of spawners, container and finite surfaces, grown by
+    /// half its size on every side.
+    #[serde(default)]
+    pub bounds: Option<RectDef>,
+}
+
+/// An axis-aligned rectangle.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Rect")]
+pub struct RectDef {
+    /// Lower-left corner (m).
+    pub min: DVec2,
+    /// Upper-right corner (m).
+    pub max: DVec2,
+}
+
+/// Walls around the main grid spawner (DESIGN.md's "balls_box").
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "GridBox")]
+pub struct ContainerDef {
+    /// Height of the floor (m).
+    pub floor: f64,
+    /// x of the left wall (m).
+    pub left: f64,
+    /// The right wall stands at x = columns·spacing + right_margin (m).
+    pub right_margin: f64,
+}
+
+/// A generator of balls.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum SpawnDef {
+    /// A grid filled row by row from `origin` (lowest-left ball), `columns`
+    /// per row (default ⌈√count⌉).
+    Grid {
+        /// Centre of the first ball (m).
+        origin: DVec2,
+        /// Number of balls.
+        #[serde(default)]
+        count: u64,
+        /// Balls per row; default ⌈√count⌉.
+        #[serde(default)]
+        columns: Option<u64>,
+        /// Distance between neighbouring centres (m).
+        spacing: f64,
+        /// Common initial velocity (m/s).
+        #[serde(default)]
+        velocity: DVec2,
+        /// Each velocity component gets a uniform random part in [−j, j] (m/s).
+        #[serde(default)]
+        velocity_jitter: f64,
+        /// Random seed.
+        #[serde(default)]
+        seed: u64,
+    },
+    /// Centres uniform at random in a rectangle (they may overlap at first).
+    RandomBox {
+        /// Lower-left corner (m).
+        min: DVec2,
+        /// Upper-right corner (m).
+        max: DVec2,
+        /// Number of balls.
+        #[serde(default)]
+        count: u64,
+        /// Common initial velocity (m/s).
+        #[serde(default)]
+        velocity: DVec2,
+        /// Uniform random velocity part in [−j, j] per component (m/s).
+        #[serde(default)]
+        velocity_jitter: f64,
+        /// Random seed.
+        #[serde(default)]
+        seed: u64,
+    },
+    /// Balls released one after another at `rate` per second from `position`
+    /// (spread uniformly over `width` across the velocity), from time `start`.
+    Emitter {
+        /// Centre of the nozzle (m).
+        position: DVec2,
+        /// Release velocity (m/s).
+        velocity: DVec2,
+        /// Width of the nozzle across the velocity (m).
+        #[serde(default)]
+        width: f64,
+        /// Balls per second.
+        rate: f64,
+        /// Number of balls in all.
+        #[serde(default)]
+        count: u64,
+        /// Time of the first release (s).
+        #[serde(default)]
+        start: f64,
+        /// Random seed.
+        #[serde(default)]
+        seed: u64,
+    },
+}
+
+impl SpawnDef {
+    /// Number of balls this generator makes.
+    pub fn count(&self) -> u64 {
+        match self {
+            SpawnDef::Grid { count, .. } | SpawnDef::RandomBox { count, .. } | SpawnDef::Emitter { count, .. } => {
+                *count
+            }
+        }
+    }
+
+    /// Sets the number of balls.
+    pub fn set_count(&mut self, n: u64) {
+        match self {
+            SpawnDef::Grid { count, .. } | SpawnDef::RandomBox { count, .. } | SpawnDef::Emitter { count, .. } => {
+                *count = n
+            }
+        }
+    }
+
+    /// Columns of a grid (⌈√count⌉ by default); 0 for other generators.
+    pub fn columns(&self) -> u64 {
+        match self {
+            SpawnDef::Grid { count, columns, .. } => columns.unwrap_or_else(|| ceil_sqrt(*count)).max(1),
+            _ => 0,
+        }
+    }
+}
+
+/// ⌈√n⌉ in integers (no float rounding at perfect squares).
+pub fn ceil_sqrt(n: u64) -> u64 {
+    let mut r = (n as f64).sqrt() as u64;
+    while r * r < n {
+        r += 1;
+    }
+    while r > 0 && (r - 1) * (r - 1) >= n {
+        r -= 1;
+    }
+    r
+}
+
+/// SplitMix64: a tiny, well-mixed, seedable generator (reproducible spawns).
+#[derive(Clone, Debug)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Self {
+        Self(seed)
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in [a, b).
+    pub fn range(&mut self, a: f64, b: f64) -> f64 {
+        a + (b - a) * self.unit()
+    }
+}
+
+/// One generated ball (f64 until it is stored).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct NewBall {
+    /// Centre (m).
+    pub position: DVec2,
+    /// Velocity (m/s).
+    pub velocity: DVec2,
+    /// Radius (m).
+    pub radius: f64,
+    /// Time at which it enters the world (s); 0 for grids and boxes.
+    pub release: f64,
+}
+
+/// Calls `out` for every ball of a generator, in index order. `radius`
+/// draws a radius from the spawner's generator.
+pub fn generate(spawn: &SpawnDef, radius: (f64, Option<f64>), mut out: impl FnMut(NewBall)) {
+    let draw_radius = |rng: &mut SplitMix64| match radius.1 {
+        Some(max) if max > radius.0 => rng.range(radius.0, max),
+        _ => radius.0,
+    };
+    let jitter = |rng: &mut SplitMix64, j: f64| {
+        if j > 0.0 { DVec2::new(rng.range(-j, j), rng.range(-j, j)) } else { DVec2::ZERO }
+    };
+    match *spawn {
+        SpawnDef::Grid { origin, count, spacing, velocity, velocity_jitter, seed, .. } => {
+            let columns = spawn.columns();
+            let mut rng = SplitMix64::new(seed);
+            for k in 0..count {
+                let (col, row) = (k % columns, k / columns);
+                let position = origin + DVec2::new(col as f64, row as f64) * spacing;
+                let v = velocity + jitter(&mut rng, velocity_jitter);
+                out(NewBall { position, velocity: v, radius: draw_radius(&mut rng), release: 0.0 });
+            }
+        }
+        SpawnDef::RandomBox { min, max, count, velocity, velocity_jitter, seed } => {
+            let mut rng = SplitMix64::new(seed);
+            for _ in 0..count {
+                let position = DVec2::new(rng.range(min.x, max.x), rng.range(min.y, max.y));
+                let v = velocity + jitter(&mut rng, velocity_jitter);
+                out(NewBall { position, velocity: v, radius: draw_radius(&mut rng), release: 0.0 });
+            }
+        }
+        SpawnDef::Emitter { position, velocity, width, rate, count, start, seed } => {
+            let mut rng = SplitMix64::new(seed);
+            let across = velocity.normalize_or(DVec2::X).perp();
+            for k in 0..count {
+                let offset = if width > 0.0 { rng.range(-0.5, 0.5) * width } else { 0.0 };
+                out(NewBall {
+                    position: position + across * offset,
+                    velocity,
+                    radius: draw_radius(&mut rng),
+                    release: start + k as f64 / rate,
+                });
+            }
+        }
+    }
+}
+
+/// Converts a rectangle to f32 corners.
+pub fn rect32(r: &RectDef) -> (Vec2, Vec2) {
+    (r.min.as_vec2(), r.max.as_vec2())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ceil_sqrt_is_exact_at_squares() {
+        assert_eq!(ceil_sqrt(10_000), 100);
+        assert_eq!(ceil_sqrt(10_001), 101);
+        assert_eq!(ceil_sqrt(1), 1);
+        assert_eq!(ceil_sqrt(0), 0);
+    }
+}

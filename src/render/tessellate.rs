@@ -1,0 +1,441 @@
+//! From a world to what the GPU draws: disc instances for circular bodies,
+//! and triangles (fills and strokes) for every other shape, the static
+//! surfaces (solid side shaded), the field regions, joints, reaction and
+//! velocity arrows and trails. Geometry comes from [`Shape::outline`] and
+//! [`Surface::outline`](crate::surface::SurfaceGeometry::outline); strokes
+//! are built in world units from a width in pixels, so they stay one width
+//! on screen at any zoom.
+
+use glam::DVec2;
+
+use super::camera::Camera;
+use crate::constraint::ConstraintKind;
+use crate::constraint::system::Reaction;
+use crate::field::Region;
+use crate::shape::Shape;
+use crate::surface::SurfaceGeometry;
+use crate::world::World;
+
+/// One disc for `disc_vs` in `shaders/render.wgsl`: the storage-buffer layout
+/// a population buffer must follow to be drawn in place (32 bytes, f32/u32).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct DiscInstance {
+    /// Centre (m).
+    pub position: [f32; 2],
+    /// Radius (m).
+    pub radius: f32,
+    /// Angle (rad), where the radius line points.
+    pub angle: f32,
+    /// RGBA8 colour, red in the low byte ([`rgba`]).
+    pub color: u32,
+    /// Bit 0 ([`DISC_RADIUS_LINE`]): radius line; bit 1 ([`DISC_RIM`]): darker rim.
+    pub flags: u32,
+    /// Padding to 32 bytes.
+    pub pad: [u32; 2],
+}
+
+/// [`DiscInstance::flags`]: draw the radius line.
+pub const DISC_RADIUS_LINE: u32 = 1;
+/// [`DiscInstance::flags`]: draw a darker rim.
+pub const DISC_RIM: u32 = 2;
+
+/// A mesh vertex: world position and RGBA8 colour (12 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+pub struct Vertex {
+    /// World position (m).
+    pub position: [f32; 2],
+    /// RGBA8, red in the low byte.
+    pub color: u32,
+}
+
+/// Packs an RGBA8 colour with red in the low byte (WGSL `unpack4x8unorm`).
+pub const fn rgba(r: u8, g: u8, b: u8, a: u8) -> u32 {
+    u32::from_le_bytes([r, g, b, a])
+}
+
+/// Colours and what to draw.
+#[derive(Clone, Debug)]
+pub struct Style {
+    /// Background (RGBA8, [`rgba`]).
+    pub background: u32,
+    /// Body colours, taken in turn.
+    pub palette: Vec<u32>,
+    /// Static surfaces: outline and solid side.
+    pub surface: u32,
+    /// Solid side of the surfaces.
+    pub surface_fill: u32,
+    /// Field regions.
+    pub field: u32,
+    /// Joints and constraint points.
+    pub joint: u32,
+    /// Reaction-force arrows (seed 003 draws them green).
+    pub reaction: u32,
+    /// Velocity arrows.
+    pub velocity: u32,
+    /// Trails.
+    pub trail: u32,
+    /// Draw reaction-force arrows.
+    pub forces: bool,
+    /// Draw velocity arrows.
+    pub velocities: bool,
+    /// Shade field regions.
+    pub fields: bool,
+    /// Draw joints.
+    pub joints: bool,
+    /// Outline width (pixels).
+    pub line_px: f64,
+}
+
+impl Default for Style {
+    fn default() -> Self {
+        Self {
+            background: rgba(248, 248, 244, 255),
+            palette: vec![
+                rgba(66, 133, 244, 255),
+                rgba(234, 67, 53, 255),
+                rgba(251, 188, 5, 255),
+                rgba(52, 168, 83, 255),
+                rgba(171, 71, 188, 255),
+                rgba(0, 172, 193, 255),
+                rgba(255, 112, 67, 255),
+                rgba(158, 157, 36, 255),
+            ],
+            surface: rgba(60, 60, 60, 255),
+            surface_fill: rgba(120, 120, 120, 90),
+            field: rgba(100, 149, 237, 40),
+            joint: rgba(30, 30, 30, 255),
+            reaction: rgba(0, 160, 0, 255),
+            velocity: rgba(200, 0, 120, 255),
+            trail: rgba(90, 90, 200, 160),
+            forces: false,
+            velocities: false,
+            fields: true,
+            joints: true,
+            line_px: 1.5,
+        }
+    }
+}
+
+/// What to draw in one frame, in draw order: meshes under the discs, then
+/// the `top` meshes (joints, arrows) over them.
+#[derive(Clone, Debug, Default)]
+pub struct DrawList {
+    /// Surfaces, fields, non-circular bodies (under the discs).
+    pub under: Vec<Vertex>,
+    /// Discs (circular bodies).
+    pub discs: Vec<DiscInstance>,
+    /// Joints, arrows, trails (over the discs).
+    pub over: Vec<Vertex>,
+}
+
+/// Extra per-frame inputs that are not in the world.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Extras<'a> {
+    /// Reactions of the constraints, in constraint order ([`World::reactions`]).
+    pub reactions: Option<&'a [Reaction]>,
+    /// Trails (world points, oldest first), one per traced body.
+    pub trails: &'a [Vec<DVec2>],
+    /// A line from a grabbed body's point to the cursor (world points).
+    pub grab: Option<(DVec2, DVec2)>,
+}
+
+/// Triangle-list builder in world units for a given camera.
+struct Builder<'a> {
+    out: &'a mut Vec<Vertex>,
+    /// Metres per pixel.
+    px: f64,
+}
+
+fn v(p: DVec2, color: u32) -> Vertex {
+    Vertex { position: [p.x as f32, p.y as f32], color }
+}
+
+impl Builder<'_> {
+    fn tri(&mut self, a: DVec2, b: DVec2, c: DVec2, color: u32) {
+        self.out.extend([v(a, color), v(b, color), v(c, color)]);
+    }
+
+    fn quad(&mut self, a: DVec2, b: DVec2, c: DVec2, d: DVec2, color: u32) {
+        self.tri(a, b, c, color);
+        self.tri(a, c, d, color);
+    }
+
+    /// Fan from `centre` over the closed outline (convex shapes and
+    /// star-shaped ones about `centre`).
+    fn fan(&mut self, centre: DVec2, outline: &[DVec2], color: u32) {
+        for i in 0..outline.len() {
+            self.tri(centre, outline[i], outline[(i + 1) % outline.len()], color);
+        }
+    }
+
+    /// A segment `width_px` wide.
+    fn segment(&mut self, a: DVec2, b: DVec2, width_px: f64, color: u32) {
+        let d = b - a;
+        if !(d.length_squared() > 0.0) || !a.is_finite() || !b.is_finite() {
+            return;
+        }
+        let n = d.normalize().perp() * (0.5 * width_px * self.px);
+        self.quad(a - n, b - n, b + n, a + n, color);
+    }
+
+    fn polyline(&mut self, points: &[DVec2], closed: bool, width_px: f64, color: u32) {
+        for w in points.windows(2) {
+            self.segment(w[0], w[1], width_px, color);
+        }
+        if closed && points.len() > 2 {
+            self.segment(points[points.len() - 1], points[0], width_px, color);
+        }
+    }
+
+    /// A filled dot of `radius_px`.
+    fn dot(&mut self, c: DVec2, radius_px: f64, color: u32) {
+        let ring: Vec<DVec2> = (0..12)
+            .map(|i| c + DVec2::from_angle(std::f64::consts::TAU * i as f64 / 12.0) * radius_px * self.px)
+            .collect();
+        self.fan(c, &ring, color);
+    }
+
+    /// An arrow from `a` to `b` with a head of `head_px`.
+    fn arrow(&mut self, a: DVec2, b: DVec2, width_px: f64, color: u32) {
+        let d = b - a;
+        let len = d.length();
+        if !(len > 2.0 * self.px) || !len.is_finite() {
+            return;
+        }
+        let u = d / len;
+        let head = (8.0 * self.px).min(0.5 * len);
+        let base = b - u * head;
+        self.segment(a, base, width_px, color);
+        let n = u.perp() * head * 0.5;
+        self.tri(b, base + n, base - n, color);
+    }
+}
+
+/// Builds the draw list of `world` seen by `camera` in a `width × height` target.
+pub fn draw_list(world: &World, camera: &Camera, width: u32, height: u32, style: &Style, extras: Extras) -> DrawList {
+    let mut list = DrawList::default();
+    let px = 1.0 / camera.pixels_per_metre;
+    let half = camera.half_extent(width, height);
+    // Length that covers the view from anywhere in it: lines and half-planes
+    // are drawn this far either side.
+    let reach = 4.0 * half.length() + (camera.center.length());
+    {
+        let mut b = Builder { out: &mut list.under, px };
+        if style.fields {
+            for f in &world.fields {
+                match f.region {
+                    Region::Everywhere => {}
+                    Region::Rect { min, max } => {
+                        b.quad(min, DVec2::new(max.x, min.y), max, DVec2::new(min.x, max.y), style.field)
+                    }
+                    Region::Circle { center, radius } => {
+                        let ring: Vec<DVec2> = (0..64)
+                            .map(|i| center + DVec2::from_angle(std::f64::consts::TAU * i as f64 / 64.0) * radius)
+                            .collect();
+                        b.fan(center, &ring, style.field);
+                    }
+                    Region::HalfPlane { point, normal } => {
+                        if normal.length_squared() > 0.0 {
+                            let n = normal.normalize();
+                            let t = n.perp() * reach;
+                            b.quad(point - t, point + t, point + t + n * reach, point - t + n * reach, style.field);
+                        }
+                    }
+                }
+            }
+        }
+        for s in &world.surfaces {
+            surface(&mut b, &s.geometry, reach, camera, width, height, style);
+        }
+    }
+    for (i, body) in world.bodies.iter().enumerate() {
+        let color = style.palette.get(i % style.palette.len().max(1)).copied().unwrap_or(rgba(66, 133, 244, 255));
+        match body.shape {
+            Shape::Circle { radius } => list.discs.push(DiscInstance {
+                position: [body.position.x as f32, body.position.y as f32],
+                radius: radius as f32,
+                angle: body.angle as f32,
+                color,
+                flags: DISC_RADIUS_LINE | DISC_RIM,
+                pad: [0; 2],
+            }),
+            ref shape => {
+                let (s, c) = body.angle.sin_cos();
+                let rot = DVec2::new(c, s);
+                let outline: Vec<DVec2> =
+                    shape.outline(48).into_iter().map(|p| body.position + rot.rotate(p)).collect();
+                let mut b = Builder { out: &mut list.under, px };
+                // A bar thinner than 4 pixels (an ideal rod has width 0) is
+                // drawn 4 pixels wide so that it stays visible.
+                if let Shape::Bar { length, width } = shape
+                    && *width * camera.pixels_per_metre < 4.0
+                {
+                    let half = rot * (0.5 * length);
+                    b.segment(body.position - half, body.position + half, 4.0, color);
+                }
+                b.fan(body.position, &outline, color);
+                b.polyline(&outline, true, style.line_px, darker(color));
+                // Radius line so that rotation shows, as on the discs.
+                let tip = body.position + rot * shape.bounding_radius().min(shape_extent_x(shape));
+                b.segment(body.position, tip, style.line_px, darker(color));
+            }
+        }
+    }
+    let mut b = Builder { out: &mut list.over, px };
+    for trail in extras.trails {
+        b.polyline(trail, false, style.line_px, style.trail);
+    }
+    let bodies = world.bodies.as_slice();
+    let world_point = |h: crate::body::BodyHandle, local: DVec2| bodies.get(h.0).map(|body| body.world_point(local));
+    if style.joints {
+        for c in world.constraints.iter() {
+            let pa = |local: DVec2| world_point(c.body_a, local);
+            let pb = |local: DVec2| match c.body_b {
+                Some(h) => world_point(h, local),
+                None => Some(local),
+            };
+            match &c.kind {
+                ConstraintKind::Revolute { anchor_a, anchor_b } | ConstraintKind::Weld { anchor_a, anchor_b, .. } => {
+                    if let (Some(a), Some(bp)) = (pa(*anchor_a), pb(*anchor_b)) {
+                        b.dot(bp, 4.0, style.joint);
+                        b.dot(a, 2.5, rgba(255, 255, 255, 255));
+                    }
+                }
+                ConstraintKind::Distance { anchor_a, anchor_b, .. } => {
+                    if let (Some(a), Some(bp)) = (pa(*anchor_a), pb(*anchor_b)) {
+                        b.segment(a, bp, 2.0 * style.line_px, style.joint);
+                        b.dot(a, 3.0, style.joint);
+                        b.dot(bp, 3.0, style.joint);
+                    }
+                }
+                ConstraintKind::Prismatic { anchor_a, anchor_b, axis, .. } => {
+                    if let (Some(a), Some(bp)) = (pa(*anchor_a), pb(*anchor_b)) {
+                        let rot = c.body_b.and_then(|h| bodies.get(h.0)).map_or(0.0, |body| body.angle);
+                        let dir = DVec2::from_angle(rot).rotate(axis.normalize_or_zero());
+                        let span = (a - bp).length().max(20.0 * px);
+                        b.segment(bp - dir * span, bp + dir * span, style.line_px, style.joint);
+                        b.dot(a, 3.0, style.joint);
+                    }
+                }
+                ConstraintKind::PointOnCurve { point, .. } => {
+                    if let Some(a) = pa(*point) {
+                        b.dot(a, 3.0, style.joint);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if style.forces
+        && let Some(reactions) = extras.reactions
+    {
+        // Longest arrow a quarter of the view's height.
+        let largest = reactions.iter().map(|r| DVec2::new(r.fx, r.fy).length()).fold(0.0, f64::max);
+        if largest > 0.0 && largest.is_finite() {
+            let scale = 0.25 * 2.0 * half.y / largest;
+            for (c, r) in world.constraints.iter().zip(reactions) {
+                let at = match &c.kind {
+                    ConstraintKind::Revolute { anchor_a, .. }
+                    | ConstraintKind::Weld { anchor_a, .. }
+                    | ConstraintKind::Distance { anchor_a, .. }
+                    | ConstraintKind::Prismatic { anchor_a, .. } => world_point(c.body_a, *anchor_a),
+                    ConstraintKind::PointOnCurve { point, .. } => world_point(c.body_a, *point),
+                    _ => bodies.get(c.body_a.0).map(|body| body.position),
+                };
+                if let Some(at) = at {
+                    b.arrow(at, at + DVec2::new(r.fx, r.fy) * scale, 2.0, style.reaction);
+                }
+            }
+        }
+    }
+    if style.velocities {
+        let fastest = bodies.iter().map(|body| body.velocity.length()).fold(0.0, f64::max);
+        if fastest > 0.0 && fastest.is_finite() {
+            let scale = 0.2 * 2.0 * half.y / fastest;
+            for body in bodies {
+                b.arrow(body.position, body.position + body.velocity * scale, 2.0, style.velocity);
+            }
+        }
+    }
+    if let Some((from, to)) = extras.grab {
+        b.segment(from, to, 1.5, rgba(220, 40, 40, 255));
+        b.dot(to, 3.0, rgba(220, 40, 40, 255));
+    }
+    list
+}
+
+/// Half-width along local x (where the radius line of a shape ends).
+fn shape_extent_x(shape: &Shape) -> f64 {
+    match shape {
+        Shape::Ellipse { a, .. } | Shape::Superellipse { a, .. } => *a,
+        Shape::Bar { length, .. } => 0.5 * length,
+        Shape::Box { half_extents } => half_extents.x,
+        other => other.bounding_radius(),
+    }
+}
+
+/// The colour at 55 % brightness, same alpha.
+pub fn darker(color: u32) -> u32 {
+    let [r, g, b, a] = color.to_le_bytes();
+    let f = |c: u8| (f64::from(c) * 0.55) as u8;
+    rgba(f(r), f(g), f(b), a)
+}
+
+/// A static surface: the solid side shaded, the curve stroked.
+fn surface(
+    b: &mut Builder,
+    geometry: &SurfaceGeometry,
+    reach: f64,
+    camera: &Camera,
+    width: u32,
+    height: u32,
+    style: &Style,
+) {
+    // Depth of the shaded band on the solid side of open or inverted
+    // surfaces: the whole view.
+    let band = 2.0 * camera.half_extent(width, height).length();
+    match geometry {
+        SurfaceGeometry::Line { point, normal } => {
+            if normal.length_squared() == 0.0 {
+                return;
+            }
+            let n = normal.normalize();
+            // The foot of the camera centre on the line, so that the drawn
+            // piece is centred in the view.
+            let foot = camera.center - n * (camera.center - *point).dot(n);
+            let t = n.perp() * reach;
+            b.quad(foot - t, foot + t, foot + t - n * reach, foot - t - n * reach, style.surface_fill);
+            b.segment(foot - t, foot + t, 2.0 * style.line_px, style.surface);
+        }
+        SurfaceGeometry::Polyline { points } => {
+            for w in points.windows(2) {
+                let d = w[1] - w[0];
+                if d.length_squared() > 0.0 {
+                    // Solid on the right of the direction of travel.
+                    let right = -d.normalize().perp() * band;
+                    b.quad(w[0], w[1], w[1] + right, w[0] + right, style.surface_fill);
+                }
+            }
+            b.polyline(points, false, 2.0 * style.line_px, style.surface);
+        }
+        SurfaceGeometry::Circle { center, inside, .. }
+        | SurfaceGeometry::Ellipse { center, inside, .. }
+        | SurfaceGeometry::Superellipse { center, inside, .. } => {
+            let mut outline = geometry.outline(128, reach);
+            outline.pop(); // the outline repeats its first point
+            if *inside {
+                // Solid outside: a band around the curve.
+                for i in 0..outline.len() {
+                    let (p, q) = (outline[i], outline[(i + 1) % outline.len()]);
+                    let (dp, dq) = ((p - *center).normalize_or_zero(), (q - *center).normalize_or_zero());
+                    b.quad(p, q, q + dq * band, p + dp * band, style.surface_fill);
+                }
+            } else {
+                b.fan(*center, &outline, style.surface_fill);
+            }
+            b.polyline(&outline, true, 2.0 * style.line_px, style.surface);
+        }
+    }
+}

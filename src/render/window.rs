@@ -1,0 +1,604 @@
+//! The window: a winit 0.30 [`ApplicationHandler`] that steps a world at a
+//! fixed `dt` decoupled from the frame rate and draws it with the same
+//! [`Renderer`] as the PNGs, on a surface of the same device.
+//!
+//! Each frame: the real time elapsed (× speed) is added to an accumulator,
+//! whole steps are taken from it within a time budget (the rest is dropped
+//! when the simulation cannot keep up, so the window stays responsive), the
+//! draw list is rebuilt and drawn, and the frame is presented. Nothing is
+//! read back in a frame except when the screenshot key asks for it.
+//!
+//! Keys: space pause, → single step, +/− speed, wheel zoom, drag to pan,
+//! drag a body to pull it with a spring, R reset, F forces (reaction
+//! arrows), E energy graph, T trails, V velocity arrows, S screenshot, H help,
+//! Esc/Q quit.
+//!
+//! `MX2D_WINDOW_TEST=1`: run 60 frames (toggling F, E, T, V and H at frame
+//! 30), take a screenshot through the S-key action, and exit (the CI test
+//! under Xvfb).
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use glam::DVec2;
+use winit::application::ApplicationHandler;
+use winit::dpi::PhysicalSize;
+use winit::event::{ElementState, MouseButton, MouseScrollDelta, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
+use winit::keyboard::{Key, NamedKey};
+use winit::window::{Window, WindowId};
+
+use super::png::Offscreen;
+use super::tessellate::Vertex;
+use super::{Camera, Extras, Renderer, Style, draw_list, overlay};
+use crate::gpu::GpuContext;
+use crate::load::{Anchor, Load};
+use crate::scene::Scene;
+use crate::world::World;
+
+/// The scene of `mx2d` with no arguments, shown with trails (until the ball
+/// population lands: the double pendulum, chaotic and always in frame).
+pub const DEMO_SCENE: &str = include_str!("../../scenes/double_pendulum.ron");
+
+/// Frames the `MX2D_WINDOW_TEST=1` run draws before its screenshot and exit.
+pub const TEST_FRAMES: u64 = 60;
+
+/// Bodies that get a trail (T), and points per trail.
+const TRAIL_BODIES: usize = 32;
+const TRAIL_POINTS: usize = 400;
+
+/// Keys listed by H.
+const HELP: [&str; 11] = [
+    "space   pause / run",
+    "->      one step (paused)",
+    "+ / -   speed x2 / x0.5",
+    "wheel   zoom       drag   pan",
+    "drag a body        pull it with a spring",
+    "R reset   F forces   E energy graph",
+    "T trails  V velocities",
+    "S screenshot (PNG in the current folder)",
+    "H help    Esc / Q quit",
+    "",
+    "headless: mx2d render SCENE --out F.png",
+];
+
+/// Whether a display server is reachable, judged by the environment (Linux
+/// and the BSDs; other systems always have one).
+pub fn display_available() -> bool {
+    if cfg!(all(unix, not(target_os = "macos"), not(target_os = "android"))) {
+        std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some()
+    } else {
+        true
+    }
+}
+
+/// The one line printed when there is no display.
+pub const NO_DISPLAY: &str = "mx2d: no display (neither DISPLAY nor WAYLAND_DISPLAY is set); headless: \
+     `mx2d run SCENE --headless [--frames DIR]`, `mx2d render SCENE --out FILE.png` (see `mx2d --help`)";
+
+/// Opens a window on `scene` and runs until it is closed.
+pub fn run(scene: Scene, size: (u32, u32), trails: bool) -> anyhow::Result<()> {
+    let world = scene.build_world()?;
+    let event_loop = EventLoop::new().map_err(|e| anyhow::anyhow!("{NO_DISPLAY}: {e}"))?;
+    event_loop.set_control_flow(ControlFlow::Poll);
+    let test = std::env::var("MX2D_WINDOW_TEST").as_deref() == Ok("1");
+    let mut app = App::new(scene, world, size, test);
+    if trails {
+        app.trails = Some(vec![Vec::new(); app.world.bodies.len().min(TRAIL_BODIES)]);
+    }
+    event_loop.run_app(&mut app).map_err(|e| anyhow::anyhow!("window: {e}"))?;
+    match app.failure.take() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The default demo.
+pub fn run_demo() -> anyhow::Result<()> {
+    let scene = Scene::parse(DEMO_SCENE, "demo (scenes/double_pendulum.ron)")?;
+    run(scene, (1024, 768), true)
+}
+
+struct Gpu {
+    window: Arc<Window>,
+    surface: wgpu::Surface<'static>,
+    config: wgpu::SurfaceConfiguration,
+    renderer: Renderer,
+    screenshot: Option<Offscreen>,
+}
+
+enum Drag {
+    Pan { last: (f64, f64) },
+    Grab { body: usize, load: usize, local: DVec2 },
+}
+
+struct App {
+    scene: Scene,
+    world: World,
+    size: (u32, u32),
+    test: bool,
+    gpu: Option<Gpu>,
+    camera: Camera,
+    style: Style,
+    paused: bool,
+    speed: f64,
+    accumulator: f64,
+    last_frame: Option<Instant>,
+    frames: u64,
+    steps_window: VecDeque<(Instant, u64)>,
+    frame_ms: f64,
+    simulate_ms: f64,
+    draw_ms: f64,
+    help: bool,
+    energy_graph: bool,
+    energy: VecDeque<(f64, f64, f64, f64)>,
+    /// Trails of the first [`TRAIL_BODIES`] bodies (T), oldest point first.
+    trails: Option<Vec<Vec<DVec2>>>,
+    cursor: (f64, f64),
+    drag: Option<Drag>,
+    halted: Option<String>,
+    screenshots: u32,
+    failure: Option<anyhow::Error>,
+}
+
+impl App {
+    fn new(scene: Scene, world: World, size: (u32, u32), test: bool) -> Self {
+        let camera = Camera::fit_world(&world, size.0, size.1);
+        Self {
+            scene,
+            world,
+            size,
+            test,
+            gpu: None,
+            camera,
+            style: Style::default(),
+            paused: false,
+            speed: 1.0,
+            accumulator: 0.0,
+            last_frame: None,
+            frames: 0,
+            steps_window: VecDeque::new(),
+            frame_ms: 0.0,
+            simulate_ms: 0.0,
+            draw_ms: 0.0,
+            help: false,
+            energy_graph: false,
+            energy: VecDeque::new(),
+            trails: None,
+            cursor: (0.0, 0.0),
+            drag: None,
+            halted: None,
+            screenshots: 0,
+            failure: None,
+        }
+    }
+
+    fn fail(&mut self, event_loop: &ActiveEventLoop, e: anyhow::Error) {
+        self.failure.get_or_insert(e);
+        event_loop.exit();
+    }
+
+    fn open(&mut self, event_loop: &ActiveEventLoop) -> anyhow::Result<()> {
+        let attributes = Window::default_attributes()
+            .with_title(format!("mx2d: {}", self.scene.file.name))
+            .with_inner_size(PhysicalSize::new(self.size.0, self.size.1));
+        let window = Arc::new(event_loop.create_window(attributes)?);
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let surface = instance.create_surface(window.clone())?;
+        let ctx = Arc::new(GpuContext::for_surface(&instance, &surface)?);
+        let inner = window.inner_size();
+        let (w, h) = (inner.width.max(1), inner.height.max(1));
+        let caps = surface.get_capabilities(ctx.adapter());
+        // A non-sRGB format when offered: colours are then written as the
+        // PNGs have them (the shader converts for an sRGB one otherwise).
+        let format = caps
+            .formats
+            .iter()
+            .copied()
+            .find(|f| !f.is_srgb())
+            .or_else(|| caps.formats.first().copied())
+            .ok_or_else(|| anyhow::anyhow!("the surface offers no format on {}", ctx.adapter_name()))?;
+        let mut config = surface
+            .get_default_config(ctx.adapter(), w, h)
+            .ok_or_else(|| anyhow::anyhow!("the surface is not supported by {}", ctx.adapter_name()))?;
+        config.format = format;
+        config.present_mode = wgpu::PresentMode::AutoVsync;
+        surface.configure(&ctx.device, &config);
+        let renderer = Renderer::new(ctx, format)?;
+        self.size = (w, h);
+        self.camera = Camera::fit_world(&self.world, w, h);
+        self.prepare_world();
+        self.gpu = Some(Gpu { window, surface, config, renderer, screenshot: None });
+        Ok(())
+    }
+
+    fn prepare_world(&mut self) {
+        if let Err(e) = self.world.prepare() {
+            self.halted = Some(format!("initial state: {e}"));
+        }
+    }
+
+    fn reset(&mut self) {
+        match self.scene.build_world() {
+            Ok(world) => {
+                self.world = world;
+                self.halted = None;
+                self.drag = None;
+                self.energy.clear();
+                if let Some(trails) = &mut self.trails {
+                    trails.iter_mut().for_each(Vec::clear);
+                }
+                self.accumulator = 0.0;
+                self.prepare_world();
+            }
+            Err(e) => self.halted = Some(e.to_string()),
+        }
+    }
+
+    fn step_once(&mut self) {
+        if self.halted.is_some() {
+            return;
+        }
+        if let Some(Drag::Grab { load, .. }) = &self.drag {
+            let target = self.cursor_world();
+            if let Some(Load::Spring { anchor, .. }) = self.world.loads.get_mut(*load) {
+                *anchor = Anchor::World(target);
+            }
+        }
+        match self.world.step() {
+            Ok(()) => {}
+            Err(e) => {
+                self.halted = Some(e.to_string());
+                self.paused = true;
+            }
+        }
+    }
+
+    /// Takes the whole steps the elapsed time allows, within a budget of
+    /// 12 ms of stepping per frame.
+    fn simulate(&mut self, elapsed: f64) {
+        let started = Instant::now();
+        let dt = self.world.dt;
+        if !self.paused && self.halted.is_none() {
+            self.accumulator += elapsed * self.speed;
+        }
+        let budget = Duration::from_millis(12);
+        let mut taken = 0u64;
+        while self.accumulator >= dt && started.elapsed() < budget && self.halted.is_none() {
+            self.step_once();
+            self.accumulator -= dt;
+            taken += 1;
+        }
+        // Behind real time: drop the backlog rather than spiral.
+        if self.accumulator > 4.0 * dt {
+            self.accumulator = 0.0;
+        }
+        let now = Instant::now();
+        self.steps_window.push_back((now, taken));
+        while self.steps_window.front().is_some_and(|(t, _)| now.duration_since(*t) > Duration::from_secs(1)) {
+            self.steps_window.pop_front();
+        }
+        if taken > 0
+            && let Some(trails) = &mut self.trails
+        {
+            for (trail, body) in trails.iter_mut().zip(self.world.bodies.iter()) {
+                trail.push(body.position);
+                if trail.len() > TRAIL_POINTS {
+                    trail.remove(0);
+                }
+            }
+        }
+        if taken > 0 || self.energy.is_empty() {
+            let e = self.world.energy();
+            self.energy.push_back((self.world.time(), e.total, e.kinetic, e.potential));
+            if self.energy.len() > 600 {
+                self.energy.pop_front();
+            }
+        }
+        self.simulate_ms = started.elapsed().as_secs_f64() * 1e3;
+    }
+
+    fn cursor_world(&self) -> DVec2 {
+        self.camera.world_at(self.cursor.0, self.cursor.1, self.size.0, self.size.1)
+    }
+
+    fn overlay_lines(&self) -> Vec<String> {
+        let steps: u64 = self.steps_window.iter().map(|(_, n)| n).sum();
+        let adapter = self.gpu.as_ref().map_or("-".to_string(), |g| g.renderer.context().adapter_name().to_string());
+        let mut lines = vec![
+            format!(
+                "{}  t = {:.3} s  x{}{}",
+                self.scene.file.name,
+                self.world.time(),
+                self.speed,
+                if self.paused { "  [paused]" } else { "" }
+            ),
+            format!(
+                "{steps} steps/s   frame {:.1} ms (simulate {:.1}, draw {:.1})",
+                self.frame_ms, self.simulate_ms, self.draw_ms
+            ),
+            format!("N = {} bodies   E = {:.6e} J", self.world.bodies.len(), self.world.energy().total),
+            format!("fields on {}   draw on {adapter}", self.world.field_backend()),
+        ];
+        if let Some(h) = &self.halted {
+            lines.push(format!("stopped: {h}").chars().take(100).collect());
+        }
+        if self.help {
+            lines.push(String::new());
+            lines.extend(HELP.iter().map(|s| s.to_string()));
+        } else {
+            lines.push("H: help".into());
+        }
+        lines
+    }
+
+    /// The energy graph, bottom right, as mesh triangles in world units.
+    fn energy_graph(&self, out: &mut Vec<Vertex>) {
+        if self.energy.len() < 2 {
+            return;
+        }
+        let (w, h) = (f64::from(self.size.0), f64::from(self.size.1));
+        let (gw, gh) = ((0.35 * w).min(420.0), (0.25 * h).min(200.0));
+        let (x0, y0) = (w - gw - 10.0, h - gh - 10.0);
+        let to_world = |px: f64, py: f64| self.camera.world_at(px, py, self.size.0, self.size.1);
+        let px = 1.0 / self.camera.pixels_per_metre;
+        let push_quad = |out: &mut Vec<Vertex>, a: DVec2, b: DVec2, c: DVec2, d: DVec2, color: u32| {
+            for p in [a, b, c, a, c, d] {
+                out.push(Vertex { position: [p.x as f32, p.y as f32], color });
+            }
+        };
+        push_quad(
+            out,
+            to_world(x0, y0),
+            to_world(x0 + gw, y0),
+            to_world(x0 + gw, y0 + gh),
+            to_world(x0, y0 + gh),
+            super::rgba(255, 255, 255, 220),
+        );
+        let (lo, hi) = self
+            .energy
+            .iter()
+            .flat_map(|e| [e.1, e.2, e.3])
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
+        let span = (hi - lo).max(1e-12);
+        let (t0, t1) = (self.energy.front().map_or(0.0, |e| e.0), self.energy.back().map_or(1.0, |e| e.0));
+        let tspan = (t1 - t0).max(1e-12);
+        let colours = [super::rgba(0, 0, 0, 255), super::rgba(66, 133, 244, 255), super::rgba(234, 67, 53, 255)];
+        for (k, colour) in colours.iter().enumerate() {
+            let point = |e: &(f64, f64, f64, f64)| {
+                let v = [e.1, e.2, e.3][k];
+                to_world(x0 + 6.0 + (gw - 12.0) * (e.0 - t0) / tspan, y0 + gh - 6.0 - (gh - 12.0) * (v - lo) / span)
+            };
+            let pts: Vec<DVec2> = self.energy.iter().map(point).collect();
+            for s in pts.windows(2) {
+                let d = s[1] - s[0];
+                if d.length_squared() > 0.0 {
+                    let n = d.normalize().perp() * (0.75 * px);
+                    push_quad(out, s[0] - n, s[1] - n, s[1] + n, s[0] + n, *colour);
+                }
+            }
+        }
+    }
+
+    /// What the window shows now: the draw list (with the toggled extras)
+    /// and the overlay text.
+    fn contents(&mut self) -> (super::DrawList, super::TextImage) {
+        let reactions = if self.style.forces { self.world.reactions().ok() } else { None };
+        let grab = match &self.drag {
+            Some(Drag::Grab { body, local, .. }) => {
+                self.world.bodies.as_slice().get(*body).map(|b| (b.world_point(*local), self.cursor_world()))
+            }
+            _ => None,
+        };
+        let extras = Extras { reactions: reactions.as_deref(), trails: self.trails.as_deref().unwrap_or(&[]), grab };
+        let mut list = draw_list(&self.world, &self.camera, self.size.0, self.size.1, &self.style, extras);
+        if self.energy_graph {
+            self.energy_graph(&mut list.over);
+        }
+        (list, overlay::rasterize(&self.overlay_lines(), 15.0))
+    }
+
+    fn draw(&mut self) -> anyhow::Result<()> {
+        let started = Instant::now();
+        let (list, text) = self.contents();
+        let Some(gpu) = self.gpu.as_mut() else { return Ok(()) };
+        gpu.renderer.prepare(&list, &self.camera, self.size, Some(&text))?;
+        let frame = match gpu.surface.get_current_texture() {
+            wgpu::CurrentSurfaceTexture::Success(f) | wgpu::CurrentSurfaceTexture::Suboptimal(f) => f,
+            wgpu::CurrentSurfaceTexture::Outdated | wgpu::CurrentSurfaceTexture::Lost => {
+                gpu.surface.configure(&gpu.renderer.context().device, &gpu.config);
+                return Ok(());
+            }
+            // Minimised or slow: skip this frame.
+            wgpu::CurrentSurfaceTexture::Timeout | wgpu::CurrentSurfaceTexture::Occluded => return Ok(()),
+            wgpu::CurrentSurfaceTexture::Validation => anyhow::bail!("the surface texture failed validation"),
+        };
+        let view = frame.texture.create_view(&wgpu::TextureViewDescriptor::default());
+        let ctx = gpu.renderer.context().clone();
+        let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
+        gpu.renderer.encode(&mut encoder, &view, self.style.background, &[]);
+        ctx.queue.submit([encoder.finish()]);
+        gpu.window.pre_present_notify();
+        ctx.queue.present(frame);
+        ctx.check("render")?;
+        self.draw_ms = started.elapsed().as_secs_f64() * 1e3;
+        Ok(())
+    }
+
+    /// The S key: draws the current state offscreen and writes it as PNG
+    /// (the only readback of the window). Returns the file written.
+    fn screenshot(&mut self) -> anyhow::Result<PathBuf> {
+        let (list, text) = self.contents();
+        let Some(gpu) = self.gpu.as_mut() else { anyhow::bail!("no window yet") };
+        if gpu.screenshot.is_none() {
+            gpu.screenshot = Some(Offscreen::new(gpu.renderer.context().clone())?);
+        }
+        let dir = std::env::var_os("MX2D_SCREENSHOT_DIR").map_or_else(|| PathBuf::from("."), PathBuf::from);
+        let path = dir.join(format!("mx2d-screenshot-{}.png", self.screenshots));
+        self.screenshots += 1;
+        let Some(offscreen) = gpu.screenshot.as_mut() else { anyhow::bail!("no offscreen renderer") };
+        let image = offscreen.render(&list, &self.camera, self.size, self.style.background, Some(&text))?;
+        image.write_png(&path)?;
+        println!("screenshot: {}", path.display());
+        Ok(path)
+    }
+
+    fn key(&mut self, event_loop: &ActiveEventLoop, key: &Key) {
+        match key {
+            Key::Named(NamedKey::Space) => self.paused = !self.paused,
+            Key::Named(NamedKey::ArrowRight) => {
+                self.paused = true;
+                self.step_once();
+            }
+            Key::Named(NamedKey::Escape) => event_loop.exit(),
+            Key::Character(c) => match c.as_str() {
+                "+" | "=" => self.speed = (self.speed * 2.0).min(64.0),
+                "-" | "_" => self.speed = (self.speed * 0.5).max(1.0 / 64.0),
+                "r" | "R" => self.reset(),
+                "f" | "F" => self.style.forces = !self.style.forces,
+                "e" | "E" => self.energy_graph = !self.energy_graph,
+                "h" | "H" => self.help = !self.help,
+                "v" | "V" => self.style.velocities = !self.style.velocities,
+                "t" | "T" => {
+                    self.trails = match self.trails {
+                        Some(_) => None,
+                        None => Some(vec![Vec::new(); self.world.bodies.len().min(TRAIL_BODIES)]),
+                    }
+                }
+                "q" | "Q" => event_loop.exit(),
+                "s" | "S" => {
+                    if let Err(e) = self.screenshot() {
+                        eprintln!("mx2d: screenshot failed: {e:#}");
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+
+    fn press(&mut self) {
+        let p = self.cursor_world();
+        let hit = self
+            .world
+            .bodies
+            .iter()
+            .position(|b| !b.fixed && b.shape.contains(DVec2::from_angle(-b.angle).rotate(p - b.position)));
+        self.drag = Some(match hit {
+            Some(i) => {
+                let body = &self.world.bodies.as_slice()[i];
+                let local = DVec2::from_angle(-body.angle).rotate(p - body.position);
+                // A spring of about 3 Hz on the body's mass, near critically damped.
+                let omega = std::f64::consts::TAU * 3.0;
+                let stiffness = body.mass * omega * omega;
+                let damping = 2.0 * body.mass * omega;
+                self.world.loads.push(Load::Spring {
+                    body: crate::body::BodyHandle(i),
+                    point: local,
+                    anchor: Anchor::World(p),
+                    stiffness,
+                    rest_length: 0.0,
+                    damping,
+                });
+                Drag::Grab { body: i, load: self.world.loads.len() - 1, local }
+            }
+            None => Drag::Pan { last: self.cursor },
+        });
+    }
+
+    fn release(&mut self) {
+        if let Some(Drag::Grab { load, .. }) = self.drag.take()
+            && load < self.world.loads.len()
+        {
+            self.world.loads.remove(load);
+        }
+    }
+}
+
+impl ApplicationHandler for App {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        if self.gpu.is_none()
+            && let Err(e) = self.open(event_loop)
+        {
+            self.fail(event_loop, e);
+        }
+    }
+
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
+        match event {
+            WindowEvent::CloseRequested => event_loop.exit(),
+            WindowEvent::Resized(size) => {
+                if let Some(gpu) = self.gpu.as_mut()
+                    && size.width > 0
+                    && size.height > 0
+                {
+                    gpu.config.width = size.width;
+                    gpu.config.height = size.height;
+                    gpu.surface.configure(&gpu.renderer.context().device, &gpu.config);
+                    self.size = (size.width, size.height);
+                }
+            }
+            WindowEvent::KeyboardInput { event, .. } if event.state == ElementState::Pressed => {
+                self.key(event_loop, &event.logical_key);
+            }
+            WindowEvent::MouseWheel { delta, .. } => {
+                let lines = match delta {
+                    MouseScrollDelta::LineDelta(_, y) => f64::from(y),
+                    MouseScrollDelta::PixelDelta(p) => p.y / 40.0,
+                };
+                self.camera.zoom_about(1.15f64.powf(lines), self.cursor.0, self.cursor.1, self.size.0, self.size.1);
+            }
+            WindowEvent::CursorMoved { position, .. } => {
+                self.cursor = (position.x, position.y);
+                if let Some(Drag::Pan { last }) = &mut self.drag {
+                    let d = DVec2::new(position.x - last.0, last.1 - position.y) / self.camera.pixels_per_metre;
+                    self.camera.center -= d;
+                    *last = (position.x, position.y);
+                }
+            }
+            WindowEvent::MouseInput { state, button: MouseButton::Left | MouseButton::Right, .. } => match state {
+                ElementState::Pressed => self.press(),
+                ElementState::Released => self.release(),
+            },
+            WindowEvent::RedrawRequested => {
+                let now = Instant::now();
+                let elapsed = self.last_frame.map_or(0.0, |t| now.duration_since(t).as_secs_f64().min(0.25));
+                if let Some(t) = self.last_frame {
+                    self.frame_ms = now.duration_since(t).as_secs_f64() * 1e3;
+                }
+                self.last_frame = Some(now);
+                self.simulate(elapsed);
+                if let Err(e) = self.draw() {
+                    self.fail(event_loop, e);
+                    return;
+                }
+                self.frames += 1;
+                if self.test && self.frames == TEST_FRAMES / 2 {
+                    // Exercise the drawing toggles half way: forces,
+                    // energy graph, trails, velocities, help.
+                    for c in ["f", "e", "t", "v", "h"] {
+                        self.key(event_loop, &Key::Character(c.into()));
+                    }
+                }
+                if self.test && self.frames >= TEST_FRAMES {
+                    match self.screenshot() {
+                        Ok(path) => {
+                            println!("window test: {} frames drawn, screenshot {}", self.frames, path.display())
+                        }
+                        Err(e) => self.failure = Some(e.context("window test: screenshot")),
+                    }
+                    event_loop.exit();
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn about_to_wait(&mut self, _event_loop: &ActiveEventLoop) {
+        if let Some(gpu) = &self.gpu {
+            gpu.window.request_redraw();
+        }
+    }
+}
