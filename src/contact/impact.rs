@@ -73,7 +73,7 @@ impl ContactSet {
                 .map(|(k, b)| (k, row(b, &state.v, 0)))
                 .min_by(|x, y| x.1.total_cmp(&y.1))
                 .unwrap_or((0, 0.0));
-            if blocks.is_empty() || !(vn < -resting_speed) || ks[k][0][0] <= 0.0 {
+            if blocks.is_empty() || vn >= -resting_speed || vn.is_nan() || ks[k][0][0] <= 0.0 {
                 break;
             }
             let c = self.contacts[touching[k]];

@@ -405,6 +405,9 @@ impl Scene {
         for (i, p) in f.piles.iter().enumerate() {
             self.build_pile(&mut world, i, p)?;
         }
+        for (i, d) in f.drops.iter().enumerate() {
+            self.build_drop(&mut world, i, d)?;
+        }
         for (i, fd) in f.fields.iter().enumerate() {
             fd.validate().map_err(|m| self.error_at(&format!("fields[{i}].kind"), m))?;
         }
@@ -526,6 +529,58 @@ impl Scene {
     }
 
     /// Adds the boxes of a pile (see [`schema::PileDef`]), sizes checked first.
+    /// Adds the bodies of a drop (see [`schema::DropDef`]), sizes checked first.
+    fn build_drop(&self, world: &mut World, i: usize, d: &schema::DropDef) -> Result<(), SceneError> {
+        let at = |field: &str| format!("drops[{i}].{field}");
+        const MAX_COUNT: usize = 1_000_000;
+        if d.count == 0 || d.count > MAX_COUNT {
+            return Err(self.error_at(&at("count"), format!("count must be in 1..={MAX_COUNT}, got {}", d.count)));
+        }
+        if d.columns == 0 {
+            return Err(self.error_at(&at("columns"), "columns must be at least 1"));
+        }
+        if d.shapes.is_empty() {
+            return Err(self.error_at(&at("shapes"), "shapes must name at least one shape"));
+        }
+        for (name, v) in [("spacing", d.spacing), ("density", d.density)] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(self.error_at(&at(name), format!("{name} must be positive and finite, got {v}")));
+            }
+        }
+        for (k, s) in d.shapes.iter().enumerate() {
+            s.validate().map_err(|m| self.error_at(&format!("drops[{i}].shapes[{k}]"), m))?;
+        }
+        let material = match &d.material {
+            None => crate::contact::Material::default(),
+            Some(name) => self
+                .file
+                .materials
+                .iter()
+                .find(|m| &m.name == name)
+                .map(|m| crate::contact::Material {
+                    friction: m.friction,
+                    kinetic_friction: m.kinetic_friction,
+                    restitution: m.restitution,
+                    rolling_resistance: m.rolling_resistance,
+                })
+                .ok_or_else(|| self.error_at(&at("material"), format!("unknown material '{name}'")))?,
+        };
+        let n = world.bodies.len();
+        world.contacts.settings.body_materials.resize(n, crate::contact::Material::default());
+        for k in 0..d.count {
+            let p = d.origin + DVec2::new((k % d.columns) as f64, (k / d.columns) as f64) * d.spacing;
+            let body = Body::builder(format!("{}{k}", d.prefix), d.shapes[k % d.shapes.len()].clone())
+                .density(d.density)
+                .position(p)
+                .angle(0.7 * k as f64)
+                .build()
+                .map_err(|m| self.error_at(&at("shapes"), m))?;
+            world.add_body(body).map_err(|m| self.error_at(&at("prefix"), m))?;
+            world.contacts.settings.body_materials.push(material);
+        }
+        Ok(())
+    }
+
     fn build_pile(&self, world: &mut World, i: usize, p: &schema::PileDef) -> Result<(), SceneError> {
         let at = |field: &str| format!("piles[{i}].{field}");
         const MAX_ROWS: usize = 2000;

@@ -81,9 +81,38 @@ pub struct SceneFile {
     /// Generated piles of boxes: pyramids and columns.
     #[serde(default)]
     pub piles: Vec<PileDef>,
+    /// Generated grids of bodies of mixed shapes, dropped from rest.
+    #[serde(default)]
+    pub drops: Vec<DropDef>,
     /// The population tier: balls from generators (`docs/scene-format.md`).
     #[serde(default)]
     pub population: Option<PopulationDef>,
+}
+
+/// `count` bodies on a grid of `columns` columns, `spacing` apart, from
+/// `origin` (bottom-left) upwards; body k takes shape k mod len(shapes) and
+/// angle 0.7·k rad. Bodies are named `<prefix><k>`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename = "Drop")]
+pub struct DropDef {
+    /// Body name prefix.
+    pub prefix: String,
+    /// Number of bodies.
+    pub count: usize,
+    /// Bodies per row.
+    pub columns: usize,
+    /// Centre of the first body (m).
+    pub origin: DVec2,
+    /// Distance between neighbouring centres (m).
+    pub spacing: f64,
+    /// Shapes, used in turn.
+    pub shapes: Vec<Shape>,
+    /// Areal density (kg/m²); default 1.
+    #[serde(default = "one")]
+    pub density: f64,
+    /// Contact material name; default none.
+    #[serde(default)]
+    pub material: Option<String>,
 }
 
 /// A generated pile of equal boxes, each touching its neighbours: a pyramid
