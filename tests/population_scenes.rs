@@ -92,3 +92,24 @@ fn oversized_or_invalid_populations_are_refused_with_the_reason() {
     let err = Scene::parse(text, "bad.ron").unwrap_err();
     assert_eq!((err.line, err.field.as_str()), (2, "population.radius"), "{err}");
 }
+
+/// Found by the scene fuzzer: `friction: 1e100` passed the f64 checks, became
+/// ∞ in the f32 tier and a NaN inside the contact kernel (a panic in
+/// `f32::clamp`). Values past the f32 tier's range are refused at their place,
+/// scene-level ones (gravity) under their own name.
+#[test]
+fn values_past_the_f32_tier_are_refused_at_their_place() {
+    let path = format!("{}/scenes/balls_box.ron", env!("CARGO_MANIFEST_DIR"));
+    for (set, field) in [
+        ("population.friction=1e100", "population.friction"),
+        ("population.radius=1e30", "population.radius"),
+        ("gravity=(0,-1e30)", "gravity"),
+    ] {
+        let err = Scene::load(std::path::Path::new(&path), &[set.to_string()])
+            .and_then(|s| s.build_world().map(|_| ()))
+            .unwrap_err();
+        assert_eq!(err.field, field, "{set}: {err}");
+        assert!(err.line > 0, "{set}: positioned: {err}");
+        assert!(err.to_string().contains("f32 tier"), "{set}: {err}");
+    }
+}

@@ -269,6 +269,11 @@ pub fn cpu_memory_limit() -> u64 {
         .unwrap_or(16 << 30)
 }
 
+/// The largest magnitude of a parameter of the population tier: its
+/// arithmetic is f32 (largest ≈ 3.4e38), so a parameter and the product of two
+/// such stay finite.
+pub const F32_PARAMETER_MAX: f64 = 1e15;
+
 impl Population {
     /// Builds the population a scene section describes, after checking every
     /// value and the memory it needs (`memory_limit` bytes on the CPU) —
@@ -281,12 +286,31 @@ impl Population {
         dt: f64,
         memory_limit: u64,
     ) -> Result<Population, PopulationError> {
+        // The tier computes in f32: a value past F32_PARAMETER_MAX would turn
+        // into ∞ (or its products would), and then into NaN inside a kernel.
         let positive = |field: &str, v: f64| {
-            if v.is_finite() && v > 0.0 { Ok(()) } else { Err(invalid(field, format!("must be positive, got {v}"))) }
+            if v.is_finite() && v > 0.0 && v <= F32_PARAMETER_MAX {
+                Ok(())
+            } else {
+                Err(invalid(field, format!("must be positive and at most {F32_PARAMETER_MAX:e} (f32 tier), got {v}")))
+            }
         };
         let nonneg = |field: &str, v: f64| {
-            if v.is_finite() && v >= 0.0 { Ok(()) } else { Err(invalid(field, format!("must be >= 0, got {v}"))) }
+            if v.is_finite() && v >= 0.0 && v <= F32_PARAMETER_MAX {
+                Ok(())
+            } else {
+                Err(invalid(field, format!("must be >= 0 and at most {F32_PARAMETER_MAX:e} (f32 tier), got {v}")))
+            }
         };
+        // Scene-level values the balls use (named without the `population.` prefix).
+        for (field, v) in [("/gravity", gravity.abs().max_element()), ("/dt", dt)] {
+            if !(v <= F32_PARAMETER_MAX) {
+                return Err(invalid(
+                    field,
+                    format!("must be at most {F32_PARAMETER_MAX:e} in size with a population (f32 tier), got {v}"),
+                ));
+            }
+        }
         positive("radius", def.radius)?;
         if let Some(m) = def.radius_max
             && !(m.is_finite() && m >= def.radius)

@@ -131,7 +131,9 @@ fn segments_of(points: &[DVec2], base: Obstacle, out: &mut Vec<Obstacle>) {
 pub fn surface_obstacles(surface: &Surface, out: &mut Vec<Obstacle>) {
     let base = Obstacle {
         restitution: surface.restitution as f32,
-        friction: surface.friction as f32,
+        // A surface's μ is checked in f64 only; past F32_PARAMETER_MAX it acts
+        // as unbounded friction, which that value already gives in f32.
+        friction: surface.friction.min(super::F32_PARAMETER_MAX) as f32,
         rolling_resistance: surface.rolling_resistance as f32,
         ..Obstacle::default()
     };

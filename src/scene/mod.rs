@@ -440,7 +440,11 @@ impl Scene {
                 crate::population::cpu_memory_limit(),
             );
             world.population = Some(built.map_err(|e| match e {
-                PopulationError::Invalid { field, message } => self.error_at(&format!("population.{field}"), message),
+                // A field starting with '/' is a scene-level one (gravity, dt).
+                PopulationError::Invalid { field, message } => match field.strip_prefix('/') {
+                    Some(top) => self.error_at(top, message),
+                    None => self.error_at(&format!("population.{field}"), message),
+                },
                 other => {
                     let field = if f.population.as_ref().is_some_and(|p| p.count.is_some()) {
                         "population.count"
