@@ -296,7 +296,7 @@ impl Population {
             }
         };
         let nonneg = |field: &str, v: f64| {
-            if v.is_finite() && v >= 0.0 && v <= F32_PARAMETER_MAX {
+            if (0.0..=F32_PARAMETER_MAX).contains(&v) {
                 Ok(())
             } else {
                 Err(invalid(field, format!("must be >= 0 and at most {F32_PARAMETER_MAX:e} (f32 tier), got {v}")))
@@ -304,7 +304,8 @@ impl Population {
         };
         // Scene-level values the balls use (named without the `population.` prefix).
         for (field, v) in [("/gravity", gravity.abs().max_element()), ("/dt", dt)] {
-            if !(v <= F32_PARAMETER_MAX) {
+            // NaN is refused too (it fails the comparison).
+            if v.is_nan() || v > F32_PARAMETER_MAX {
                 return Err(invalid(
                     field,
                     format!("must be at most {F32_PARAMETER_MAX:e} in size with a population (f32 tier), got {v}"),
