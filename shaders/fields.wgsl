@@ -16,14 +16,8 @@ struct Body {
 // region_kind: 0 everywhere, 1 rect (min.xy, max.xy), 2 circle (center.xy, radius),
 //              3 half-plane (point.xy, normal.xy)
 // params: uniform (force.xy); radial/vortex (center.xy, strength, softening); drag (k)
-struct Field {
-    kind: u32,
-    falloff: u32,
-    flags: u32,
-    region_kind: u32,
-    params: vec4<f32>,
-    region: vec4<f32>,
-}
+// struct Field, region_contains, falloff_factor: shaders/field_common.wgsl
+// (prepended when the module is built).
 
 struct Params {
     body_count: u32,
@@ -36,34 +30,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read> fields: array<Field>;
 @group(0) @binding(2) var<storage, read> bodies: array<Body>;
 @group(0) @binding(3) var<storage, read_write> forces: array<vec2<f32>>;
-
-// Closed regions: the boundary belongs to the region (Region::contains).
-fn region_contains(f: Field, p: vec2<f32>) -> bool {
-    switch f.region_kind {
-        case 1u: {
-            return p.x >= f.region.x && p.x <= f.region.z && p.y >= f.region.y && p.y <= f.region.w;
-        }
-        case 2u: {
-            let r = p - f.region.xy;
-            return dot(r, r) <= f.region.z * f.region.z;
-        }
-        case 3u: {
-            return dot(p - f.region.xy, f.region.zw) >= 0.0;
-        }
-        default: {
-            return true;
-        }
-    }
-}
-
-fn falloff_factor(falloff: u32, d: f32) -> f32 {
-    switch falloff {
-        case 1u: { return d; }
-        case 2u: { return 1.0 / d; }
-        case 3u: { return 1.0 / (d * d); }
-        default: { return 1.0; }
-    }
-}
 
 fn field_force(f: Field, b: Body) -> vec2<f32> {
     if !region_contains(f, b.position) {

@@ -32,14 +32,7 @@ struct Params {
 }
 
 // Copy of shaders/fields.wgsl's Field (same encoding).
-struct Field {
-    kind: u32,
-    falloff: u32,
-    flags: u32,
-    region_kind: u32,
-    params: vec4<f32>,
-    region: vec4<f32>,
-}
+// struct Field: shaders/field_common.wgsl (prepended when the module is built).
 
 // src/population/obstacle.rs: kind 0 half-plane (a point, b normal),
 // 1 circle (a centre, b.x radius, flags 1 = free inside), 2 segment a→b
@@ -103,34 +96,7 @@ fn perp(v: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(-v.y, v.x);
 }
 
-// ---- fields (copy of shaders/fields.wgsl; cpu.rs field_force) ----
-fn region_contains(f: Field, p: vec2<f32>) -> bool {
-    switch f.region_kind {
-        case 1u: {
-            return p.x >= f.region.x && p.x <= f.region.z && p.y >= f.region.y && p.y <= f.region.w;
-        }
-        case 2u: {
-            let r = p - f.region.xy;
-            return dot(r, r) <= f.region.z * f.region.z;
-        }
-        case 3u: {
-            return dot(p - f.region.xy, f.region.zw) >= 0.0;
-        }
-        default: {
-            return true;
-        }
-    }
-}
-
-fn falloff_factor(falloff: u32, d: f32) -> f32 {
-    switch falloff {
-        case 1u: { return d; }
-        case 2u: { return 1.0 / d; }
-        case 3u: { return 1.0 / (d * d); }
-        default: { return 1.0; }
-    }
-}
-
+// ---- fields (Field, region_contains, falloff_factor: shaders/field_common.wgsl; cpu.rs field_force) ----
 fn field_force(f: Field, p: vec2<f32>, v: vec2<f32>, mass: f32, radius: f32) -> vec2<f32> {
     if !region_contains(f, p) {
         return vec2<f32>(0.0);

@@ -174,7 +174,7 @@ pub struct GpuFieldEvaluator {
 impl GpuFieldEvaluator {
     /// Compiles `shaders/fields.wgsl` and builds the pipeline.
     pub fn new(ctx: &GpuContext) -> Result<Self, GpuError> {
-        let shader = ctx.shader_module("fields.wgsl", wgpu::include_wgsl!("../../shaders/fields.wgsl"))?;
+        let shader = ctx.shader_module("fields.wgsl", crate::field_shader!("fields.wgsl", "fields.wgsl"))?;
         let storage = |binding, read_only| wgpu::BindGroupLayoutEntry {
             binding,
             visibility: wgpu::ShaderStages::COMPUTE,

@@ -35,3 +35,22 @@ pub use mechanism::GpuFieldBackend;
 
 /// Invocations per workgroup of every kernel (`@workgroup_size(256)`).
 pub const WORKGROUP_SIZE: u32 = 256;
+
+/// A field-evaluating kernel's WGSL module source: `shaders/field_common.wgsl`
+/// (the `Field` struct, `region_contains`, `falloff_factor`) followed by the
+/// kernel's own file. WGSL has no include; one shared copy keeps the field
+/// kernel and the population step in step with `src/field.rs`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! field_shader {
+    ($label:literal, $file:literal) => {
+        wgpu::ShaderModuleDescriptor {
+            label: Some($label),
+            source: wgpu::ShaderSource::Wgsl(std::borrow::Cow::Borrowed(concat!(
+                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/shaders/field_common.wgsl")),
+                "\n",
+                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/shaders/", $file))
+            ))),
+        }
+    };
+}

@@ -141,7 +141,7 @@ impl GpuPopulation {
         ctx.dispatch_grid(n.max(1)).map_err(gpu_error)?;
 
         let shader = ctx
-            .shader_module("population.wgsl", wgpu::include_wgsl!("../../shaders/population.wgsl"))
+            .shader_module("population.wgsl", crate::field_shader!("population.wgsl", "population.wgsl"))
             .map_err(gpu_error)?;
         let entry = |binding: u32, ty: wgpu::BufferBindingType| wgpu::BindGroupLayoutEntry {
             binding,
