@@ -253,6 +253,10 @@ pub struct Population {
     pub max_radius: f32,
     /// Contacts dropped from full lists so far.
     pub list_overflow: u64,
+    /// Largest overlap / smaller radius after any substep so far (balls and
+    /// obstacles; reduced in the velocity pass on either backend, read back
+    /// from the GPU with the balls).
+    pub max_overlap_seen: f32,
     scratch: cpu::Scratch,
 }
 
@@ -515,6 +519,7 @@ impl Population {
             steps: 0,
             max_radius: max_radius as f32,
             list_overflow: 0,
+            max_overlap_seen: 0.0,
             scratch: cpu::Scratch::default(),
         };
         for s in &spawn {
