@@ -329,7 +329,8 @@ fn find_neighbours(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups
                 if j == i {
                     continue;
                 }
-                let reach = r + ang[j].z + P.skin;
+                // cpu.rs: the pair's closing distance in the step joins the skin.
+                let reach = r + ang[j].z + P.skin + length(pv[j].zw - pv[i].zw) * P.dt;
                 let d = pv[j].xy - p;
                 if dot(d, d) < reach * reach {
                     if count < MAX_NEIGHBOURS {

@@ -201,7 +201,10 @@ fn obstacle_in_reach(o: &Obstacle, distance: f32, r: f32) -> bool {
 }
 
 /// Neighbour and obstacle lists of every ball; returns the contacts dropped
-/// because a list was full. Obstacles are listed within `r + skin` plus the
+/// because a list was full. Balls are listed within `r_i + r_j + skin` plus
+/// the distance the pair can close in the step, `|v_i − v_j|·dt` (the 3 × 3
+/// cells around a ball cover one cell, `2 r_max + skin`, so a pair closing
+/// faster than `skin/dt` can still be missed). Obstacles are listed within `r + skin` plus the
 /// distance the ball and the obstacle's surface there can close in the step,
 /// `(|v| + |v_o|)·dt`: a moving paddle or a ball shoved by the pile must
 /// not pass an obstacle it did not list.
@@ -237,7 +240,10 @@ fn find_neighbours(pop: &mut Population, dt: f32) -> u64 {
                         if j as usize == i {
                             continue;
                         }
-                        let reach = r + radius[j as usize] + skin;
+                        // The pair's closing distance in the step joins the
+                        // skin: a fast pair must not meet unlisted.
+                        let closing = (velocity[j as usize] - velocity[i]).length() * dt;
+                        let reach = r + radius[j as usize] + skin + closing;
                         if (position[j as usize] - p).length_squared() < reach * reach {
                             if (*count as usize) < MAX_NEIGHBOURS {
                                 list[*count as usize] = j;
