@@ -453,7 +453,8 @@ impl GpuGridBroadphase {
     }
 
     /// As [`run`](Self::run), and the time of each pass of the final run
-    /// (count, scan, scatter, pair emission). Without timestamp queries each
+    /// (count, each level of the scan — see
+    /// [`profiled_pass_names`](super::prefix_sum::profiled_pass_names) — scatter, pair emission). Without timestamp queries each
     /// pass is submitted and waited for on its own and timed by the wall
     /// clock ([`TimingSource::Wall`]): an upper bound, not a kernel time.
     pub fn run_profiled(&mut self, ctx: &GpuContext) -> Result<(GpuPairsReport, PassTimings), GpuError> {
@@ -576,6 +577,12 @@ impl GpuGridBroadphase {
         // ones before (WebGPU usage scopes): no host round trip.
         for stage in Stage::ALL {
             let name = stage.name();
+            if stage == Stage::Scan && profiler.is_enabled() {
+                // Profiled: one pass per scan level (prefix_sum's names), so
+                // a slow level shows on its own.
+                self.scan.encode_profiled(ctx, encoder, profiler, table)?;
+                continue;
+            }
             {
                 let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                     label: Some(name),
