@@ -131,9 +131,7 @@ impl CsvWriter {
             };
             let name = format!("contact:{}:{partner}", bodies[f.body_a].name);
             let numbers = [f.force.x, f.force.y, f.torque, f.normal_force, f.tangent_force].map(|v| v.to_string());
-            self.row(
-                [step.as_str(), t.as_str(), name.as_str()].into_iter().chain(numbers.iter().map(String::as_str)),
-            )?;
+            self.row([step.as_str(), t.as_str(), name.as_str()].into_iter().chain(numbers.iter().map(String::as_str)))?;
         }
         Ok(())
     }

@@ -165,7 +165,8 @@ pub fn pair_time_of_impact(
         // Separating at both ends: nothing to search (a pass-through
         // approaches at the start).
         let rate = |tau: f64, scratch: &mut Vec<ManifoldPoint>| {
-            gap_at(bodies, hulls, surfaces, pair, span, tau, scratch).map_or(0.0, |m| normal_velocity(span, pair, &m, tau))
+            gap_at(bodies, hulls, surfaces, pair, span, tau, scratch)
+                .map_or(0.0, |m| normal_velocity(span, pair, &m, tau))
         };
         if rate(0.0, scratch) >= 0.0 && rate(h, scratch) >= 0.0 {
             return None;
@@ -261,7 +262,8 @@ impl ContactSet {
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut best: Option<(f64, Pair)> = None;
         for &pair in &self.pairs {
-            if let Some(t) = pair_time_of_impact(bodies, &self.hulls, surfaces, pair, span, slop, resting_speed, &mut scratch)
+            if let Some(t) =
+                pair_time_of_impact(bodies, &self.hulls, surfaces, pair, span, slop, resting_speed, &mut scratch)
                 && best.is_none_or(|b| t < b.0)
             {
                 best = Some((t, pair));
