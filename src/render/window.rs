@@ -34,9 +34,10 @@
 //! reports its frames, the mean frame time split into simulate and draw, and
 //! the steps per second.
 //!
-//! `MX2D_WINDOW_TEST=1`: run 60 frames (toggling F, E, T, V, C and H at frame
-//! 30), take a screenshot through the S-key action, and exit (the CI test
-//! under Xvfb); when recording, also wait for the last step.
+//! `MX2D_WINDOW_TEST=1`: run 60 frames (`MX2D_WINDOW_FRAMES`: more),
+//! toggling F, E, T, V, C and H half way, take a screenshot through the
+//! S-key action, and exit (the CI test under Xvfb); when recording, also
+//! wait for the last step.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -81,6 +82,13 @@ pub fn demo_size(software_adapter: bool) -> (u64, Backend) {
 
 /// Frames the `MX2D_WINDOW_TEST=1` run draws before its screenshot and exit.
 pub const TEST_FRAMES: u64 = 60;
+
+/// Frames of an `MX2D_WINDOW_TEST=1` run: `MX2D_WINDOW_FRAMES` when set to
+/// a whole number ≥ 2 (longer runs to measure the frame time), else
+/// [`TEST_FRAMES`].
+fn test_frames() -> u64 {
+    std::env::var("MX2D_WINDOW_FRAMES").ok().and_then(|v| v.parse().ok()).filter(|&n| n >= 2).unwrap_or(TEST_FRAMES)
+}
 
 /// Bodies that get a trail (T), and points per trail.
 const TRAIL_BODIES: usize = 32;
@@ -948,7 +956,7 @@ impl ApplicationHandler for App {
                     return;
                 }
                 self.frames += 1;
-                if self.test && self.frames == TEST_FRAMES / 2 {
+                if self.test && self.frames == test_frames() / 2 {
                     // Exercise the drawing toggles half way: forces,
                     // energy graph, trails, velocities, help.
                     for c in ["f", "e", "t", "v", "c", "h"] {
@@ -956,7 +964,7 @@ impl ApplicationHandler for App {
                     }
                 }
                 let recording = self.recording.as_ref().is_some_and(|r| !r.done && self.halted.is_none());
-                if self.test && self.frames >= TEST_FRAMES && !recording {
+                if self.test && self.frames >= test_frames() && !recording {
                     match self.screenshot() {
                         Ok(path) => {
                             report(&format!("window test: {} frames drawn, screenshot {}", self.frames, path.display()))
