@@ -337,7 +337,8 @@ fn run(args: RunArgs) -> ExitCode {
     // the other outputs are written headless.
     let display = mx2d::render::window::display_available();
     let recordable = mx2d::render::window::can_record(&options);
-    if !args.headless && !(display && recordable) {
+    let windowed = !args.headless && display && recordable;
+    if !args.headless && !windowed {
         report(&format!(
             "mx2d: {}: running headless",
             if recordable {
@@ -347,7 +348,7 @@ fn run(args: RunArgs) -> ExitCode {
             }
         ));
     }
-    if !args.headless && display && recordable {
+    if windowed {
         return match mx2d::render::window::run(scene, args.size.unwrap_or((1024, 768)), false, &options) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {

@@ -217,7 +217,7 @@ impl Recording {
     /// After a step: record it when it is a recorded one; the last ends the run.
     fn stepped(&mut self, world: &mut World) -> anyhow::Result<()> {
         let k = world.step_count();
-        if k % self.every == 0 || k >= self.steps {
+        if k.is_multiple_of(self.every) || k >= self.steps {
             self.record(world)?;
         }
         if k >= self.steps {
