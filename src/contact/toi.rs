@@ -20,6 +20,11 @@
 //!   the centres plus |ω|·R per body, the largest at τ = 0, h/2, h, times
 //!   1.5) until g ≤ 0 brackets a root, or τ passes h.
 //!
+//! Before any of this, a body pair whose bounding discs cannot meet within
+//! the span is skipped (`discs_stay_apart`: a rigorous bound on the relative
+//! speed of the Hermite motion), so the search costs a narrowphase only for
+//! pairs that may touch.
+//!
 //! A root whose approach speed is below the resting speed is not an impact:
 //! the contact solver takes it as a resting contact.
 
