@@ -5,8 +5,8 @@
 
 mod common;
 
-use mx2d::contact::resting::block_for;
 use mx2d::contact::inverse_masses;
+use mx2d::contact::resting::block_for;
 use mx2d::scene::Scene;
 use mx2d::solver::pgs;
 
