@@ -97,7 +97,7 @@ struct RunArgs {
     /// Summary JSON.
     #[arg(long)]
     summary: Option<PathBuf>,
-    /// Reaction forces CSV (step,t,constraint,fx,fy,torque).
+    /// Reaction forces CSV (step,t,constraint,fx,fy,torque,normal_force,tangent_force): constraints, then contacts.
     #[arg(long)]
     reactions: Option<PathBuf>,
     /// Contacts CSV (step,t,body_a,body_b,x,y,nx,ny,gap,normal_impulse,tangent_impulse).
