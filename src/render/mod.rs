@@ -105,58 +105,32 @@ impl Renderer {
     pub fn new(ctx: Arc<GpuContext>, format: wgpu::TextureFormat) -> Result<Self, GpuError> {
         let device = &ctx.device;
         let shader = ctx.shader_module("render", wgpu::include_wgsl!("../../shaders/render.wgsl"))?;
+        // One buffer binding of the given type and stages (no dynamic offset).
+        let buffer_entry = |binding, visibility, ty| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility,
+            ty: wgpu::BindingType::Buffer { ty, has_dynamic_offset: false, min_binding_size: None },
+            count: None,
+        };
+        let uniform = wgpu::BufferBindingType::Uniform;
+        let storage = wgpu::BufferBindingType::Storage { read_only: true };
+        let vertex = wgpu::ShaderStages::VERTEX;
         let view_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("render view"),
-            entries: &[wgpu::BindGroupLayoutEntry {
-                binding: 0,
-                visibility: wgpu::ShaderStages::VERTEX_FRAGMENT,
-                ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Uniform,
-                    has_dynamic_offset: false,
-                    min_binding_size: None,
-                },
-                count: None,
-            }],
+            entries: &[buffer_entry(0, wgpu::ShaderStages::VERTEX_FRAGMENT, uniform)],
         });
         let disc_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("render discs"),
-            entries: &[wgpu::BindGroupLayoutEntry {
-                binding: 0,
-                visibility: wgpu::ShaderStages::VERTEX,
-                ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Storage { read_only: true },
-                    has_dynamic_offset: false,
-                    min_binding_size: None,
-                },
-                count: None,
-            }],
+            entries: &[buffer_entry(0, vertex, storage)],
         });
-        let storage_entry = |binding| wgpu::BindGroupLayoutEntry {
-            binding,
-            visibility: wgpu::ShaderStages::VERTEX,
-            ty: wgpu::BindingType::Buffer {
-                ty: wgpu::BufferBindingType::Storage { read_only: true },
-                has_dynamic_offset: false,
-                min_binding_size: None,
-            },
-            count: None,
-        };
+        // Motion, properties, state (the population's buffers), then the style.
         let ball_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("render balls"),
             entries: &[
-                storage_entry(0),
-                storage_entry(1),
-                storage_entry(2),
-                wgpu::BindGroupLayoutEntry {
-                    binding: 3,
-                    visibility: wgpu::ShaderStages::VERTEX,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Uniform,
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
-                    },
-                    count: None,
-                },
+                buffer_entry(0, vertex, storage),
+                buffer_entry(1, vertex, storage),
+                buffer_entry(2, vertex, storage),
+                buffer_entry(3, vertex, uniform),
             ],
         });
         let ball_style = device.create_buffer(&wgpu::BufferDescriptor {
