@@ -91,6 +91,9 @@ struct RunArgs {
     /// Energy CSV (step,t,kinetic,potential,total,constraint_error).
     #[arg(long)]
     energy: Option<PathBuf>,
+    /// Binary population snapshot (little-endian f32 arrays per recorded step; README).
+    #[arg(long)]
+    snapshot: Option<PathBuf>,
     /// Record every K-th step.
     #[arg(long)]
     every: Option<u64>,
@@ -295,6 +298,7 @@ fn quiet_device_select() {
 
 fn run(args: RunArgs) -> ExitCode {
     let outputs = args.trace.is_some()
+        || args.snapshot.is_some()
         || args.energy.is_some()
         || args.summary.is_some()
         || args.reactions.is_some()
@@ -340,6 +344,7 @@ fn run(args: RunArgs) -> ExitCode {
         tolerance: args.tolerance,
         trace: args.trace,
         energy: args.energy,
+        snapshot: args.snapshot,
         every: args.every,
         summary: args.summary,
         reactions: args.reactions,

@@ -52,6 +52,7 @@ pub mod contact;
 pub mod cpu;
 pub mod gpu;
 pub mod obstacle;
+pub mod snapshot;
 pub mod spawn;
 
 use glam::{DVec2, Vec2};
