@@ -7,6 +7,11 @@
 //   disc; the fragment shader computes the signed distance to the rim in
 //   pixels and turns it into coverage (anti-aliased edge), darkens a rim and
 //   draws a radius line so that rotation shows.
+// * ball_vs: a population's balls straight from its storage buffers (the
+//   layout of src/population/gpu.rs: x, y, vx, vy | angle, ω, radius, 1/m |
+//   state), coloured by speed, mass or id (`BallStyle`), drawn by disc_fs.
+//   The GPU backend binds its own buffers here (no readback); the CPU twin's
+//   arrays are uploaded in the same layout, so both paths run this shader.
 // * mesh_*: triangle lists in world coordinates with a per-vertex RGBA8
 //   colour (tessellated shapes, surfaces, field regions, joints, arrows).
 // * overlay_*: a textured quad in pixel coordinates (text rasterised on the
@@ -108,6 +113,73 @@ fn disc_fs(in: DiscOut) -> @location(0) vec4<f32> {
         rgb = mix(rgb, rgb * 0.35, clamp(1.0 - off, 0.0, 1.0));
     }
     return vec4<f32>(to_target(rgb), in.color.a * coverage);
+}
+
+// ---- population balls ----
+
+struct BallStyle {
+    // 0: speed, 1: mass, 2: id (src/render/balls.rs `BallColour`).
+    colour_by: u32,
+    count: u32,
+    // Speed drawn fully red (m/s).
+    speed_scale: f32,
+    // ln of the lightest and heaviest ball's mass (kg).
+    ln_mass_min: f32,
+    ln_mass_max: f32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
+}
+
+@group(1) @binding(0) var<storage, read> ball_motion: array<vec4<f32>>;
+@group(1) @binding(1) var<storage, read> ball_properties: array<vec4<f32>>;
+@group(1) @binding(2) var<storage, read> ball_state: array<u32>;
+@group(1) @binding(3) var<uniform> ball_style: BallStyle;
+
+// population::state::ALIVE
+const BALL_ALIVE: u32 = 0u;
+
+fn ball_colour(i: u32, velocity: vec2<f32>, inv_mass: f32) -> vec3<f32> {
+    let slow = vec3<f32>(40.0, 110.0, 220.0) / 255.0;
+    let fast = vec3<f32>(230.0, 60.0, 40.0) / 255.0;
+    if ball_style.colour_by == 1u {
+        // Light (teal) to heavy (brown) on a log scale.
+        let span = max(ball_style.ln_mass_max - ball_style.ln_mass_min, 1e-6);
+        let t = clamp((-log(max(inv_mass, 1e-30)) - ball_style.ln_mass_min) / span, 0.0, 1.0);
+        return mix(vec3<f32>(0.0, 172.0, 193.0) / 255.0, vec3<f32>(141.0, 85.0, 36.0) / 255.0, t);
+    }
+    if ball_style.colour_by == 2u {
+        // Golden-ratio hues: neighbours in index differ in colour.
+        let h = fract(f32(i) * 0.61803398875) * 6.0;
+        let rgb = clamp(abs(fract(vec3<f32>(h, h + 4.0, h + 2.0) / 6.0) * 6.0 - 3.0) - 1.0, vec3<f32>(0.0), vec3<f32>(1.0));
+        return mix(vec3<f32>(0.85), rgb, 0.75);
+    }
+    let t = clamp(length(velocity) / max(ball_style.speed_scale, 1e-12), 0.0, 1.0);
+    return mix(slow, fast, t);
+}
+
+@vertex
+fn ball_vs(@builtin(vertex_index) vertex: u32, @builtin(instance_index) instance: u32) -> DiscOut {
+    var out: DiscOut;
+    if ball_state[instance] != BALL_ALIVE {
+        // Off the target: the quad is clipped whole.
+        out.clip = vec4<f32>(2.0, 2.0, 0.0, 1.0);
+        return out;
+    }
+    let m = ball_motion[instance];
+    let p = ball_properties[instance];
+    let corner = vec2<f32>(f32(vertex & 1u) * 2.0 - 1.0, f32((vertex >> 1u) & 1u) * 2.0 - 1.0);
+    let radius_px = p.z * view.pixels_per_metre;
+    let half_px = radius_px + AA_MARGIN;
+    let world = m.xy + corner * (half_px / view.pixels_per_metre);
+    out.clip = vec4<f32>(world * view.scale + view.offset, 0.0, 1.0);
+    out.local = corner * half_px;
+    out.radius_px = radius_px;
+    out.color = vec4<f32>(ball_colour(instance, m.zw, p.w), 1.0);
+    out.direction = vec2<f32>(cos(p.x), sin(p.x));
+    // Radius line and rim, as the bodies' discs.
+    out.flags = 3u;
+    return out;
 }
 
 // ---- meshes ----

@@ -100,7 +100,7 @@ struct RunArgs {
     /// Summary JSON.
     #[arg(long)]
     summary: Option<PathBuf>,
-    /// Reaction forces CSV (step,t,constraint,fx,fy,torque).
+    /// Reaction forces CSV (step,t,constraint,fx,fy,torque,normal_force,tangent_force): constraints, then contacts.
     #[arg(long)]
     reactions: Option<PathBuf>,
     /// Contacts CSV (step,t,body_a,body_b,x,y,nx,ny,gap,normal_impulse,tangent_impulse).
@@ -297,21 +297,6 @@ fn quiet_device_select() {
 }
 
 fn run(args: RunArgs) -> ExitCode {
-    let outputs = args.trace.is_some()
-        || args.snapshot.is_some()
-        || args.energy.is_some()
-        || args.summary.is_some()
-        || args.reactions.is_some()
-        || args.contacts.is_some()
-        || args.frames.is_some()
-        || args.energy_plot.is_some();
-    let windowed = !args.headless && !outputs && mx2d::render::window::display_available();
-    if !args.headless && !windowed {
-        report(&format!(
-            "mx2d: {}: running headless",
-            if outputs { "output files requested (the window writes none)" } else { "no display" }
-        ));
-    }
     let backend = match args.backend.as_str() {
         "cpu" => Backend::Cpu,
         "gpu" => Backend::Gpu,
@@ -327,15 +312,6 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if windowed {
-        return match mx2d::render::window::run(scene, args.size.unwrap_or((1024, 768)), false) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                report(&format!("error: {e:#}"));
-                ExitCode::from(1)
-            }
-        };
-    }
     let mut options = RunOptions {
         steps: args.steps,
         duration: args.duration,
@@ -360,6 +336,30 @@ fn run(args: RunArgs) -> ExitCode {
     if let Err(e) = planned_steps(&scene, &options).and_then(|_| check_distinct_outputs(&options)) {
         report(&format!("error: {e}"));
         return ExitCode::from(2);
+    }
+    // The window writes --trace and --energy (the same rows as headless);
+    // the other outputs are written headless.
+    let display = mx2d::render::window::display_available();
+    let recordable = mx2d::render::window::can_record(&options);
+    let windowed = !args.headless && display && recordable;
+    if !args.headless && !windowed {
+        report(&format!(
+            "mx2d: {}: running headless",
+            if recordable {
+                "no display"
+            } else {
+                "--summary, --reactions, --contacts, --snapshot, --frames and --energy-plot are written headless"
+            }
+        ));
+    }
+    if windowed {
+        return match mx2d::render::window::run(scene, args.size.unwrap_or((1024, 768)), false, &options) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                report(&format!("error: {e:#}"));
+                ExitCode::from(1)
+            }
+        };
     }
     options.stop = stop_on_signals();
     match run_scene(&scene, &options) {

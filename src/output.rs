@@ -16,8 +16,12 @@ pub const TRACE_HEADER: &str = "step,t,body,x,y,angle,vx,vy,omega";
 /// (impulses of the step, N·s; the partner is a body name or `surface<i>`).
 pub const CONTACTS_HEADER: &str = "step,t,body_a,body_b,x,y,nx,ny,gap,normal_impulse,tangent_impulse";
 /// `--reactions` header: one row per constraint per recorded step (the
-/// constraint's force and torque on its first body).
-pub const REACTIONS_HEADER: &str = "step,t,constraint,fx,fy,torque";
+/// constraint's force and torque on its first body; the last two fields
+/// empty), then one row per active contact of the step, named
+/// `contact:<body_a>:<body_b>` (`body_b` a body name or `surface<i>`), with
+/// the contact's mean force over the step on `body_a` and its normal and
+/// tangential parts (N).
+pub const REACTIONS_HEADER: &str = "step,t,constraint,fx,fy,torque,normal_force,tangent_force";
 /// `--energy` header: one row per recorded step.
 pub const ENERGY_HEADER: &str = "step,t,kinetic,potential,total,constraint_error";
 
@@ -106,7 +110,8 @@ impl CsvWriter {
         self.row(std::iter::once(world.step_count().to_string()).chain(numbers))
     }
 
-    /// Appends the given reaction rows at the world's current step.
+    /// Appends the given reaction rows at the world's current step, then the
+    /// contact forces of its last step (see [`REACTIONS_HEADER`]).
     pub fn reaction_rows(&mut self, world: &World, reactions: &[Reaction]) -> std::io::Result<()> {
         let (step, t) = (world.step_count().to_string(), world.time().to_string());
         for r in reactions {
@@ -114,8 +119,19 @@ impl CsvWriter {
             self.row(
                 [step.as_str(), t.as_str(), r.constraint.as_str()]
                     .into_iter()
-                    .chain(numbers.iter().map(String::as_str)),
+                    .chain(numbers.iter().map(String::as_str))
+                    .chain(["", ""]),
             )?;
+        }
+        let bodies = world.bodies.as_slice();
+        for f in world.contacts.forces(bodies, world.dt) {
+            let partner = match f.partner {
+                crate::contact::Partner::Body(j) => bodies[j].name.clone(),
+                crate::contact::Partner::Surface(s) => format!("surface{s}"),
+            };
+            let name = format!("contact:{}:{partner}", bodies[f.body_a].name);
+            let numbers = [f.force.x, f.force.y, f.torque, f.normal_force, f.tangent_force].map(|v| v.to_string());
+            self.row([step.as_str(), t.as_str(), name.as_str()].into_iter().chain(numbers.iter().map(String::as_str)))?;
         }
         Ok(())
     }

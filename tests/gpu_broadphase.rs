@@ -6,7 +6,8 @@ mod common;
 use common::{Layout, Radii, discs, gpu, scene_suite};
 use glam::Vec2;
 use mx2d::broadphase::{Aabb, GridBroadphase, GridParams, SweepAndPrune, brute_force_pairs};
-use mx2d::gpu::timing::PassProfiler;
+use mx2d::gpu::prefix_sum;
+use mx2d::gpu::timing::{PassProfiler, PassTimings};
 use mx2d::gpu::{GpuContext, GpuError, GpuGridBroadphase, GpuOptions, TimingSource};
 
 #[test]
@@ -229,11 +230,20 @@ fn profiled_runs_time_each_pass_and_find_the_same_pairs() {
         discs(5000, Layout::Clustered { clusters: 4, sigma: 8.0, origin: Vec2::ZERO }, Radii::Varying(0.05, 0.7), 31);
     let mut cpu = Vec::new();
     GridBroadphase::new().find_pairs(&boxes, &mut cpu);
-    let names = ["count_cells", "scan", "scatter_cells", "find_pairs"];
+    // count, the scan level by level (up, then down), scatter, emission.
+    let check_names = |passes: &PassTimings| {
+        let names: Vec<&str> = passes.passes.iter().map(|p| p.name).collect();
+        assert_eq!(names.first(), Some(&"count_cells"), "{names:?}");
+        assert_eq!(names[names.len() - 2..], ["scatter_cells", "find_pairs"], "{names:?}");
+        let scan = &names[1..names.len() - 2];
+        assert!(scan.len() % 2 == 1, "{names:?}");
+        let levels = scan.len().div_ceil(2) as u32;
+        assert_eq!(scan, prefix_sum::profiled_pass_names(256u64.pow(levels - 1) + 1), "{names:?}");
+    };
     let mut pairs = Vec::new();
     gpu_grid.upload(&ctx, &boxes).map_err(|e| e.to_string()).unwrap();
     let (report, passes) = gpu_grid.run_profiled(&ctx).map_err(|e| e.to_string()).unwrap();
-    assert_eq!(passes.passes.iter().map(|p| p.name).collect::<Vec<_>>(), names);
+    check_names(&passes);
     assert!(passes.passes.iter().all(|p| p.ms >= 0.0), "{passes:?}");
     if ctx.has_timestamps() {
         assert_eq!(passes.source, Some(TimingSource::Timestamps));
@@ -246,7 +256,7 @@ fn profiled_runs_time_each_pass_and_find_the_same_pairs() {
     gpu_grid.set_profiler(PassProfiler::wall_clock());
     let (report, passes) = gpu_grid.run_profiled(&ctx).map_err(|e| e.to_string()).unwrap();
     assert_eq!(passes.source, Some(TimingSource::Wall));
-    assert_eq!(passes.passes.iter().map(|p| p.name).collect::<Vec<_>>(), names);
+    check_names(&passes);
     // Each pass waited for on its own takes some host time.
     assert!(passes.passes.iter().all(|p| p.ms > 0.0), "{passes:?}");
     assert_eq!(report.timing.source, TimingSource::Wall);

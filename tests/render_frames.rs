@@ -28,7 +28,7 @@ fn run(scene: &str, dir: &Path, tag: &str, extra: &[&str]) -> (Vec<u8>, Vec<u8>)
 fn frames_do_not_change_the_trace() {
     let Some(_) = common::gpu(Default::default()) else { return };
     let dir = tempfile::tempdir().unwrap();
-    for scene in ["double_pendulum.ron", "fields.ron", "ellipses_on_ellipse.ron"] {
+    for scene in ["double_pendulum.ron", "fields.ron", "ellipses_on_ellipse.ron", "balls_box.ron"] {
         let frames = dir.path().join(format!("{scene}_frames"));
         let plot = dir.path().join(format!("{scene}_energy.png"));
         let plain = run(scene, dir.path(), "plain", &[]);

@@ -2,8 +2,11 @@
 //! lavapipe): `mx2d` (the default demo) and `mx2d run SCENE` open a window,
 //! draw 60 frames, take a screenshot through the S-key action, and exit with
 //! status 0; the screenshot is a non-blank PNG of the window's size. Without
-//! the variable those two tests print why they skip. Without a display,
-//! `mx2d` says so in one line naming the headless commands (always tested).
+//! the variable those tests print why they skip. The window reports on
+//! stderr (the project's convention for diagnostics). A windowed run with
+//! `--trace`/`--energy` writes the same bytes as `--headless` (fixed step,
+//! whatever the frame rate). Without a display, `mx2d` says so in one line
+//! naming the headless commands (always tested).
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -59,8 +62,17 @@ fn default_demo_runs_60_frames_and_takes_a_screenshot() {
     let dir = tempfile::tempdir().unwrap();
     let (ok, stdout, stderr) = run_window(&[], dir.path());
     assert!(ok, "mx2d exited with an error:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("window test: 60 frames drawn"), "{stdout}\n{stderr}");
+    assert!(stderr.contains("window test: 60 frames drawn"), "{stdout}\n{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+    // Sized to the adapter: CI's lavapipe is a CPU adapter, 10⁴ balls on the
+    // CPU twin; a real GPU gets 10⁶ on the GPU backend. The exit report says which.
+    let expected = if stderr.contains(", Cpu, ") || stderr.contains("llvmpipe") {
+        "10000 balls on cpu"
+    } else {
+        "1000000 balls on gpu"
+    };
+    assert!(stderr.contains(expected), "expected `{expected}` in the exit report:\n{stderr}");
+    assert!(stderr.contains("ms/frame") && stderr.contains("simulate") && stderr.contains("draw"), "{stderr}");
     check_screenshot(dir.path());
 }
 
@@ -73,8 +85,61 @@ fn run_without_headless_opens_the_scene() {
     let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/ragdoll.ron");
     let (ok, stdout, stderr) = run_window(&["run", scene.to_str().unwrap(), "--size", "641x479"], dir.path());
     assert!(ok, "mx2d run exited with an error:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("window test: 60 frames drawn"), "{stdout}\n{stderr}");
+    assert!(stderr.contains("window test: 60 frames drawn"), "{stdout}\n{stderr}");
     check_screenshot(dir.path());
+}
+
+/// balls_box on the GPU backend in the window: the balls are drawn from the
+/// population's storage buffers on the window's device.
+#[test]
+fn run_with_the_gpu_backend_draws_from_the_gpu_buffers() {
+    if !window_test_enabled("run_with_the_gpu_backend_draws_from_the_gpu_buffers") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scene = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/balls_box.ron");
+    let (ok, stdout, stderr) = run_window(&["run", scene.to_str().unwrap(), "--backend", "gpu"], dir.path());
+    assert!(ok, "mx2d run exited with an error:\n{stdout}\n{stderr}");
+    assert!(stderr.contains("window test: 60 frames drawn"), "{stderr}");
+    assert!(stderr.contains("1000 balls on gpu"), "{stderr}");
+    check_screenshot(dir.path());
+}
+
+/// Rendering does not change the simulation: `mx2d run SCENE --trace F
+/// --energy G` in a window writes the same bytes as with `--headless`, for
+/// a mechanism (ragdoll: contacts, joints) and a population (balls_box).
+#[test]
+fn the_window_writes_the_headless_trace_byte_for_byte() {
+    if !window_test_enabled("the_window_writes_the_headless_trace_byte_for_byte") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (scene, steps) in [("ragdoll.ron", "150"), ("balls_box.ron", "150")] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(scene);
+        let files = |tag: &str| {
+            (dir.path().join(format!("{scene}_{tag}.csv")), dir.path().join(format!("{scene}_{tag}_e.csv")))
+        };
+        let (wt, we) = files("window");
+        let (ht, he) = files("headless");
+        let common = ["run", path.to_str().unwrap(), "--steps", steps, "--every", "7"];
+        let with = |t: &Path, e: &Path| {
+            let mut a: Vec<String> = common.iter().map(|s| s.to_string()).collect();
+            a.extend(["--trace".into(), t.display().to_string(), "--energy".into(), e.display().to_string()]);
+            a
+        };
+        let args = with(&wt, &we);
+        let (ok, stdout, stderr) = run_window(&args.iter().map(String::as_str).collect::<Vec<_>>(), dir.path());
+        assert!(ok, "{scene}: windowed run failed:\n{stdout}\n{stderr}");
+        assert!(stderr.contains("window test: "), "{scene}: did it open a window?\n{stderr}");
+        let mut args = with(&ht, &he);
+        args.push("--headless".into());
+        let out = Command::new(env!("CARGO_BIN_EXE_mx2d")).args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let (a, b) = (std::fs::read(&wt).unwrap(), std::fs::read(&ht).unwrap());
+        assert!(a.len() > 1000, "{scene}: trace of {} bytes", a.len());
+        assert!(a == b, "{scene}: the windowed trace differs from the headless one");
+        assert!(std::fs::read(&we).unwrap() == std::fs::read(&he).unwrap(), "{scene}: energy files differ");
+    }
 }
 
 #[test]

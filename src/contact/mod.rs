@@ -58,6 +58,7 @@
 //! are added to the world's non-conservative work, so the energy balance of
 //! a run with impacts and friction stays closed.
 
+pub mod force;
 pub mod impact;
 pub mod material;
 pub mod narrowphase;
@@ -73,6 +74,7 @@ use crate::body::Body;
 use crate::broadphase::{Aabb, GridBroadphase, SweepAndPrune};
 use crate::constraint::ConstraintSet;
 use crate::surface::Surface;
+pub use force::ContactForce;
 pub use material::{Material, MixRule};
 use narrowphase::{ManifoldPoint, Pose};
 
@@ -225,6 +227,8 @@ pub struct ContactSet {
     aabbs: Vec<Aabb>,
     body_pairs: Vec<[u32; 2]>,
     grid: GridCache,
+    /// Each body's [`narrowphase::outline_hull`], body frame (built once).
+    hulls: Vec<Vec<DVec2>>,
     /// The integrator's [`resting::position_weight`], set by the world each step.
     pub position_weight: f64,
 }
@@ -382,15 +386,24 @@ impl ContactSet {
         self.body_pairs = out;
     }
 
+    /// Builds the per-body outlines once (shapes do not change during a run).
+    pub(crate) fn ensure_hulls(&mut self, bodies: &[Body]) {
+        if self.hulls.len() != bodies.len() {
+            self.hulls = bodies.iter().map(|b| narrowphase::outline_hull(&b.shape)).collect();
+        }
+    }
+
     /// Contact points of one pair at positions `q`, gap ≤ `margin`.
     fn collide_pair(&mut self, bodies: &[Body], surfaces: &[Surface], pair: Pair, q: &[f64], margin: f64) {
         let pose = |i: usize| Pose { position: DVec2::new(q[3 * i], q[3 * i + 1]), angle: q[3 * i + 2] };
         self.scratch.clear();
         match pair.b {
-            Partner::Body(j) => narrowphase::collide_bodies(
+            Partner::Body(j) => narrowphase::collide_hulls(
                 &bodies[pair.a].shape,
+                &self.hulls[pair.a],
                 &pose(pair.a),
                 &bodies[j].shape,
+                &self.hulls[j],
                 &pose(j),
                 margin,
                 &mut self.scratch,
@@ -410,6 +423,7 @@ impl ContactSet {
     /// normal is an error naming the pair.
     pub fn narrowphase(&mut self, bodies: &[Body], surfaces: &[Surface], q: &[f64]) -> Result<(), ContactError> {
         let slop = self.slop(bodies);
+        self.ensure_hulls(bodies);
         self.contacts.clear();
         for k in 0..self.pairs.len() {
             let pair = self.pairs[k];

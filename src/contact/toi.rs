@@ -93,6 +93,7 @@ impl Span<'_> {
 /// Smallest gap of a pair at τ along the span, with its manifold point.
 fn gap_at(
     bodies: &[Body],
+    hulls: &[Vec<DVec2>],
     surfaces: &[Surface],
     pair: Pair,
     span: &Span,
@@ -102,10 +103,12 @@ fn gap_at(
     scratch.clear();
     let pa = span.pose(pair.a, tau);
     match pair.b {
-        Partner::Body(j) => narrowphase::collide_bodies(
+        Partner::Body(j) => narrowphase::collide_hulls(
             &bodies[pair.a].shape,
+            &hulls[pair.a],
             &pa,
             &bodies[j].shape,
+            &hulls[j],
             &span.pose(j, tau),
             f64::INFINITY,
             scratch,
@@ -137,8 +140,10 @@ pub fn normal_velocity(span: &Span, pair: Pair, m: &ManifoldPoint, tau: f64) -> 
 
 /// First root of a pair's gap in (0, h], if it is an impact (approach
 /// faster than `resting_speed`).
+#[allow(clippy::too_many_arguments)]
 pub fn pair_time_of_impact(
     bodies: &[Body],
+    hulls: &[Vec<DVec2>],
     surfaces: &[Surface],
     pair: Pair,
     span: &Span,
@@ -148,7 +153,7 @@ pub fn pair_time_of_impact(
 ) -> Option<f64> {
     let h = span.h;
     let g = |tau: f64, scratch: &mut Vec<ManifoldPoint>| {
-        gap_at(bodies, surfaces, pair, span, tau, scratch).map_or(f64::INFINITY, |m| m.gap)
+        gap_at(bodies, hulls, surfaces, pair, span, tau, scratch).map_or(f64::INFINITY, |m| m.gap)
     };
     let _ = slop;
     let g0 = g(0.0, scratch);
@@ -160,7 +165,8 @@ pub fn pair_time_of_impact(
         // Separating at both ends: nothing to search (a pass-through
         // approaches at the start).
         let rate = |tau: f64, scratch: &mut Vec<ManifoldPoint>| {
-            gap_at(bodies, surfaces, pair, span, tau, scratch).map_or(0.0, |m| normal_velocity(span, pair, &m, tau))
+            gap_at(bodies, hulls, surfaces, pair, span, tau, scratch)
+                .map_or(0.0, |m| normal_velocity(span, pair, &m, tau))
         };
         if rate(0.0, scratch) >= 0.0 && rate(h, scratch) >= 0.0 {
             return None;
@@ -237,7 +243,7 @@ pub fn pair_time_of_impact(
         }
     }
     let _ = glo;
-    let m = gap_at(bodies, surfaces, pair, span, lo, scratch)?;
+    let m = gap_at(bodies, hulls, surfaces, pair, span, lo, scratch)?;
     (normal_velocity(span, pair, &m, lo) < -resting_speed).then_some(lo)
 }
 
@@ -252,10 +258,12 @@ impl ContactSet {
         resting_speed: f64,
     ) -> Option<(f64, Pair)> {
         let slop = self.slop(bodies);
+        self.ensure_hulls(bodies);
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut best: Option<(f64, Pair)> = None;
         for &pair in &self.pairs {
-            if let Some(t) = pair_time_of_impact(bodies, surfaces, pair, span, slop, resting_speed, &mut scratch)
+            if let Some(t) =
+                pair_time_of_impact(bodies, &self.hulls, surfaces, pair, span, slop, resting_speed, &mut scratch)
                 && best.is_none_or(|b| t < b.0)
             {
                 best = Some((t, pair));
@@ -276,7 +284,8 @@ impl ContactSet {
         state: &State,
     ) -> Option<(f64, f64)> {
         let span = Span { start: state, end: state, h: 1.0 };
-        let m = gap_at(bodies, surfaces, pair, &span, 0.0, &mut self.scratch)?;
+        self.ensure_hulls(bodies);
+        let m = gap_at(bodies, &self.hulls, surfaces, pair, &span, 0.0, &mut self.scratch)?;
         Some((m.gap, normal_velocity(&span, pair, &m, 0.0)))
     }
 }

@@ -103,6 +103,16 @@ impl std::fmt::Debug for GpuPopulation {
     }
 }
 
+thread_local! {
+    static READ_BACKS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many times this thread has called [`GpuPopulation::read_back`]: the
+/// renderer's tests check that drawing a frame makes no readback.
+pub fn read_backs_on_this_thread() -> u64 {
+    READ_BACKS.with(std::cell::Cell::get)
+}
+
 fn gpu_error(e: GpuError) -> PopulationError {
     PopulationError::Gpu(e.to_string())
 }
@@ -437,6 +447,7 @@ impl GpuPopulation {
     /// Waits for the submitted steps and copies the balls into `pop`; a
     /// non-finite ball found by the GPU stops the run with its index.
     pub fn read_back(&mut self, pop: &mut Population) -> Result<(), PopulationError> {
+        READ_BACKS.with(|c| c.set(c.get() + 1));
         let ctx = self.ctx.clone();
         let n = self.n as usize;
         let mut pv: Vec<Vec4> = Vec::new();

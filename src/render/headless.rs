@@ -114,7 +114,7 @@ pub fn render_scene(scene: &Scene, options: &RenderOptions, out: &Path) -> anyho
     };
     let camera = Camera::fit_world(&world, size.0, size.1);
     let style = Style { forces: options.forces, ..Style::default() };
-    let extras = Extras { reactions: reactions.as_deref(), trails: &trails, grab: None };
+    let extras = Extras { reactions: reactions.as_deref(), trails: &trails, grab: None, gpu_balls: None };
     let list = draw_list(&world, &camera, size.0, size.1, &style, extras);
     let text = overlay::rasterize(&caption(&scene.file.name, &world), 14.0);
     let image = offscreen.render(&list, &camera, size, style.background, Some(&text))?;
@@ -193,6 +193,10 @@ impl RunPictures {
     /// Called at every recorded step.
     pub fn record(&mut self, world: &mut World) -> anyhow::Result<()> {
         if let Some(frames) = &mut self.frames {
+            // The GPU backend's balls, read back for the frame (a PNG is
+            // read back anyway); the host arrays are then current, and the
+            // trace reads the same state.
+            world.sync_population()?;
             frames.write(world)?;
         }
         if let Some((_, series)) = &mut self.energy {

@@ -7,6 +7,9 @@
 //!   discs (instanced quads with a signed-distance fragment shader, read
 //!   from a storage buffer of [`DiscInstance`]), then joints and arrows, then
 //!   the text overlay.
+//! * [`balls`]: a population's balls, drawn by `ball_vs` straight from the
+//!   GPU backend's storage buffers (no readback) or from the CPU twin's
+//!   arrays uploaded in the same layout; coloured by speed, mass or id.
 //! * [`tessellate`] turns a world into a [`DrawList`] from
 //!   [`Shape::outline`](crate::shape::Shape::outline) and
 //!   [`Surface::outline`](crate::surface::SurfaceGeometry::outline).
@@ -19,6 +22,7 @@
 //! Drawing never changes the simulation: it reads the world (and the
 //! reactions the caller computed) and nothing else.
 
+pub mod balls;
 pub mod camera;
 pub mod headless;
 pub mod overlay;
@@ -32,6 +36,7 @@ use std::sync::Arc;
 
 use crate::gpu::buffers::GrowableBuffer;
 use crate::gpu::{GpuContext, GpuError};
+pub use balls::{BallColour, BallStyle, Balls, GpuBalls, HostBalls};
 pub use camera::Camera;
 pub use overlay::TextImage;
 pub use tessellate::{DiscInstance, DrawList, Extras, Style, Vertex, draw_list, rgba};
@@ -52,6 +57,13 @@ pub struct Renderer {
     discs: GrowableBuffer,
     disc_group: Option<wgpu::BindGroup>,
     disc_count: u32,
+    ball_layout: wgpu::BindGroupLayout,
+    ball_pipeline: wgpu::RenderPipeline,
+    ball_style: wgpu::Buffer,
+    /// The CPU twin's balls, uploaded: motion, properties, state.
+    host_balls: [GrowableBuffer; 3],
+    ball_group: Option<(wgpu::BindGroup, BallKey)>,
+    ball_count: u32,
     under: GrowableBuffer,
     under_count: u32,
     over: GrowableBuffer,
@@ -59,6 +71,13 @@ pub struct Renderer {
     overlay: Option<OverlayTexture>,
     overlay_vertices: GrowableBuffer,
     overlay_visible: bool,
+}
+
+/// Which buffers the cached ball bind group binds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum BallKey {
+    Host,
+    Gpu(u64),
 }
 
 struct OverlayTexture {
@@ -111,6 +130,40 @@ impl Renderer {
                 count: None,
             }],
         });
+        let storage_entry = |binding| wgpu::BindGroupLayoutEntry {
+            binding,
+            visibility: wgpu::ShaderStages::VERTEX,
+            ty: wgpu::BindingType::Buffer {
+                ty: wgpu::BufferBindingType::Storage { read_only: true },
+                has_dynamic_offset: false,
+                min_binding_size: None,
+            },
+            count: None,
+        };
+        let ball_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("render balls"),
+            entries: &[
+                storage_entry(0),
+                storage_entry(1),
+                storage_entry(2),
+                wgpu::BindGroupLayoutEntry {
+                    binding: 3,
+                    visibility: wgpu::ShaderStages::VERTEX,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Uniform,
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                },
+            ],
+        });
+        let ball_style = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("render ball style"),
+            size: size_of::<balls::BallStyleUniform>() as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
         let overlay_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("render overlay"),
             entries: &[
@@ -157,6 +210,7 @@ impl Renderer {
         });
         let disc_pipeline_layout = layout("render discs", &disc_layout);
         let overlay_pipeline_layout = layout("render overlay", &overlay_layout);
+        let ball_pipeline_layout = layout("render balls", &ball_layout);
         let target =
             |blend| [Some(wgpu::ColorTargetState { format, blend: Some(blend), write_mask: wgpu::ColorWrites::ALL })];
         let straight = target(BLEND_STRAIGHT);
@@ -193,6 +247,14 @@ impl Renderer {
             "render discs",
             &disc_pipeline_layout,
             "disc_vs",
+            "disc_fs",
+            &[],
+            wgpu::PrimitiveTopology::TriangleStrip,
+        );
+        let ball_pipeline = pipeline(
+            "render balls",
+            &ball_pipeline_layout,
+            "ball_vs",
             "disc_fs",
             &[],
             wgpu::PrimitiveTopology::TriangleStrip,
@@ -246,6 +308,16 @@ impl Renderer {
             discs: GrowableBuffer::new("render discs", wgpu::BufferUsages::STORAGE | copy),
             disc_group: None,
             disc_count: 0,
+            ball_layout,
+            ball_pipeline,
+            ball_style,
+            host_balls: [
+                GrowableBuffer::new("render ball motion", wgpu::BufferUsages::STORAGE | copy),
+                GrowableBuffer::new("render ball properties", wgpu::BufferUsages::STORAGE | copy),
+                GrowableBuffer::new("render ball state", wgpu::BufferUsages::STORAGE | copy),
+            ],
+            ball_group: None,
+            ball_count: 0,
             under: GrowableBuffer::new("render under", wgpu::BufferUsages::VERTEX | copy),
             under_count: 0,
             over: GrowableBuffer::new("render over", wgpu::BufferUsages::VERTEX | copy),
@@ -278,7 +350,8 @@ impl Renderer {
         })
     }
 
-    /// Queues the uploads of one frame: the view, the lists, the overlay
+    /// Queues the uploads of one frame: the view, the lists, the balls (the
+    /// host's uploaded, the GPU backend's bound in place), the overlay
     /// (`None` hides it). Nothing is read back.
     pub fn prepare(
         &mut self,
@@ -299,6 +372,7 @@ impl Renderer {
         self.under_count = list.under.len() as u32;
         self.over.upload(&ctx, &list.over)?;
         self.over_count = list.over.len() as u32;
+        self.prepare_balls(list.balls.as_ref())?;
         self.overlay_visible = false;
         if let Some(text) = overlay.filter(|t| t.width > 0 && t.height > 0) {
             self.upload_overlay(text)?;
@@ -316,6 +390,49 @@ impl Renderer {
             self.overlay_vertices.upload(&ctx, &quad)?;
             self.overlay_visible = true;
         }
+        Ok(())
+    }
+
+    fn prepare_balls(&mut self, balls: Option<&(Balls, BallStyle)>) -> Result<(), GpuError> {
+        self.ball_count = 0;
+        let Some((balls, style)) = balls.filter(|(b, _)| b.count() > 0) else {
+            return Ok(());
+        };
+        let ctx = self.ctx.clone();
+        let key = match balls {
+            Balls::Host(h) => {
+                let [motion, properties, state] = &mut self.host_balls;
+                let grew = [
+                    motion.upload(&ctx, &h.motion)?,
+                    properties.upload(&ctx, &h.properties)?,
+                    state.upload(&ctx, &h.state)?,
+                ];
+                if grew.contains(&true) {
+                    self.ball_group = None;
+                }
+                BallKey::Host
+            }
+            Balls::Gpu(g) => BallKey::Gpu(g.id),
+        };
+        if self.ball_group.as_ref().is_none_or(|(_, k)| *k != key) {
+            let buffers: [&wgpu::Buffer; 3] = match balls {
+                Balls::Host(_) => [self.host_balls[0].get(), self.host_balls[1].get(), self.host_balls[2].get()],
+                Balls::Gpu(g) => [&g.motion, &g.properties, &g.state],
+            };
+            let group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("render balls"),
+                layout: &self.ball_layout,
+                entries: &[
+                    wgpu::BindGroupEntry { binding: 0, resource: buffers[0].as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 1, resource: buffers[1].as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 2, resource: buffers[2].as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 3, resource: self.ball_style.as_entire_binding() },
+                ],
+            });
+            self.ball_group = Some((group, key));
+        }
+        ctx.queue.write_buffer(&self.ball_style, 0, bytemuck::bytes_of(&style.uniform(balls.count())));
+        self.ball_count = balls.count();
         Ok(())
     }
 
@@ -373,7 +490,8 @@ impl Renderer {
 
     /// Records the frame's render pass into `encoder`: clear to
     /// `background`, meshes under, the discs (the prepared ones, then each
-    /// `(bind group, count)` of `external_discs`), meshes over, overlay.
+    /// `(bind group, count)` of `external_discs`), the balls, meshes over,
+    /// overlay.
     pub fn encode(
         &self,
         encoder: &mut wgpu::CommandEncoder,
@@ -420,6 +538,11 @@ impl Renderer {
         for (group, count) in external_discs.iter().filter(|(_, n)| *n > 0) {
             pass.set_bind_group(1, *group, &[]);
             pass.draw(0..4, 0..*count);
+        }
+        if let Some((group, _)) = self.ball_group.as_ref().filter(|_| self.ball_count > 0) {
+            pass.set_pipeline(&self.ball_pipeline);
+            pass.set_bind_group(1, group, &[]);
+            pass.draw(0..4, 0..self.ball_count);
         }
         if self.over_count > 0 {
             pass.set_pipeline(&self.mesh_pipeline);

@@ -8,6 +8,7 @@
 
 use glam::DVec2;
 
+use super::balls::{BallColour, BallStyle, Balls, GpuBalls, HostBalls};
 use super::camera::Camera;
 use crate::constraint::ConstraintKind;
 use crate::constraint::system::Reaction;
@@ -76,6 +77,10 @@ pub struct Style {
     pub velocity: u32,
     /// Trails.
     pub trail: u32,
+    /// The population's world bounds (a thin frame).
+    pub bounds: u32,
+    /// What the population's colours show.
+    pub ball_colour: BallColour,
     /// Draw reaction-force arrows.
     pub forces: bool,
     /// Draw velocity arrows.
@@ -109,6 +114,8 @@ impl Default for Style {
             reaction: rgba(0, 160, 0, 255),
             velocity: rgba(200, 0, 120, 255),
             trail: rgba(90, 90, 200, 160),
+            bounds: rgba(150, 150, 150, 160),
+            ball_colour: BallColour::Speed,
             forces: false,
             velocities: false,
             fields: true,
@@ -118,8 +125,8 @@ impl Default for Style {
     }
 }
 
-/// What to draw in one frame, in draw order: meshes under the discs, then
-/// the `top` meshes (joints, arrows) over them.
+/// What to draw in one frame, in draw order: meshes under the discs, the
+/// discs, the population's balls, then the `over` meshes (joints, arrows).
 #[derive(Clone, Debug, Default)]
 pub struct DrawList {
     /// Surfaces, fields, non-circular bodies (under the discs).
@@ -128,6 +135,8 @@ pub struct DrawList {
     pub discs: Vec<DiscInstance>,
     /// Joints, arrows, trails (over the discs).
     pub over: Vec<Vertex>,
+    /// A population's balls and how to colour them (drawn after the discs).
+    pub balls: Option<(super::Balls, super::BallStyle)>,
 }
 
 /// Extra per-frame inputs that are not in the world.
@@ -139,6 +148,9 @@ pub struct Extras<'a> {
     pub trails: &'a [Vec<DVec2>],
     /// A line from a grabbed body's point to the cursor (world points).
     pub grab: Option<(DVec2, DVec2)>,
+    /// The population's GPU buffers, when it steps there: its balls are
+    /// drawn from them in place of the (stale) host arrays.
+    pub gpu_balls: Option<&'a GpuBalls>,
 }
 
 /// Triangle-list builder in world units for a given camera.
@@ -284,7 +296,12 @@ pub fn draw_list(world: &World, camera: &Camera, width: u32, height: u32, style:
         }
     }
     if let Some(pop) = &world.population {
-        population_discs(pop, &mut list.discs);
+        population_walls(&mut Builder { out: &mut list.under, px }, world, reach, camera, width, height, style);
+        let balls = match extras.gpu_balls {
+            Some(gpu) => Balls::Gpu(gpu.clone()),
+            None => Balls::Host(HostBalls::of(pop)),
+        };
+        list.balls = Some((balls, BallStyle::for_population(pop, style.ball_colour)));
     }
     let mut b = Builder { out: &mut list.over, px };
     for trail in extras.trails {
@@ -443,24 +460,40 @@ fn surface(
     }
 }
 
-/// The live balls of a population, from its CPU arrays, coloured by speed
-/// (blue at rest to red at the fastest ball's speed). With the GPU backend
-/// these arrays hold the state of the last read-back.
-pub fn population_discs(pop: &crate::population::Population, out: &mut Vec<DiscInstance>) {
-    let alive = |i: usize| pop.state.get(i) == Some(&crate::population::state::ALIVE);
-    let fastest =
-        (0..pop.position.len()).filter(|&i| alive(i)).map(|i| pop.velocity[i].length()).fold(0.0f32, f32::max);
-    out.reserve(pop.position.len());
-    for i in (0..pop.position.len()).filter(|&i| alive(i)) {
-        let t = if fastest > 0.0 { (pop.velocity[i].length() / fastest).clamp(0.0, 1.0) } else { 0.0 };
-        let mix = |a: f32, b: f32| (a + (b - a) * t) as u8;
-        out.push(DiscInstance {
-            position: pop.position[i].to_array(),
-            radius: pop.radius[i],
-            angle: pop.angle.get(i).copied().unwrap_or(0.0),
-            color: rgba(mix(40.0, 230.0), mix(110.0, 60.0), mix(220.0, 40.0), 255),
-            flags: DISC_RADIUS_LINE | DISC_RIM,
-            pad: [0; 2],
-        });
+/// A population's container walls (the static obstacles that are not one of
+/// the world's surfaces, which come first in `static_obstacles`) as
+/// surfaces, and the world bounds (balls crossing them are removed) as a
+/// thin frame.
+fn population_walls(
+    b: &mut Builder,
+    world: &World,
+    reach: f64,
+    camera: &Camera,
+    width: u32,
+    height: u32,
+    style: &Style,
+) {
+    let Some(pop) = &world.population else { return };
+    let mut from_surfaces = Vec::new();
+    for s in &world.surfaces {
+        crate::population::obstacle::surface_obstacles(s, &mut from_surfaces);
+    }
+    use crate::population::obstacle::{INSIDE, kind};
+    for o in pop.static_obstacles.iter().skip(from_surfaces.len()) {
+        let geometry = match o.kind {
+            kind::HALF_PLANE => SurfaceGeometry::Line { point: o.a.as_dvec2(), normal: o.b.as_dvec2() },
+            kind::CIRCLE => SurfaceGeometry::Circle {
+                center: o.a.as_dvec2(),
+                radius: f64::from(o.b.x),
+                inside: o.flags & INSIDE != 0,
+            },
+            _ => SurfaceGeometry::Polyline { points: vec![o.a.as_dvec2(), o.b.as_dvec2()] },
+        };
+        surface(b, &geometry, reach, camera, width, height, style);
+    }
+    let (lo, hi) = (pop.params.bounds.0.as_dvec2(), pop.params.bounds.1.as_dvec2());
+    if lo.is_finite() && hi.is_finite() {
+        let frame = [lo, DVec2::new(hi.x, lo.y), hi, DVec2::new(lo.x, hi.y)];
+        b.polyline(&frame, true, 1.0, style.bounds);
     }
 }

@@ -10,12 +10,34 @@
 //!
 //! Keys: space pause, → single step, +/− speed, wheel zoom, drag to pan,
 //! drag a body to pull it with a spring, R reset, F forces (reaction
-//! arrows), E energy graph, T trails, V velocity arrows, S screenshot, H help,
-//! Esc/Q quit.
+//! arrows), E energy graph, T trails, V velocity arrows, C ball colours
+//! (speed, mass, id), S screenshot, H help, Esc/Q quit.
 //!
-//! `MX2D_WINDOW_TEST=1`: run 60 frames (toggling F, E, T, V and H at frame
-//! 30), take a screenshot through the S-key action, and exit (the CI test
-//! under Xvfb).
+//! # One device, no readback
+//! The window opens the GPU that presents to its surface and, with
+//! `--backend gpu` (or the default demo on a real GPU), builds the
+//! population's GPU backend on that same device: the frame binds the
+//! population's storage buffers ([`GpuBalls`]) and draws the balls from them
+//! — the simulation's compute pass and the render pass meet in queue order,
+//! nothing is read back.
+//!
+//! # Recording (`--trace`, `--energy`)
+//! Steps are taken at the scene's fixed `dt` whatever the frame rate, so a
+//! windowed run writes the same rows as `mx2d run --headless`: the step
+//! count is the run's (`--steps`, `--duration`, the scene's), every K-th
+//! step and the last are recorded, and the stepping stops there (the window
+//! stays open on the last state). While recording, grabbing a body and R
+//! are off (they would change the run). Closing the window early keeps the
+//! rows written, with the last step taken.
+//!
+//! Diagnostics go to stderr ([`crate::output::report`]); at exit the window
+//! reports its frames, the mean frame time split into simulate and draw, and
+//! the steps per second.
+//!
+//! `MX2D_WINDOW_TEST=1`: run 60 frames (`MX2D_WINDOW_FRAMES`: more),
+//! toggling F, E, T, V, C and H half way, take a screenshot through the
+//! S-key action, and exit (the CI test under Xvfb); when recording, also
+//! wait for the last step.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -32,18 +54,41 @@ use winit::window::{Window, WindowId};
 
 use super::png::Offscreen;
 use super::tessellate::Vertex;
-use super::{Camera, Extras, Renderer, Style, draw_list, overlay};
+use super::{Camera, Extras, GpuBalls, Renderer, Style, draw_list, overlay};
 use crate::gpu::GpuContext;
 use crate::load::{Anchor, Load};
+use crate::output::{CsvWriter, ENERGY_HEADER, TRACE_HEADER, report};
+use crate::population::gpu::GpuPopulation;
+use crate::run::{Backend, RunOptions};
 use crate::scene::Scene;
 use crate::world::World;
 
-/// The scene of `mx2d` with no arguments: DESIGN.md's balls_box, 1,000
-/// balls thrown into a box (population tier, CPU twin).
+/// The scene of `mx2d` with no arguments: DESIGN.md's balls_box, balls
+/// thrown into a box, resized to the adapter ([`demo_size`]).
 pub const DEMO_SCENE: &str = include_str!("../../scenes/balls_box.ron");
+
+/// Balls of the default demo on a real GPU (population on the GPU backend).
+pub const DEMO_BALLS_GPU: u64 = 1_000_000;
+/// Balls of the default demo on a CPU adapter (lavapipe, llvmpipe, WARP):
+/// the population runs on the CPU twin.
+pub const DEMO_BALLS_CPU: u64 = 10_000;
+
+/// The default demo's size and backend for an adapter: 10⁶ balls on the GPU
+/// backend for a real GPU, 10⁴ on the CPU twin for a software one (whose
+/// "GPU" is the same CPU cores, slower than the twin at this).
+pub fn demo_size(software_adapter: bool) -> (u64, Backend) {
+    if software_adapter { (DEMO_BALLS_CPU, Backend::Cpu) } else { (DEMO_BALLS_GPU, Backend::Gpu) }
+}
 
 /// Frames the `MX2D_WINDOW_TEST=1` run draws before its screenshot and exit.
 pub const TEST_FRAMES: u64 = 60;
+
+/// Frames of an `MX2D_WINDOW_TEST=1` run: `MX2D_WINDOW_FRAMES` when set to
+/// a whole number ≥ 2 (longer runs to measure the frame time), else
+/// [`TEST_FRAMES`].
+fn test_frames() -> u64 {
+    std::env::var("MX2D_WINDOW_FRAMES").ok().and_then(|v| v.parse().ok()).filter(|&n| n >= 2).unwrap_or(TEST_FRAMES)
+}
 
 /// Bodies that get a trail (T), and points per trail.
 const TRAIL_BODIES: usize = 32;
@@ -57,7 +102,7 @@ const HELP: [&str; 11] = [
     "wheel   zoom       drag   pan",
     "drag a body        pull it with a spring",
     "R reset   F forces   E energy graph",
-    "T trails  V velocities",
+    "T trails  V velocities  C ball colours",
     "S screenshot (PNG in the current folder)",
     "H help    Esc / Q quit",
     "",
@@ -78,27 +123,131 @@ pub fn display_available() -> bool {
 pub const NO_DISPLAY: &str = "mx2d: no display (neither DISPLAY nor WAYLAND_DISPLAY is set); headless: \
      `mx2d run SCENE --headless [--frames DIR]`, `mx2d render SCENE --out FILE.png` (see `mx2d --help`)";
 
-/// Opens a window on `scene` and runs until it is closed.
-pub fn run(scene: Scene, size: (u32, u32), trails: bool) -> anyhow::Result<()> {
+/// Whether `options` asks for outputs the window can write (`--trace`,
+/// `--energy`) and none that only a headless run writes.
+pub fn can_record(options: &RunOptions) -> bool {
+    options.summary.is_none()
+        && options.snapshot.is_none()
+        && options.reactions.is_none()
+        && options.contacts.is_none()
+        && options.frames.is_none()
+        && options.energy_plot.is_none()
+}
+
+/// Opens a window on `scene` and runs until it is closed. `options`: the
+/// backend, `--dt`, `--integrator`, `--tolerance`, and the recording
+/// (`--trace`, `--energy`, `--every`, `--steps`, `--duration`).
+pub fn run(scene: Scene, size: (u32, u32), trails: bool, options: &RunOptions) -> anyhow::Result<()> {
+    anyhow::ensure!(can_record(options), "the window writes --trace and --energy only; run the others --headless");
+    let recording = Recording::open(&scene, options)?;
     let world = scene.build_world()?;
     let event_loop = EventLoop::new().map_err(|e| anyhow::anyhow!("{NO_DISPLAY}: {e}"))?;
     event_loop.set_control_flow(ControlFlow::Poll);
     let test = std::env::var("MX2D_WINDOW_TEST").as_deref() == Ok("1");
-    let mut app = App::new(scene, world, size, test);
+    let mut app = App::new(scene, world, size, test, options.clone(), false);
+    app.recording = recording;
     if trails {
         app.trails = Some(vec![Vec::new(); app.world.bodies.len().min(TRAIL_BODIES)]);
     }
     event_loop.run_app(&mut app).map_err(|e| anyhow::anyhow!("window: {e}"))?;
-    match app.failure.take() {
-        Some(e) => Err(e),
-        None => Ok(()),
+    app.finish()
+}
+
+/// The default demo: balls_box sized to the adapter ([`demo_size`]).
+pub fn run_demo() -> anyhow::Result<()> {
+    let scene = Scene::parse(DEMO_SCENE, "demo (scenes/balls_box.ron)")?;
+    let world = scene.build_world()?;
+    let event_loop = EventLoop::new().map_err(|e| anyhow::anyhow!("{NO_DISPLAY}: {e}"))?;
+    event_loop.set_control_flow(ControlFlow::Poll);
+    let test = std::env::var("MX2D_WINDOW_TEST").as_deref() == Ok("1");
+    let mut app = App::new(scene, world, (1024, 768), test, RunOptions::default(), true);
+    event_loop.run_app(&mut app).map_err(|e| anyhow::anyhow!("window: {e}"))?;
+    app.finish()
+}
+
+/// The files a windowed run writes, as `mx2d run --headless` writes them.
+struct Recording {
+    trace: Option<CsvWriter>,
+    energy: Option<CsvWriter>,
+    every: u64,
+    /// The run's step count.
+    steps: u64,
+    /// Step of the last rows written.
+    last_recorded: Option<u64>,
+    done: bool,
+}
+
+impl Recording {
+    /// `None` when nothing is to be written.
+    fn open(scene: &Scene, options: &RunOptions) -> anyhow::Result<Option<Self>> {
+        if options.trace.is_none() && options.energy.is_none() {
+            return Ok(None);
+        }
+        let steps = crate::run::planned_steps(scene, options).map_err(anyhow::Error::msg)?;
+        crate::run::check_distinct_outputs(options).map_err(anyhow::Error::msg)?;
+        let open = |p: &Option<PathBuf>, header: &str| -> anyhow::Result<Option<CsvWriter>> {
+            Ok(p.as_ref().map(|p| CsvWriter::create(p, header)).transpose()?)
+        };
+        Ok(Some(Self {
+            trace: open(&options.trace, TRACE_HEADER)?,
+            energy: open(&options.energy, ENERGY_HEADER)?,
+            every: options.every.unwrap_or(1).max(1),
+            steps,
+            last_recorded: None,
+            done: false,
+        }))
+    }
+
+    /// Writes the rows of the world's current step (reading the balls back
+    /// from the GPU backend first: only at recorded steps).
+    fn record(&mut self, world: &mut World) -> anyhow::Result<()> {
+        if world.population.is_some() {
+            world.sync_population()?;
+        }
+        if let Some(t) = &mut self.trace {
+            t.trace_rows(world)?;
+        }
+        if let Some(e) = &mut self.energy {
+            let error = world.constraint_error();
+            e.energy_row(world, error)?;
+        }
+        self.last_recorded = Some(world.step_count());
+        Ok(())
+    }
+
+    /// After a step: record it when it is a recorded one; the last ends the run.
+    fn stepped(&mut self, world: &mut World) -> anyhow::Result<()> {
+        let k = world.step_count();
+        if k.is_multiple_of(self.every) || k >= self.steps {
+            self.record(world)?;
+        }
+        if k >= self.steps {
+            self.done = true;
+        }
+        Ok(())
+    }
+
+    /// At exit: the last step taken, if not written yet, then flush.
+    fn close(&mut self, world: &mut World) -> anyhow::Result<()> {
+        if self.last_recorded != Some(world.step_count()) {
+            self.record(world)?;
+        }
+        for w in [&mut self.trace, &mut self.energy].into_iter().flatten() {
+            w.flush()?;
+        }
+        Ok(())
     }
 }
 
-/// The default demo.
-pub fn run_demo() -> anyhow::Result<()> {
-    let scene = Scene::parse(DEMO_SCENE, "demo (scenes/balls_box.ron)")?;
-    run(scene, (1024, 768), false)
+/// Frame time totals, reported at exit.
+#[derive(Default)]
+struct FrameStats {
+    frames: u64,
+    steps: u64,
+    simulate_ms: f64,
+    draw_ms: f64,
+    first: Option<Instant>,
+    last: Option<Instant>,
 }
 
 struct Gpu {
@@ -133,7 +282,8 @@ struct App {
     draw_ms: f64,
     help: bool,
     energy_graph: bool,
-    energy: VecDeque<(f64, f64, f64, f64)>,
+    /// (t, bodies' total, kinetic, potential, balls' kinetic or NaN).
+    energy: VecDeque<(f64, f64, f64, f64, f64)>,
     /// Trails of the first [`TRAIL_BODIES`] bodies (T), oldest point first.
     trails: Option<Vec<Vec<DVec2>>>,
     cursor: (f64, f64),
@@ -141,10 +291,20 @@ struct App {
     halted: Option<String>,
     screenshots: u32,
     failure: Option<anyhow::Error>,
+    /// Backend, --dt, --integrator, --tolerance.
+    options: RunOptions,
+    /// The default demo: resized to the adapter when the window opens.
+    demo: bool,
+    /// What the overlay says about the population's size and backend.
+    population_note: Option<String>,
+    /// The population's GPU buffers, when it steps on the GPU backend.
+    gpu_balls: Option<GpuBalls>,
+    recording: Option<Recording>,
+    stats: FrameStats,
 }
 
 impl App {
-    fn new(scene: Scene, world: World, size: (u32, u32), test: bool) -> Self {
+    fn new(scene: Scene, world: World, size: (u32, u32), test: bool, options: RunOptions, demo: bool) -> Self {
         let camera = Camera::fit_world(&world, size.0, size.1);
         Self {
             scene,
@@ -172,7 +332,115 @@ impl App {
             halted: None,
             screenshots: 0,
             failure: None,
+            options,
+            demo,
+            population_note: None,
+            gpu_balls: None,
+            recording: None,
+            stats: FrameStats::default(),
         }
+    }
+
+    /// After the event loop: close the recording, report the frame times,
+    /// return the first failure.
+    fn finish(mut self) -> anyhow::Result<()> {
+        if let Some(rec) = &mut self.recording {
+            let closed = rec.close(&mut self.world);
+            if !rec.done {
+                report(&format!(
+                    "mx2d: window closed after step {} of {}: the files end there",
+                    self.world.step_count(),
+                    rec.steps
+                ));
+            }
+            if let Err(e) = closed {
+                self.failure.get_or_insert(e);
+            }
+        }
+        let s = &self.stats;
+        if s.frames > 0 {
+            let wall = match (s.first, s.last) {
+                (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
+                _ => 0.0,
+            };
+            let frames = s.frames as f64;
+            let intervals = (frames - 1.0).max(1.0);
+            report(&format!(
+                "window: {} frames, {:.1} ms/frame ({:.1} frames/s): simulate {:.2} ms, draw {:.2} ms per frame; \
+                 {} steps ({:.0} steps/s); {} balls on {}, drawn on {}",
+                s.frames,
+                1e3 * wall / intervals,
+                intervals / wall.max(1e-9),
+                s.simulate_ms / frames,
+                s.draw_ms / frames,
+                s.steps,
+                s.steps as f64 / wall.max(1e-9),
+                self.world.population.as_ref().map_or(0, |p| p.len()),
+                self.world.population_backend(),
+                self.gpu.as_ref().map_or("-".to_string(), |g| g.renderer.context().summary()),
+            ));
+        }
+        match self.failure.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Puts the world on the backend asked for: the fields' GPU backend (its
+    /// own device), the population's on `ctx` — the device that draws — so
+    /// that the frame binds its buffers. No silent fallback: a backend that
+    /// cannot run is reported once (an error under `MX2D_REQUIRE_GPU=1`).
+    fn attach_backend(&mut self, ctx: &Arc<GpuContext>) -> anyhow::Result<()> {
+        self.gpu_balls = None;
+        let required = std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1");
+        if self.options.backend != Backend::Gpu {
+            return Ok(());
+        }
+        let population_only = self.world.bodies.is_empty() && self.world.population.is_some();
+        if !population_only {
+            match crate::gpu::GpuFieldBackend::new() {
+                Ok(fields) => self.world.set_gpu_fields(Some(fields)),
+                Err(e) if required => anyhow::bail!("--backend gpu: {e} (MX2D_REQUIRE_GPU=1)"),
+                Err(e) => report(&format!("mx2d: --backend gpu cannot run ({e}); the fields run on the CPU")),
+            }
+        }
+        let Some(pop) = &self.world.population else { return Ok(()) };
+        match GpuPopulation::new(ctx.clone(), pop) {
+            Ok(gpu) => {
+                self.gpu_balls = Some(GpuBalls::of(&gpu));
+                self.world.set_population_gpu(Some(gpu))?;
+            }
+            Err(e) if required => anyhow::bail!("--backend gpu: population: {e} (MX2D_REQUIRE_GPU=1)"),
+            Err(e) => report(&format!("mx2d: --backend gpu cannot run the population ({e}); it runs on the CPU twin")),
+        }
+        Ok(())
+    }
+
+    /// The run's overrides (as `mx2d run` applies them).
+    fn apply_overrides(&mut self) -> anyhow::Result<()> {
+        if let Some(dt) = self.options.dt {
+            self.world.dt = dt;
+        }
+        if let Some(m) = self.options.integrator {
+            self.world.set_integrator(m);
+        }
+        if let Some(tol) = self.options.tolerance {
+            anyhow::ensure!(tol.is_finite() && tol > 0.0 && tol < 1.0, "--tolerance must be in (0, 1), got {tol}");
+            self.world.set_tolerance(tol);
+        }
+        Ok(())
+    }
+
+    /// The default demo resized to the adapter ([`demo_size`]).
+    fn size_demo(&mut self, ctx: &GpuContext) -> anyhow::Result<()> {
+        let (balls, backend) = demo_size(ctx.is_software());
+        let name = format!("demo (balls_box, {balls} balls)");
+        self.scene = Scene::parse_with_overrides(DEMO_SCENE, &name, &[format!("population.count={balls}")])?;
+        self.world = self.scene.build_world()?;
+        self.options.backend = backend;
+        let why = if ctx.is_software() { "a CPU adapter: the CPU twin" } else { "a GPU: the GPU backend" };
+        self.population_note = Some(format!("demo sized to the adapter: {balls} balls on {why}"));
+        Ok(())
     }
 
     fn fail(&mut self, event_loop: &ActiveEventLoop, e: anyhow::Error) {
@@ -206,10 +474,18 @@ impl App {
         config.format = format;
         config.present_mode = wgpu::PresentMode::AutoVsync;
         surface.configure(&ctx.device, &config);
+        if self.demo {
+            self.size_demo(&ctx)?;
+        }
+        self.apply_overrides()?;
+        self.attach_backend(&ctx)?;
         let renderer = Renderer::new(ctx, format)?;
         self.size = (w, h);
         self.camera = Camera::fit_world(&self.world, w, h);
         self.prepare_world();
+        if let Some(rec) = &mut self.recording {
+            rec.record(&mut self.world)?;
+        }
         self.gpu = Some(Gpu { window, surface, config, renderer, screenshot: None });
         Ok(())
     }
@@ -221,9 +497,18 @@ impl App {
     }
 
     fn reset(&mut self) {
+        if self.recording.is_some() {
+            self.halted.get_or_insert_with(|| "R is off while recording (--trace, --energy)".into());
+            return;
+        }
+        let Some(ctx) = self.gpu.as_ref().map(|g| g.renderer.context().clone()) else { return };
         match self.scene.build_world() {
             Ok(world) => {
                 self.world = world;
+                if let Err(e) = self.apply_overrides().and_then(|()| self.attach_backend(&ctx)) {
+                    self.halted = Some(format!("{e:#}"));
+                    return;
+                }
                 self.halted = None;
                 self.drag = None;
                 self.energy.clear();
@@ -247,10 +532,29 @@ impl App {
                 *anchor = Anchor::World(target);
             }
         }
-        match self.world.step() {
-            Ok(()) => {}
-            Err(e) => {
-                self.halted = Some(e.to_string());
+        if self.recording.as_ref().is_some_and(|r| r.done) {
+            return;
+        }
+        let stepped = self.world.step();
+        if let Err(e) = &stepped {
+            self.halted = Some(e.to_string());
+            self.paused = true;
+        }
+        if let Some(rec) = &mut self.recording {
+            // A failed step ends the run with its state recorded, as headless.
+            let recorded = match stepped {
+                Ok(()) => rec.stepped(&mut self.world),
+                Err(_) => {
+                    let _ = self.world.sync_population();
+                    rec.done = true;
+                    rec.record(&mut self.world)
+                }
+            };
+            if let Err(e) = recorded {
+                self.halted = Some(format!("recording: {e:#}"));
+                rec.done = true;
+            }
+            if rec.done {
                 self.paused = true;
             }
         }
@@ -266,7 +570,11 @@ impl App {
         }
         let budget = Duration::from_millis(12);
         let mut taken = 0u64;
-        while self.accumulator >= dt && started.elapsed() < budget && self.halted.is_none() {
+        while self.accumulator >= dt
+            && started.elapsed() < budget
+            && self.halted.is_none()
+            && !self.recording.as_ref().is_some_and(|r| r.done)
+        {
             self.step_once();
             self.accumulator -= dt;
             taken += 1;
@@ -292,12 +600,38 @@ impl App {
         }
         if taken > 0 || self.energy.is_empty() {
             let e = self.world.energy();
-            self.energy.push_back((self.world.time(), e.total, e.kinetic, e.potential));
+            let balls = self.balls_kinetic().unwrap_or(f64::NAN);
+            self.energy.push_back((self.world.time(), e.total, e.kinetic, e.potential, balls));
             if self.energy.len() > 600 {
                 self.energy.pop_front();
             }
         }
         self.simulate_ms = started.elapsed().as_secs_f64() * 1e3;
+        self.stats.steps += taken;
+        self.stats.simulate_ms += self.simulate_ms;
+    }
+
+    /// Kinetic energy of the balls in the world, Σ ½ m v² + ½ I ω² (I = ½ m r²
+    /// for a solid disc), in f64 — `None` on the GPU backend, whose host
+    /// arrays are only refreshed by a readback, which a frame never waits on.
+    fn balls_kinetic(&self) -> Option<f64> {
+        let pop = self.world.population.as_ref()?;
+        if self.gpu_balls.is_some() {
+            return None;
+        }
+        let alive = |i: &usize| pop.state.get(*i) == Some(&crate::population::state::ALIVE);
+        Some(
+            (0..pop.len())
+                .filter(alive)
+                .map(|i| {
+                    let m = 1.0 / f64::from(pop.inv_mass[i]);
+                    let r = f64::from(pop.radius[i]);
+                    let (v, w) = (pop.velocity[i].as_dvec2(), f64::from(pop.omega[i]));
+                    0.5 * m * v.length_squared() + 0.25 * m * r * r * w * w
+                })
+                .filter(|e| e.is_finite())
+                .sum(),
+        )
     }
 
     fn cursor_world(&self) -> DVec2 {
@@ -320,13 +654,35 @@ impl App {
                 self.frame_ms, self.simulate_ms, self.draw_ms
             ),
             format!(
-                "N = {} bodies, {} balls   E = {:.6e} J",
+                "N = {} bodies, {} balls   E = {:.6e} J (bodies)",
                 self.world.bodies.len(),
                 self.world.population.as_ref().map_or(0, |p| p.position.len()),
                 self.world.energy().total
             ),
             format!("fields on {}   draw on {adapter}", self.world.field_backend()),
         ];
+        if self.world.population.is_some() {
+            let source = if self.gpu_balls.is_some() { "its GPU buffers" } else { "the host" };
+            lines.push(format!(
+                "balls on {}, drawn from {source}, colour = {} (C)",
+                self.world.population_backend(),
+                self.style.ball_colour.name()
+            ));
+            lines.push(match self.balls_kinetic() {
+                Some(e) => format!("balls' kinetic energy {e:.6e} J"),
+                None => "balls' kinetic energy: not read back on the GPU backend".into(),
+            });
+        }
+        if let Some(note) = &self.population_note {
+            lines.push(note.clone());
+        }
+        if let Some(rec) = &self.recording {
+            lines.push(if rec.done {
+                format!("recorded {} steps: done", rec.steps)
+            } else {
+                format!("recording step {} of {}", self.world.step_count(), rec.steps)
+            });
+        }
         if let Some(h) = &self.halted {
             lines.push(format!("stopped: {h}").chars().take(100).collect());
         }
@@ -365,18 +721,27 @@ impl App {
         let (lo, hi) = self
             .energy
             .iter()
-            .flat_map(|e| [e.1, e.2, e.3])
+            .flat_map(|e| [e.1, e.2, e.3, e.4])
+            .filter(|v| v.is_finite())
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
         let span = (hi - lo).max(1e-12);
         let (t0, t1) = (self.energy.front().map_or(0.0, |e| e.0), self.energy.back().map_or(1.0, |e| e.0));
         let tspan = (t1 - t0).max(1e-12);
-        let colours = [super::rgba(0, 0, 0, 255), super::rgba(66, 133, 244, 255), super::rgba(234, 67, 53, 255)];
+        // Bodies' total, kinetic, potential; the balls' kinetic (teal).
+        let colours = [
+            super::rgba(0, 0, 0, 255),
+            super::rgba(66, 133, 244, 255),
+            super::rgba(234, 67, 53, 255),
+            super::rgba(0, 150, 170, 255),
+        ];
         for (k, colour) in colours.iter().enumerate() {
-            let point = |e: &(f64, f64, f64, f64)| {
-                let v = [e.1, e.2, e.3][k];
-                to_world(x0 + 6.0 + (gw - 12.0) * (e.0 - t0) / tspan, y0 + gh - 6.0 - (gh - 12.0) * (v - lo) / span)
+            let point = |e: &(f64, f64, f64, f64, f64)| {
+                let v = [e.1, e.2, e.3, e.4][k];
+                v.is_finite().then(|| {
+                    to_world(x0 + 6.0 + (gw - 12.0) * (e.0 - t0) / tspan, y0 + gh - 6.0 - (gh - 12.0) * (v - lo) / span)
+                })
             };
-            let pts: Vec<DVec2> = self.energy.iter().map(point).collect();
+            let pts: Vec<DVec2> = self.energy.iter().filter_map(point).collect();
             for s in pts.windows(2) {
                 let d = s[1] - s[0];
                 if d.length_squared() > 0.0 {
@@ -397,7 +762,12 @@ impl App {
             }
             _ => None,
         };
-        let extras = Extras { reactions: reactions.as_deref(), trails: self.trails.as_deref().unwrap_or(&[]), grab };
+        let extras = Extras {
+            reactions: reactions.as_deref(),
+            trails: self.trails.as_deref().unwrap_or(&[]),
+            grab,
+            gpu_balls: self.gpu_balls.as_ref(),
+        };
         let mut list = draw_list(&self.world, &self.camera, self.size.0, self.size.1, &self.style, extras);
         if self.energy_graph {
             self.energy_graph(&mut list.over);
@@ -429,6 +799,7 @@ impl App {
         ctx.queue.present(frame);
         ctx.check("render")?;
         self.draw_ms = started.elapsed().as_secs_f64() * 1e3;
+        self.stats.draw_ms += self.draw_ms;
         Ok(())
     }
 
@@ -446,7 +817,7 @@ impl App {
         let Some(offscreen) = gpu.screenshot.as_mut() else { anyhow::bail!("no offscreen renderer") };
         let image = offscreen.render(&list, &self.camera, self.size, self.style.background, Some(&text))?;
         image.write_png(&path)?;
-        println!("screenshot: {}", path.display());
+        report(&format!("screenshot: {}", path.display()));
         Ok(path)
     }
 
@@ -466,6 +837,7 @@ impl App {
                 "e" | "E" => self.energy_graph = !self.energy_graph,
                 "h" | "H" => self.help = !self.help,
                 "v" | "V" => self.style.velocities = !self.style.velocities,
+                "c" | "C" => self.style.ball_colour = self.style.ball_colour.next(),
                 "t" | "T" => {
                     self.trails = match self.trails {
                         Some(_) => None,
@@ -475,7 +847,7 @@ impl App {
                 "q" | "Q" => event_loop.exit(),
                 "s" | "S" => {
                     if let Err(e) = self.screenshot() {
-                        eprintln!("mx2d: screenshot failed: {e:#}");
+                        report(&format!("mx2d: screenshot failed: {e:#}"));
                     }
                 }
                 _ => {}
@@ -491,6 +863,8 @@ impl App {
             .bodies
             .iter()
             .position(|b| !b.fixed && b.shape.contains(DVec2::from_angle(-b.angle).rotate(p - b.position)));
+        // Grabbing would change a recorded run: pan only.
+        let hit = hit.filter(|_| self.recording.is_none());
         self.drag = Some(match hit {
             Some(i) => {
                 let body = &self.world.bodies.as_slice()[i];
@@ -574,23 +948,27 @@ impl ApplicationHandler for App {
                     self.frame_ms = now.duration_since(t).as_secs_f64() * 1e3;
                 }
                 self.last_frame = Some(now);
+                self.stats.first.get_or_insert(now);
+                self.stats.last = Some(now);
+                self.stats.frames += 1;
                 self.simulate(elapsed);
                 if let Err(e) = self.draw() {
                     self.fail(event_loop, e);
                     return;
                 }
                 self.frames += 1;
-                if self.test && self.frames == TEST_FRAMES / 2 {
+                if self.test && self.frames == test_frames() / 2 {
                     // Exercise the drawing toggles half way: forces,
                     // energy graph, trails, velocities, help.
-                    for c in ["f", "e", "t", "v", "h"] {
+                    for c in ["f", "e", "t", "v", "c", "h"] {
                         self.key(event_loop, &Key::Character(c.into()));
                     }
                 }
-                if self.test && self.frames >= TEST_FRAMES {
+                let recording = self.recording.as_ref().is_some_and(|r| !r.done && self.halted.is_none());
+                if self.test && self.frames >= test_frames() && !recording {
                     match self.screenshot() {
                         Ok(path) => {
-                            println!("window test: {} frames drawn, screenshot {}", self.frames, path.display())
+                            report(&format!("window test: {} frames drawn, screenshot {}", self.frames, path.display()))
                         }
                         Err(e) => self.failure = Some(e.context("window test: screenshot")),
                     }

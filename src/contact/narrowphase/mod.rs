@@ -80,9 +80,13 @@ pub fn hull(shape: &Shape) -> Option<Vec<DVec2>> {
 }
 
 /// Vertices used for a curved shape against a polygon or another curved
-/// shape (see the module docs): its outline with 64 vertices.
-fn outline_hull(shape: &Shape) -> Vec<DVec2> {
-    hull(shape).unwrap_or_else(|| shape.outline(64))
+/// shape (see the module docs): its outline with 64 vertices; the polygon's
+/// own vertices otherwise; empty for a circle (handled exactly).
+pub fn outline_hull(shape: &Shape) -> Vec<DVec2> {
+    match shape {
+        Shape::Circle { .. } => Vec::new(),
+        _ => hull(shape).unwrap_or_else(|| shape.outline(64)),
+    }
 }
 
 fn rect(hx: f64, hy: f64) -> Vec<DVec2> {
@@ -91,19 +95,36 @@ fn rect(hx: f64, hy: f64) -> Vec<DVec2> {
 
 /// Contact points of body shapes `a` and `b` at their poses, gap ≤ `margin`.
 pub fn collide_bodies(a: &Shape, pa: &Pose, b: &Shape, pb: &Pose, margin: f64, out: &mut Vec<ManifoldPoint>) {
+    collide_hulls(a, &outline_hull(a), pa, b, &outline_hull(b), pb, margin, out);
+}
+
+/// [`collide_bodies`] with each shape's [`outline_hull`] computed beforehand
+/// (the contact set keeps them per body: building a 64-vertex outline costs
+/// more than the collision itself).
+#[allow(clippy::too_many_arguments)]
+pub fn collide_hulls(
+    a: &Shape,
+    hull_a: &[DVec2],
+    pa: &Pose,
+    b: &Shape,
+    hull_b: &[DVec2],
+    pb: &Pose,
+    margin: f64,
+    out: &mut Vec<ManifoldPoint>,
+) {
     match (a, b) {
         (Shape::Circle { radius: ra }, Shape::Circle { radius: rb }) => {
             circle::circle_circle(*ra, pa.position, *rb, pb.position, margin, out)
         }
-        (Shape::Circle { radius }, other) => {
-            circle::circle_hull(*radius, pa.position, &outline_hull(other), pb, margin, out);
+        (Shape::Circle { radius }, _) => {
+            circle::circle_hull(*radius, pa.position, hull_b, pb, margin, out);
         }
-        (other, Shape::Circle { radius }) => {
+        (_, Shape::Circle { radius }) => {
             let start = out.len();
-            circle::circle_hull(*radius, pb.position, &outline_hull(other), pa, margin, out);
+            circle::circle_hull(*radius, pb.position, hull_a, pa, margin, out);
             flip(&mut out[start..]);
         }
-        _ => polygon::polygon_polygon(&outline_hull(a), pa, &outline_hull(b), pb, margin, out),
+        _ => polygon::polygon_polygon(hull_a, pa, hull_b, pb, margin, out),
     }
 }
 

@@ -9,16 +9,35 @@ use glam::DVec2;
 
 use super::{ManifoldPoint, Pose, flip};
 
-/// World vertices and unit outward edge normals of a polygon at a pose.
-fn to_world(hull: &[DVec2], pose: &Pose) -> (Vec<DVec2>, Vec<DVec2>) {
-    let v: Vec<DVec2> = hull.iter().map(|&p| pose.apply(p)).collect();
-    let n = (0..v.len())
-        .map(|i| {
-            let e = v[(i + 1) % v.len()] - v[i];
-            DVec2::new(e.y, -e.x).normalize_or_zero()
-        })
-        .collect();
-    (v, n)
+/// Vertices of a polygon handled on the stack (boxes, bars, small polygons);
+/// larger ones (64-vertex outlines) use the heap.
+const STACK_VERTICES: usize = 8;
+
+/// Calls `f` with the world vertices and unit outward edge normals of a
+/// polygon at a pose (the rotation computed once; no allocation up to
+/// [`STACK_VERTICES`] vertices).
+fn with_world<R>(hull: &[DVec2], pose: &Pose, f: impl FnOnce(&[DVec2], &[DVec2]) -> R) -> R {
+    let rot = DVec2::from_angle(pose.angle);
+    let fill = |v: &mut [DVec2], n: &mut [DVec2]| {
+        for (w, &p) in v.iter_mut().zip(hull) {
+            *w = pose.position + rot.rotate(p);
+        }
+        let len = v.len();
+        for i in 0..len {
+            let e = v[(i + 1) % len] - v[i];
+            n[i] = DVec2::new(e.y, -e.x).normalize_or_zero();
+        }
+    };
+    let len = hull.len();
+    if len <= STACK_VERTICES {
+        let (mut v, mut n) = ([DVec2::ZERO; STACK_VERTICES], [DVec2::ZERO; STACK_VERTICES]);
+        fill(&mut v[..len], &mut n[..len]);
+        f(&v[..len], &n[..len])
+    } else {
+        let (mut v, mut n) = (vec![DVec2::ZERO; len], vec![DVec2::ZERO; len]);
+        fill(&mut v, &mut n);
+        f(&v, &n)
+    }
 }
 
 /// Largest separation of `b` from `a` over `a`'s edge normals: (separation, edge).
@@ -36,13 +55,25 @@ fn max_separation(va: &[DVec2], na: &[DVec2], vb: &[DVec2]) -> (f64, usize) {
 /// Contact points of convex polygons `a` and `b` (body-frame vertices,
 /// counter-clockwise) at poses `pa`, `pb`, gap ≤ `margin`.
 pub fn polygon_polygon(a: &[DVec2], pa: &Pose, b: &[DVec2], pb: &Pose, margin: f64, out: &mut Vec<ManifoldPoint>) {
-    let (va, na) = to_world(a, pa);
-    let (vb, nb) = to_world(b, pb);
-    let (sa, ea) = max_separation(&va, &na, &vb);
+    with_world(a, pa, |va, na| with_world(b, pb, |vb, nb| collide_world(a, va, na, vb, nb, margin, out)));
+}
+
+/// [`polygon_polygon`] on world vertices and normals (`a`: body-frame
+/// vertices of the first, for its size).
+fn collide_world(
+    a: &[DVec2],
+    va: &[DVec2],
+    na: &[DVec2],
+    vb: &[DVec2],
+    nb: &[DVec2],
+    margin: f64,
+    out: &mut Vec<ManifoldPoint>,
+) {
+    let (sa, ea) = max_separation(va, na, vb);
     if sa > margin {
         return;
     }
-    let (sb, eb) = max_separation(&vb, &nb, &va);
+    let (sb, eb) = max_separation(vb, nb, va);
     if sb > margin {
         return;
     }
@@ -53,10 +84,10 @@ pub fn polygon_polygon(a: &[DVec2], pa: &Pose, b: &[DVec2], pb: &Pose, margin: f
     let tol = 1e-3 * size;
     let start = out.len();
     if sb > sa + tol {
-        clip(&vb, &nb, eb, &va, &na, margin, out);
+        clip(vb, nb, eb, va, na, margin, out);
         // The reference was b: the normal already points from b to a.
     } else {
-        clip(&va, &na, ea, &vb, &nb, margin, out);
+        clip(va, na, ea, vb, nb, margin, out);
         // Reference a: normals point from a to b; turn them round.
         flip(&mut out[start..]);
         for p in &mut out[start..] {
