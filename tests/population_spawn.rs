@@ -97,13 +97,13 @@ fn random_box_is_deterministic_for_a_seed() {
 #[test]
 fn a_box_too_small_for_its_count_is_refused_with_the_bound() {
     let started = std::time::Instant::now();
-    let err = random_box(2500, 10.0, "radius: 0.25", 1).err().expect("refused");
+    let err = random_box(2500, 10.0, "radius: 0.25", 1).expect_err("refused");
     let text = err.to_string();
     assert_eq!(err.field, "population.spawn[0].count", "{text}");
     assert_eq!(err.line, 3, "{text}");
     assert!(text.contains("Oler") && text.contains("1928"), "{text}");
     // A billion balls in a small box are refused as fast.
-    let err = random_box(1_000_000_000, 1.0, "radius: 0.1", 1).err().expect("refused");
+    let err = random_box(1_000_000_000, 1.0, "radius: 0.1", 1).expect_err("refused");
     assert!(err.to_string().contains("do not fit"), "{err}");
     assert!(started.elapsed().as_secs() < 5, "refusing took {:?}", started.elapsed());
     assert!(oler_consistent());

@@ -207,7 +207,7 @@ pub fn read(path: &Path) -> Result<Snapshot, SnapshotError> {
         return Err(format(12, format!("{balls} balls per frame do not fit in the file's {body} bytes of frames")));
     }
     let frame = frame_bytes(balls);
-    if body % frame != 0 {
+    if !body.is_multiple_of(frame) {
         return Err(format(
             h.len() as u64 + body / frame * frame,
             format!("{body} bytes of frames are not a whole number of {frame}-byte frames (a truncated file?)"),
