@@ -1,8 +1,10 @@
 //! Drawing cost (offscreen, waits for the GPU, no readback unless named):
 //! N discs uploaded from the CPU every frame, N discs resident in a GPU
-//! storage buffer (the population path: nothing uploaded), a whole 800×600
-//! frame with readback (a `--frames` PNG before encoding), and the CPU
-//! tessellation of the ragdoll.
+//! storage buffer, a population's N balls drawn from the GPU backend's own
+//! buffers (`balls_gpu_buffers`: the window's path, nothing uploaded) and
+//! from the host arrays uploaded (`balls_host_upload`: the CPU twin's path),
+//! a whole 800×600 frame with readback (a `--frames` PNG before encoding),
+//! and the CPU tessellation of the ragdoll.
 
 use std::hint::black_box;
 use std::sync::Arc;
@@ -70,6 +72,34 @@ fn render(c: &mut Criterion) {
         let empty = DrawList::default();
         group.bench_with_input(BenchmarkId::new("discs_resident", n), &n, |b, &n| {
             b.iter(|| off.draw(&empty, &camera, SIZE, style.background, &[(&group_resident, n as u32)]).expect("draw"))
+        });
+    }
+    for n in [1_000u64, 10_000, 100_000] {
+        let scene =
+            mx2d::scene::Scene::load(std::path::Path::new("scenes/balls_box.ron"), &[format!("population.count={n}")])
+                .expect("balls_box scene");
+        let world = scene.build_world().expect("balls_box world");
+        let Some(pop) = world.population.as_ref() else { return };
+        let camera = Camera::fit_world(&world, SIZE.0, SIZE.1);
+        let ctx = off.renderer().context().clone();
+        let gpu = match mx2d::population::gpu::GpuPopulation::new(ctx, pop) {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!("balls_gpu_buffers not benchmarked: {e}");
+                return;
+            }
+        };
+        let extras = Extras { gpu_balls: Some(&mx2d::render::GpuBalls::of(&gpu)), ..Extras::default() };
+        let resident = draw_list(&world, &camera, SIZE.0, SIZE.1, &style, extras);
+        group.bench_with_input(BenchmarkId::new("balls_gpu_buffers", n), &resident, |b, list| {
+            b.iter(|| off.draw(list, &camera, SIZE, style.background, &[]).expect("draw"))
+        });
+        // The host path converts the arrays every frame (draw_list) and uploads them.
+        group.bench_with_input(BenchmarkId::new("balls_host_upload", n), &world, |b, world| {
+            b.iter(|| {
+                let list = draw_list(world, &camera, SIZE.0, SIZE.1, &style, Extras::default());
+                off.draw(&list, &camera, SIZE, style.background, &[]).expect("draw")
+            })
         });
     }
     group.finish();

@@ -63,7 +63,7 @@
 //! | contacts | narrowphase (circle, polygon clipping, any shape vs surfaces), time of impact on the integrator's trajectory, Newton impacts, Coulomb friction (static/kinetic) and rolling resistance by block PGS, materials with a mixing rule | [`contact`], [`solver::pgs`] |
 //! | population | balls from generators (random boxes without overlap); contacts, restitution, friction, spin; surfaces and bodies as obstacles; CPU twin + WGSL; binary snapshots (`--snapshot`) | [`population`], [`population::snapshot`] |
 //! | scenes and CLI | RON scenes with positioned errors, `--set` overrides, CSV/JSON outputs | [`scene`], [`run`], [`output`] |
-//! | pictures | wgpu renderer (SDF discs, tessellated shapes, surfaces, fields, joints, force arrows, trails) to a winit window or PNG; `--frames`; energy and bench plots with plotters | [`render`] |
+//! | pictures | wgpu renderer (SDF discs, tessellated shapes, surfaces, fields, joints, force arrows, trails; population balls straight from the GPU backend's buffers) to a winit window or PNG; default demo sized to the adapter; `--frames`; energy and bench plots with plotters | [`render`] |
 //!
 //! ## Conventions
 //! SI units; angles in radians, counter-clockwise; z-torque r × F. A body's
@@ -95,6 +95,10 @@
 //! - *Can I see it without a display?* Yes: `mx2d render SCENE --out F.png`
 //!   and `mx2d run SCENE --headless --frames DIR` draw offscreen on any wgpu
 //!   adapter, Mesa's software lavapipe included.
+//! - *Does watching change the run?* No: the window takes fixed steps of
+//!   `dt` whatever the frame rate, so `mx2d run SCENE --trace F` in a window,
+//!   with `--frames` or `--headless` writes the same bytes; with the GPU
+//!   backend the balls are drawn from its buffers, never read back for a frame.
 //! - *The GPU path says it cannot run.* Without any Vulkan/Metal/DX12 adapter the
 //!   CPU twins run and the reason is printed once; `MX2D_REQUIRE_GPU=1` turns
 //!   that into an error (CI sets it, with Mesa's lavapipe installed).

@@ -368,6 +368,6 @@ fn bad_input_is_an_error_not_a_panic() {
     assert!(s.solve_factored(&[1.0], &mut l).is_ok());
     // a zero row (constraint on a static body) is rank deficient, λ = 0, no NaN
     let rep = s.solve(&jac, &[[0.0; 3], [1.0; 3]], None, &[0.0], &mut l).unwrap();
-    assert_eq!(rep.rank_deficient, vec![ConstraintId(0)]);
+    assert_eq!(*rep.rank_deficient, [ConstraintId(0)]);
     assert_eq!(l, vec![0.0]);
 }

@@ -67,6 +67,10 @@ pub struct ConstraintSystem {
     scratch_dq: Vec<f64>,
     scratch_q: Vec<f64>,
     scratch_rows: Vec<f64>,
+    scratch_jac: SparseJacobian,
+    /// The constraint lists of the last warnings formatted.
+    warned_rank_deficient: std::sync::Arc<[crate::solver::ConstraintId]>,
+    warned_badly_scaled: std::sync::Arc<[crate::solver::ConstraintId]>,
     /// Warnings raised so far (redundant or singular constraints), each once.
     pub warnings: BTreeSet<String>,
 }
@@ -164,7 +168,10 @@ impl ConstraintSystem {
         self.scratch_rows = jv;
         self.lambda.resize(n, 0.0);
         let report = self.solver.solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
-        if !report.badly_scaled.is_empty() {
+        // a warning is formatted only when the set of named constraints changes
+        // (not step after step: no allocation per step, issue 10)
+        if !report.badly_scaled.is_empty() && *report.badly_scaled != *self.warned_badly_scaled {
+            self.warned_badly_scaled = report.badly_scaled.clone();
             let names: Vec<_> = report
                 .badly_scaled
                 .iter()
@@ -175,7 +182,8 @@ impl ConstraintSystem {
                 names.join(", ")
             ));
         }
-        if !report.rank_deficient.is_empty() {
+        if !report.rank_deficient.is_empty() && *report.rank_deficient != *self.warned_rank_deficient {
+            self.warned_rank_deficient = report.rank_deficient.clone();
             let names: Vec<_> = report
                 .rank_deficient
                 .iter()
@@ -229,7 +237,9 @@ impl ConstraintSystem {
             return Ok(err);
         }
         self.solver.factor(&self.jac, &self.inv_mass, None)?;
-        let jac0 = self.jac.clone();
+        // J at the start of the projection (chord Newton), in a kept buffer
+        let mut jac0 = std::mem::take(&mut self.scratch_jac);
+        jac0.copy_from(&self.jac);
         let mut dq = std::mem::take(&mut self.scratch_dq);
         let mut q0 = std::mem::take(&mut self.scratch_q);
         let result = (|| {
@@ -273,6 +283,7 @@ impl ConstraintSystem {
         })();
         self.scratch_dq = dq;
         self.scratch_q = q0;
+        self.scratch_jac = jac0;
         result
     }
 

@@ -114,7 +114,7 @@ pub fn render_scene(scene: &Scene, options: &RenderOptions, out: &Path) -> anyho
     };
     let camera = Camera::fit_world(&world, size.0, size.1);
     let style = Style { forces: options.forces, ..Style::default() };
-    let extras = Extras { reactions: reactions.as_deref(), trails: &trails, grab: None, gpu_balls: None };
+    let extras = Extras { reactions: reactions.as_deref(), trails: &trails, ..Extras::default() };
     let list = draw_list(&world, &camera, size.0, size.1, &style, extras);
     let text = overlay::rasterize(&caption(&scene.file.name, &world), 14.0);
     let image = offscreen.render(&list, &camera, size, style.background, Some(&text))?;

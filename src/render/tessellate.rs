@@ -151,6 +151,10 @@ pub struct Extras<'a> {
     /// The population's GPU buffers, when it steps there: its balls are
     /// drawn from them in place of the (stale) host arrays.
     pub gpu_balls: Option<&'a GpuBalls>,
+    /// The balls' colours when the caller keeps them (the window: computing
+    /// the mass range is a pass over every ball); `None`:
+    /// [`BallStyle::for_population`] with `Style::ball_colour`.
+    pub ball_style: Option<BallStyle>,
 }
 
 /// Triangle-list builder in world units for a given camera.
@@ -301,7 +305,8 @@ pub fn draw_list(world: &World, camera: &Camera, width: u32, height: u32, style:
             Some(gpu) => Balls::Gpu(gpu.clone()),
             None => Balls::Host(HostBalls::of(pop)),
         };
-        list.balls = Some((balls, BallStyle::for_population(pop, style.ball_colour)));
+        let ball_style = extras.ball_style.unwrap_or_else(|| BallStyle::for_population(pop, style.ball_colour));
+        list.balls = Some((balls, ball_style));
     }
     let mut b = Builder { out: &mut list.over, px };
     for trail in extras.trails {

@@ -54,7 +54,7 @@ use winit::window::{Window, WindowId};
 
 use super::png::Offscreen;
 use super::tessellate::Vertex;
-use super::{Camera, Extras, GpuBalls, Renderer, Style, draw_list, overlay};
+use super::{BallStyle, Camera, Extras, GpuBalls, Renderer, Style, draw_list, overlay};
 use crate::gpu::GpuContext;
 use crate::load::{Anchor, Load};
 use crate::output::{CsvWriter, ENERGY_HEADER, TRACE_HEADER, report};
@@ -299,6 +299,8 @@ struct App {
     population_note: Option<String>,
     /// The population's GPU buffers, when it steps on the GPU backend.
     gpu_balls: Option<GpuBalls>,
+    /// The balls' colour scales, computed once per world.
+    ball_style: Option<BallStyle>,
     recording: Option<Recording>,
     stats: FrameStats,
 }
@@ -336,6 +338,7 @@ impl App {
             demo,
             population_note: None,
             gpu_balls: None,
+            ball_style: None,
             recording: None,
             stats: FrameStats::default(),
         }
@@ -392,6 +395,7 @@ impl App {
     /// cannot run is reported once (an error under `MX2D_REQUIRE_GPU=1`).
     fn attach_backend(&mut self, ctx: &Arc<GpuContext>) -> anyhow::Result<()> {
         self.gpu_balls = None;
+        self.ball_style = self.world.population.as_ref().map(|p| BallStyle::for_population(p, self.style.ball_colour));
         let required = std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1");
         if self.options.backend != Backend::Gpu {
             return Ok(());
@@ -767,6 +771,7 @@ impl App {
             trails: self.trails.as_deref().unwrap_or(&[]),
             grab,
             gpu_balls: self.gpu_balls.as_ref(),
+            ball_style: self.ball_style.map(|b| BallStyle { colour: self.style.ball_colour, ..b }),
         };
         let mut list = draw_list(&self.world, &self.camera, self.size.0, self.size.1, &self.style, extras);
         if self.energy_graph {

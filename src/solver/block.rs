@@ -68,6 +68,19 @@ pub fn add_adbt(acc: &mut Block, a: &Block, d: &[f64; 3], b: &Block) {
     }
 }
 
+/// `acc += a · diag(d) · bᵀ` on the leading `R × R` entries (the others of a
+/// block of `R`-row constraints are zero); each entry is the same expression as
+/// in [`add_adbt`], so the result is bitwise the same there.
+#[inline(always)]
+pub fn add_adbt_r<const R: usize>(acc: &mut Block, a: &Block, d: &[f64; 3], b: &Block) {
+    for r in 0..R {
+        let ar = [a[3 * r] * d[0], a[3 * r + 1] * d[1], a[3 * r + 2] * d[2]];
+        for c in 0..R {
+            acc[3 * r + c] += ar[0] * b[3 * c] + ar[1] * b[3 * c + 1] + ar[2] * b[3 * c + 2];
+        }
+    }
+}
+
 /// Transpose.
 #[inline(always)]
 pub fn transpose(a: &Block) -> Block {

@@ -47,6 +47,8 @@
 //!   G named are reported. The common case (no small pivot in A) costs nothing extra.
 //! * **Several right-hand sides**: [`BlockLdl::solve`] reuses the factors.
 
+use std::sync::Arc;
+
 use super::block::{self, Block, Pivot, SmallPivot, ZERO};
 use super::sparse::{BlockSparseSymmetric, ConstraintId, NO_BODY};
 use super::{SolveReport, SolverError, SolverSettings};
@@ -97,6 +99,10 @@ pub struct BlockLdl {
     regularized: bool,
     rank_deficient: Vec<ConstraintId>,
     badly_scaled: Vec<ConstraintId>,
+    /// The lists as handed out in reports: rebuilt only when they change, so a
+    /// report costs no allocation step after step (issue 10).
+    rank_deficient_shared: Arc<[ConstraintId]>,
+    badly_scaled_shared: Arc<[ConstraintId]>,
     /// Largest D⁻¹_rr · A_rr of the last pass (1 for a diagonal A; large when a
     /// pivot block is ill-conditioned, e.g. a body with J ≪ m·ℓ²).
     pivot_growth: f64,
@@ -120,7 +126,7 @@ pub struct FactorReport {
     pub analyzed: bool,
     /// Constraints with at least one row found (numerically) dependent on the
     /// others: redundant constraints, or singular configurations. Sorted.
-    pub rank_deficient: Vec<ConstraintId>,
+    pub rank_deficient: Arc<[ConstraintId]>,
     /// Whether the factor is of A + ε·diag(A) (true when `rank_deficient` or
     /// `badly_scaled` is not empty).
     pub regularized: bool,
@@ -128,7 +134,7 @@ pub struct FactorReport {
     /// where A = J M⁻¹ Jᵀ is singular to working precision: inertia ratios too
     /// extreme for f64 normal equations (J/(m·ℓ²) ≲ 1e-12 on several bodies of a
     /// loop). A is then regularised as for a dependent row. Sorted.
-    pub badly_scaled: Vec<ConstraintId>,
+    pub badly_scaled: Arc<[ConstraintId]>,
 }
 
 impl BlockLdl {
@@ -405,13 +411,25 @@ impl BlockLdl {
         }
         self.rank_deficient.sort_unstable();
         self.rank_deficient.dedup();
+        self.publish_lists();
         self.factored = true;
         Ok(FactorReport {
             analyzed,
-            rank_deficient: self.rank_deficient.clone(),
+            rank_deficient: self.rank_deficient_shared.clone(),
             regularized: self.regularized,
-            badly_scaled: self.badly_scaled.clone(),
+            badly_scaled: self.badly_scaled_shared.clone(),
         })
+    }
+
+    /// Copies the working lists to the shared ones handed out in reports, only
+    /// if they changed.
+    fn publish_lists(&mut self) {
+        if *self.rank_deficient_shared != *self.rank_deficient {
+            self.rank_deficient_shared = Arc::from(self.rank_deficient.as_slice());
+        }
+        if *self.badly_scaled_shared != *self.badly_scaled {
+            self.badly_scaled_shared = Arc::from(self.badly_scaled.as_slice());
+        }
     }
 
     /// Row scales: the diagonal of `a`; empty rows get the mean positive diagonal.
@@ -510,12 +528,13 @@ impl BlockLdl {
         }
         self.rank_deficient.sort_unstable();
         self.rank_deficient.dedup();
+        self.publish_lists();
         self.factored = true;
         Ok(FactorReport {
             analyzed,
-            rank_deficient: self.rank_deficient.clone(),
+            rank_deficient: self.rank_deficient_shared.clone(),
             regularized: self.regularized,
-            badly_scaled: self.badly_scaled.clone(),
+            badly_scaled: self.badly_scaled_shared.clone(),
         })
     }
 
@@ -779,8 +798,8 @@ impl BlockLdl {
         self.r = x;
         self.d = dx;
         Ok(SolveReport {
-            rank_deficient: self.rank_deficient.clone(),
-            badly_scaled: self.badly_scaled.clone(),
+            rank_deficient: self.rank_deficient_shared.clone(),
+            badly_scaled: self.badly_scaled_shared.clone(),
             regularized: self.regularized,
             refine_steps: steps,
             relative_residual: if bnorm > 0.0 { res / bnorm } else { res },

@@ -132,10 +132,10 @@ impl Default for SolverSettings {
 pub struct SolveReport {
     /// Constraints with a row found dependent on the others (redundant or at a
     /// singular configuration), sorted. λ is then the regularised minimal-norm one.
-    pub rank_deficient: Vec<ConstraintId>,
+    pub rank_deficient: std::sync::Arc<[ConstraintId]>,
     /// Constraints with independent rows on which A is nevertheless singular in
     /// f64 (see [`FactorReport::badly_scaled`]); λ is then the regularised one.
-    pub badly_scaled: Vec<ConstraintId>,
+    pub badly_scaled: std::sync::Arc<[ConstraintId]>,
     /// The factor is of A + ε·diag(A).
     pub regularized: bool,
     /// Iterative refinement steps taken.
@@ -149,7 +149,11 @@ pub struct SolveReport {
 }
 
 /// One-call solver: holds A, its factors and the scratch space, all reused from
-/// step to step (no allocation once the sizes are reached).
+/// step to step (no allocation once the sizes are reached: checked by
+/// `tests/solver_alloc.rs`). A [`factor`](Self::factor) of the very system
+/// factored last (J, masses, rank metric and settings equal bit for bit) keeps
+/// the factors: the velocity projection that ends a step and the first stage of
+/// the next one factor the same J.
 #[derive(Clone, Debug, Default)]
 pub struct ConstraintSolver {
     /// Solver tolerances.
@@ -161,6 +165,45 @@ pub struct ConstraintSolver {
     rank_metric: Vec<[f64; 3]>,
     /// G, assembled only when A shows a small pivot.
     metric_matrix: BlockSparseSymmetric,
+    /// The inputs of the last factorisation, to skip an identical one.
+    factored: FactoredInputs,
+    /// Its report.
+    last_report: FactorReport,
+    /// Factorisations skipped because their input was that of the last one.
+    reused: u64,
+}
+
+/// The inputs of a factorisation, kept to recognise the same system again: a
+/// constrained integrator often factors the same J twice in a row (the velocity
+/// projection at the end of a step and the first stage of the next are at the
+/// same positions).
+#[derive(Clone, Debug, Default)]
+struct FactoredInputs {
+    valid: bool,
+    jac: SparseJacobian,
+    inv_mass: Vec<[f64; 3]>,
+    rank_metric: Vec<[f64; 3]>,
+    settings: SolverSettings,
+}
+
+impl FactoredInputs {
+    /// Same J, masses, metric and settings bit for bit (compliance: none).
+    fn matches(
+        &self,
+        jac: &SparseJacobian,
+        inv_mass: &[[f64; 3]],
+        rank_metric: &[[f64; 3]],
+        settings: &SolverSettings,
+    ) -> bool {
+        fn bits(v: &[[f64; 3]]) -> &[u64] {
+            bytemuck::cast_slice(v)
+        }
+        self.valid
+            && self.settings == *settings
+            && bits(&self.inv_mass) == bits(inv_mass)
+            && bits(&self.rank_metric) == bits(rank_metric)
+            && self.jac.bitwise_eq(jac)
+    }
 }
 
 impl ConstraintSolver {
@@ -178,6 +221,16 @@ impl ConstraintSolver {
         inv_mass: &[[f64; 3]],
         compliance: Option<&[f64]>,
     ) -> Result<FactorReport, SolverError> {
+        // The same system as the last factorisation (bit for bit, hence the same
+        // factors bit for bit): keep them. Not with a compliance (not recorded).
+        if compliance.is_none() && self.factored.matches(jac, inv_mass, &self.rank_metric, &self.settings) {
+            self.reused += 1;
+            self.last_analyzed = false;
+            let mut rep = self.last_report.clone();
+            rep.analyzed = false;
+            return Ok(rep);
+        }
+        self.factored.valid = false;
         self.a.assemble(jac, inv_mass, compliance)?;
         let rep = if self.rank_metric.len() == jac.n_bodies() && !self.rank_metric.is_empty() {
             let (weights, g) = (&self.rank_metric, &mut self.metric_matrix);
@@ -189,7 +242,26 @@ impl ConstraintSolver {
             self.ldl.factor(&self.a, &self.settings)?
         };
         self.last_analyzed = rep.analyzed;
+        if compliance.is_none() {
+            // copies into the kept buffers: no allocation once the sizes are reached
+            let f = &mut self.factored;
+            f.jac.copy_from(jac);
+            f.inv_mass.clear();
+            f.inv_mass.extend_from_slice(inv_mass);
+            f.rank_metric.clear();
+            f.rank_metric.extend_from_slice(&self.rank_metric);
+            f.settings.clone_from(&self.settings);
+            f.valid = true;
+            self.last_report.clone_from(&rep);
+        }
         Ok(rep)
+    }
+
+    /// How many [`factor`](Self::factor) calls found the same J, masses, rank
+    /// metric and settings (bit for bit) as the factorisation before and kept its
+    /// factors instead of computing them again.
+    pub fn reused_factorizations(&self) -> u64 {
+        self.reused
     }
 
     /// Sets the per-body weights `W_b` of the metric in which rank is decided

@@ -1,0 +1,160 @@
+//! Issue 10, priority 6: the mechanism tier's per-step overhead. Once the sizes
+//! of a system are reached, a step allocates nothing (the symbolic analysis, the
+//! factor's slots and every scratch vector are kept), and a factorisation of the
+//! very system factored last is skipped with bitwise the same result.
+//!
+//! Allocations are counted by a global allocator, per thread (the test harness
+//! runs tests on several threads at once; the code under test here is serial:
+//! these systems are far below the parallel-rows threshold).
+
+#[path = "common/solver_gen.rs"]
+mod solver_gen;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use mx2d::scene::Scene;
+use mx2d::solver::{ConstraintSolver, SparseJacobian};
+use solver_gen::*;
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator; the thread-local counter is a const
+// `Cell` (no allocation, no destructor), read with `try_with` in case of use
+// during thread teardown.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as the caller's
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as the caller's
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(|c| c.get())
+}
+
+/// Two Jacobians of the same pattern with different values: a 12 × 12 grid of
+/// bodies (loops, fill) built from two seeds.
+fn grid_pair(all_revolute: bool) -> (SparseJacobian, SparseJacobian, Vec<[f64; 3]>, Vec<f64>) {
+    let (mut j1, mut j2) = (SparseJacobian::new(), SparseJacobian::new());
+    grid(&mut Rng(1), 12, 12, &mut j1, all_revolute);
+    grid(&mut Rng(2), 12, 12, &mut j2, all_revolute);
+    assert_eq!(j1.n_rows(), j2.n_rows());
+    let mut rng = Rng(3);
+    let inv_mass = inv_masses(&mut rng, 144);
+    let rhs = (0..j1.n_rows()).map(|_| rng.range(-1.0, 1.0)).collect();
+    (j1, j2, inv_mass, rhs)
+}
+
+/// Factor + solve on a loop system, values changing every call, pattern fixed:
+/// no allocation after the first two calls, on the regular path and on the
+/// regularised one (the all-revolute grid is redundant: refinement scratch).
+#[test]
+fn sparse_solve_allocates_nothing_once_sizes_are_reached() {
+    for all_revolute in [false, true] {
+        let (j1, j2, inv_mass, rhs) = grid_pair(all_revolute);
+        let mut solver = ConstraintSolver::new();
+        let mut lambda = vec![0.0; j1.n_rows()];
+        for jac in [&j1, &j2] {
+            solver.solve(jac, &inv_mass, None, &rhs, &mut lambda).expect("solve");
+        }
+        let before = allocations();
+        for k in 0..10 {
+            let jac = if k % 2 == 0 { &j1 } else { &j2 };
+            let rep = solver.solve(jac, &inv_mass, None, &rhs, &mut lambda).expect("solve");
+            assert_eq!(rep.regularized, all_revolute, "the all-revolute grid must take the regularised path");
+        }
+        assert_eq!(allocations() - before, 0, "allocations in 10 solves (all_revolute = {all_revolute})");
+        assert_eq!(solver.reused_factorizations(), 0, "values changed every call: nothing to reuse");
+    }
+}
+
+/// A second factorisation of the same system is skipped, and the multipliers
+/// are bitwise those of a fresh solver; any change of J (one entry, one ulp)
+/// is factored anew, again bitwise as a fresh solver.
+#[test]
+fn the_same_system_is_factored_once_with_bitwise_the_same_result() {
+    let (j1, _, inv_mass, rhs) = grid_pair(false);
+    let fresh = |jac: &SparseJacobian| {
+        let mut s = ConstraintSolver::new();
+        let mut l = vec![0.0; jac.n_rows()];
+        s.solve(jac, &inv_mass, None, &rhs, &mut l).expect("solve");
+        l
+    };
+    let mut solver = ConstraintSolver::new();
+    let mut lambda = vec![0.0; j1.n_rows()];
+    solver.solve(&j1, &inv_mass, None, &rhs, &mut lambda).expect("solve");
+    solver.solve(&j1, &inv_mass, None, &rhs, &mut lambda).expect("solve");
+    assert_eq!(solver.reused_factorizations(), 1);
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&lambda), bits(&fresh(&j1)));
+
+    // the same pattern, one entry moved by one ulp: a new factorisation
+    let (t1, t2) = (triangle(0), triangle(1));
+    assert!(!t1.bitwise_eq(&t2));
+    let tri_mass = [[1.0, 1.0, 3.0], [0.5, 0.5, 2.0], [2.0, 2.0, 5.0]];
+    let tri_rhs = [0.3, -0.2, 0.1, 0.7, -0.4, 0.25, 0.05, -0.6];
+    let mut tri = ConstraintSolver::new();
+    let mut l = vec![0.0; 8];
+    for jac in [&t1, &t2] {
+        tri.solve(jac, &tri_mass, None, &tri_rhs, &mut l).expect("solve");
+        let mut s = ConstraintSolver::new();
+        let mut lf = vec![0.0; 8];
+        s.solve(jac, &tri_mass, None, &tri_rhs, &mut lf).expect("solve");
+        assert_eq!(bits(&l), bits(&lf));
+    }
+    assert_eq!(tri.reused_factorizations(), 0, "a J changed by one ulp must be factored");
+    // and a changed mass too
+    let mut heavier = tri_mass;
+    heavier[1][2] *= 0.5;
+    tri.solve(&t2, &heavier, None, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(tri.reused_factorizations(), 0, "a changed mass must be factored");
+    tri.solve(&t2, &heavier, None, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(tri.reused_factorizations(), 1);
+}
+
+/// Three bodies in a closed loop (body 0 pinned, hinges 0–1, 1–2, 2–0); the
+/// first anchor's x moved by `ulps` units in the last place.
+fn triangle(ulps: u64) -> SparseJacobian {
+    let mut j = SparseJacobian::new();
+    j.clear(3);
+    let x = f64::from_bits(0.3f64.to_bits() + ulps);
+    j.push(2, &[(0, point_block([0.0, 0.0], 1.0))]).expect("pin");
+    j.push(2, &[(0, point_block([x, 0.1], 1.0)), (1, point_block([-0.2, 0.05], -1.0))]).expect("hinge");
+    j.push(2, &[(1, point_block([0.25, -0.1], 1.0)), (2, point_block([-0.3, 0.2], -1.0))]).expect("hinge");
+    j.push(2, &[(2, point_block([0.1, 0.3], 1.0)), (0, point_block([-0.15, -0.2], -1.0))]).expect("hinge");
+    j
+}
+
+/// The many-loop linkage of issue 10 (99 bars, 132 pins) stepped with RK4 and
+/// the projection: after a few warm-up steps, a step allocates nothing.
+#[test]
+fn linkage_steps_allocate_nothing() {
+    let scene = Scene::load(std::path::Path::new("scenes/linkage_loops.ron"), &[]).expect("scene");
+    let mut world = scene.build_world().expect("world");
+    for _ in 0..5 {
+        world.step().expect("step");
+    }
+    let before = allocations();
+    for _ in 0..20 {
+        world.step().expect("step");
+    }
+    assert_eq!(allocations() - before, 0, "allocations in 20 RK4 steps of the linkage");
+}
