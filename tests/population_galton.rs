@@ -279,12 +279,14 @@ fn galton_bins_are_centred_and_a_tilted_board_fails_chi_square() {
 /// NOT YET PASSING: the board's histogram is centred but too wide
 /// (variance 3.38 against n/4 = 3, measured on 1,900 balls): successive
 /// rows are correlated. Kept to be run by hand
-/// (`cargo test --release --test population_galton -- --ignored`, about
-/// a minute on 2 cores) until the board's design removes that correlation.
+/// (`cargo test --release --test population_galton -- --ignored`; over
+/// 6 minutes on the loaded 2-core machine: every step visits the pending
+/// balls too, so the run grows as N²) until the board's design removes
+/// that correlation.
 /// Measured on 1,900 balls: chi-square 26.9 with 10 degrees of freedom
 /// against the critical value 23.21, p = 2.7e-3.
 #[test]
-#[ignore = "fails: the histogram is wider than Binomial(12, 1/2) (variance 3.4 vs 3); ~2 min"]
+#[ignore = "fails: the histogram is wider than Binomial(12, 1/2) (variance 3.4 vs 3); over 6 min on 2 loaded cores"]
 fn galton_histogram_passes_chi_square_against_binomial() {
     let board = run_board(GALTON, &["population.count=10000"]);
     let (_, _, p, dof) = report("10^4 balls", &board);
