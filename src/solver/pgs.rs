@@ -20,6 +20,34 @@
 //! that is what makes the closed-form incline and rolling tests hold to
 //! 1e-9. Several contacts converge linearly; warm starting (the impulses of
 //! the previous step, by contact identity) starts them near the answer.
+//!
+//! # Cost, and the order of a sweep
+//!
+//! K is formed once per solve, not per sweep. The 2-row block (no rolling
+//! resistance: boxes, polygons, and every body–body pair of non-round
+//! shapes) is solved in closed form — Cramer's rule for both rows held, one
+//! division with friction at its bound — with no allocation: about 60 flops
+//! per contact per sweep (the general elimination with its case list cost
+//! 4× that and allocated, 1 s/step on the 100-row pyramid). 3-row blocks
+//! keep the general path, on fixed arrays.
+//!
+//! A sweep goes colour by colour ([`colour`]: greedy colouring of the
+//! contact graph, fixed bodies ignored, as Box2D v3's graph colouring).
+//! Contacts of one colour share no dynamic body, so they are independent:
+//! a colour of at least [`PARALLEL_COLOUR_MIN`] contacts is split over the
+//! rayon pool, and each contact sees exactly the velocities it would on one
+//! thread — the answer is bitwise the same at every pool size
+//! (`tests/contact_parallel.rs`). The colour order is a fixed Gauss–Seidel
+//! order, no worse than the pair order it replaces (measured on the
+//! pyramids).
+//!
+//! What this does not change is the convergence rate of Gauss–Seidel on a
+//! tall stack: the 100-row pyramid needs about 1,000 sweeps per step to stay
+//! within 1 % drift (the weight has to travel 100 boxes down), 100 sweeps
+//! leave 6–12 cm of sag after 1 s. Over-relaxation (ω = 1.4, 1.7) and 4
+//! sub-steps of 25 sweeps were measured and did not help; Box2D v3's soft
+//! step (sub-steps with soft contacts and relaxation) is the known remedy
+//! and is not implemented here.
 
 /// The rows of one contact: Jacobian blocks on its one or two bodies.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

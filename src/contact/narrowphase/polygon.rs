@@ -40,11 +40,46 @@ fn with_world<R>(hull: &[DVec2], pose: &Pose, f: impl FnOnce(&[DVec2], &[DVec2])
     }
 }
 
+/// Polygons with at least this many vertices find their deepest vertex by
+/// walking (see [`max_separation`]); smaller ones by a full scan.
+const WALK_MIN_VERTICES: usize = 16;
+
 /// Largest separation of `b` from `a` over `a`'s edge normals: (separation, edge).
+///
+/// For each edge i of `a` the separation is the smallest (p − aᵢ)·nᵢ over
+/// b's vertices p: b's support point in the direction −nᵢ. Both polygons
+/// are convex and counter-clockwise, so as i advances nᵢ turns
+/// counter-clockwise and that support point moves forward along b: after
+/// one full scan for the first edge, each next one is found by walking on
+/// from the last (rotating calipers), O(n_a + n_b) instead of O(n_a n_b) —
+/// a 64-vertex outline against another costs 130 dot products, not 4,096.
+/// The walk stops at the first vertex not lower than its successor; on a
+/// convex polygon the values along the walk fall to the minimum, then rise,
+/// so that is the same minimum as the full scan's.
 fn max_separation(va: &[DVec2], na: &[DVec2], vb: &[DVec2]) -> (f64, usize) {
     let mut best = (f64::MIN, 0);
+    if vb.len() < WALK_MIN_VERTICES {
+        for i in 0..va.len() {
+            let s = vb.iter().map(|&p| (p - va[i]).dot(na[i])).fold(f64::INFINITY, f64::min);
+            if s > best.0 {
+                best = (s, i);
+            }
+        }
+        return best;
+    }
+    let nb = vb.len();
+    let mut j = (0..nb).min_by(|&x, &y| vb[x].dot(na[0]).total_cmp(&vb[y].dot(na[0]))).unwrap_or(0);
     for i in 0..va.len() {
-        let s = vb.iter().map(|&p| (p - va[i]).dot(na[i])).fold(f64::INFINITY, f64::min);
+        let n = na[i];
+        for _ in 0..nb {
+            let next = (j + 1) % nb;
+            if vb[next].dot(n) < vb[j].dot(n) {
+                j = next;
+            } else {
+                break;
+            }
+        }
+        let s = (vb[j] - va[i]).dot(n);
         if s > best.0 {
             best = (s, i);
         }
@@ -149,6 +184,43 @@ mod tests {
 
     fn square(h: f64) -> Vec<DVec2> {
         vec![DVec2::new(-h, -h), DVec2::new(h, -h), DVec2::new(h, h), DVec2::new(-h, h)]
+    }
+
+    /// The walking support search gives the full scan's separation on
+    /// 64-vertex outlines (ellipse, superellipse) against each other and
+    /// against a box, over 2,000 random poses: equal to 1e-15 (the same
+    /// vertex, or a tie of the same value, up to the rounding of the dot
+    /// products).
+    #[test]
+    fn walking_separation_equals_the_full_scan() {
+        use crate::shape::Shape;
+        let shapes = [
+            Shape::Ellipse { a: 0.3, b: 0.12 }.outline(64),
+            Shape::Superellipse { a: 0.2, b: 0.15, exponent: 4.0 }.outline(64),
+            square(0.2),
+        ];
+        let mut seed = 12345u64;
+        let mut rnd = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for _ in 0..2000 {
+            for a in &shapes {
+                for b in &shapes {
+                    let pa = Pose { position: DVec2::new(rnd(), rnd()), angle: 7.0 * rnd() };
+                    let pb = Pose { position: DVec2::new(rnd(), rnd()), angle: 7.0 * rnd() };
+                    with_world(a, &pa, |va, na| {
+                        with_world(b, &pb, |vb, _| {
+                            let walk = max_separation(va, na, vb).0;
+                            let scan = (0..va.len())
+                                .map(|i| vb.iter().map(|&p| (p - va[i]).dot(na[i])).fold(f64::INFINITY, f64::min))
+                                .fold(f64::MIN, f64::max);
+                            assert!((walk - scan).abs() <= 1e-15, "walk {walk} vs scan {scan}");
+                        })
+                    });
+                }
+            }
+        }
     }
 
     #[test]
