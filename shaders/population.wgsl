@@ -85,7 +85,9 @@ const NONE: u32 = 0xffffffffu;
 @group(0) @binding(18) var<storage, read> obstacles: array<Obstacle>;
 @group(0) @binding(19) var<storage, read> fields: array<Field>;
 @group(0) @binding(20) var<storage, read> kill: array<vec4<f32>>;
-// [0] contacts dropped from full lists, [1] lowest non-finite ball.
+// [0] contacts dropped from full lists, [1] lowest non-finite ball, [2] the
+// largest overlap / smaller radius after any substep, as f32 bits (overlaps
+// are >= 0, and non-negative f32s order as their bits: atomicMax).
 @group(0) @binding(21) var<storage, read_write> counters: array<atomic<u32>>;
 
 fn ball_index(wg: vec3<u32>, groups: vec3<u32>, local: u32) -> u32 {
@@ -327,7 +329,8 @@ fn find_neighbours(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups
                 if j == i {
                     continue;
                 }
-                let reach = r + ang[j].z + P.skin;
+                // cpu.rs: the pair's closing distance in the step joins the skin.
+                let reach = r + ang[j].z + P.skin + length(pv[j].zw - pv[i].zw) * P.dt;
                 let d = pv[j].xy - p;
                 if dot(d, d) < reach * reach {
                     if count < MAX_NEIGHBOURS {
@@ -533,12 +536,14 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
     var dv = vec2<f32>(0.0);
     var domega = 0.0;
     var roll = 0.0;
+    var worst = 0.0;
     for (var k = 0u; k < neighbour_count[i]; k++) {
         let j = neighbours[i * MAX_NEIGHBOURS + k];
         let a = min(i, j);
         let b = max(i, j);
         let sum_r = ang[a].z + ang[b].z;
         let s = pair_normal(pred[a].xy + dx_in[a], pred[b].xy + dx_in[b]);
+        worst = max(worst, (sum_r - s.x) / min(ang[a].z, ang[b].z));
         let overlap_pred = max(sum_r - length(pred[a].xy - pred[b].xy), 0.0);
         if overlap_pred <= 0.0 && s.x > sum_r * (1.0 + ACTIVE_SLOP) {
             continue;
@@ -569,6 +574,7 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
         if !in_reach(o, now.x, r_i) {
             continue;
         }
+        worst = max(worst, (r_i - now.x) / r_i);
         let overlap_pred = max(r_i - obstacle_contact(o, pred[i].xy).x, 0.0);
         if overlap_pred <= 0.0 && now.x > r_i * (1.0 + ACTIVE_SLOP) {
             continue;
@@ -584,6 +590,9 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
         roll += m.rolling * p.z * 2.0 * w_i / (r_i * r_i);
     }
     vout[i] = vec4<f32>(v_i, spin - sign(spin) * min(roll, abs(spin)), 0.0);
+    if worst > 0.0 {
+        atomicMax(&counters[2], bitcast<u32>(worst));
+    }
 }
 
 @compute @workgroup_size(256)

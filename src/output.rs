@@ -253,7 +253,8 @@ pub struct PopulationSummary {
     pub kinetic_per_ball: f64,
     /// Largest overlap / radius at the end.
     pub max_overlap_ratio: f64,
-    /// Largest overlap / radius over the recorded steps.
+    /// Largest overlap / radius after any substep of the run (reduced in the
+    /// step on either backend, not sampled).
     pub max_overlap_ratio_seen: f64,
 }
 

@@ -425,7 +425,9 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
                 escaped: last.escaped,
                 kinetic_per_ball: last.kinetic_per_ball,
                 max_overlap_ratio: last.max_overlap_ratio,
-                max_overlap_ratio_seen: overlap_seen.max(last.max_overlap_ratio),
+                // The step's own reduction over every substep, and the
+                // recorded samples (the initial state, the end).
+                max_overlap_ratio_seen: overlap_seen.max(last.max_overlap_ratio).max(f64::from(pop.max_overlap_seen)),
             })
         }
         _ => None,

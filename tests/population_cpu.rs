@@ -177,6 +177,13 @@ fn settles(count: u64) {
         }
     }
     let last = pop.stats();
+    // The step's own running maximum covers the end state too.
+    assert!(
+        f64::from(pop.max_overlap_seen) >= last.max_overlap_ratio,
+        "{} {}",
+        pop.max_overlap_seen,
+        last.max_overlap_ratio
+    );
     assert!(
         tenth_second < 1e-3 * initial.kinetic_per_ball,
         "kinetic energy per ball {} J in the tenth second, initial {} J",
@@ -197,7 +204,23 @@ fn balls_box_1000_settles() {
     settles(1000);
 }
 
-/// About 2 minutes in release on 2 shared cores: run with `--ignored`.
+/// 2·10³ balls (a pile 45 high): borderline, decided by late collapse
+/// events. Measured at 10 s: overlap 1.2–1.4 % of r, but KE/ball over the
+/// tenth second 2.9e-3 of the initial (1,500 balls: 2.9e-3; 2,500: 8.7e-5
+/// at the last step) — which side of 1e-3 a run ends on changes with any
+/// rounding. Kept ignored until the solve damps such events: run with
+/// `--ignored`.
+#[test]
+#[ignore]
+fn balls_box_2000_settles() {
+    settles(2000);
+}
+
+/// The issue's 10⁴ balls (a pile 100 high). FAILS with the default solver
+/// (measured at 10 s: overlap 3–3.4 % of r; KE/ball ~1e-3 of the initial,
+/// 4e-3 with 32 × 1): Jacobi propagates a correction one ball per
+/// iteration, so the residual overlap grows with the pile's height (see
+/// `population::mod` docs). About 2 minutes in release: run with `--ignored`.
 #[test]
 #[ignore]
 fn balls_box_10000_settles() {
@@ -218,6 +241,7 @@ fn population_step_same_at_every_pool_size() {
         for i in 0..pop.len() {
             out.extend([pop.position[i].x, pop.position[i].y, pop.velocity[i].x, pop.omega[i]].map(f32::to_bits));
         }
+        out.push(pop.max_overlap_seen.to_bits());
         out
     };
     assert_same_at_every_pool_size("population step", bits);
@@ -271,4 +295,24 @@ fn results_do_not_depend_on_units_or_mass_scale() {
         let d = (thousand.position[i] / 1000.0 - base.position[i]).length();
         assert!(d < 1e-3, "ball {i}: lengths x 1000 differ by {d} m");
     }
+}
+
+/// `max_overlap_seen` is the maximum over every substep, reduced inside the
+/// step: at least the overlap of every step's end state (`stats`, searched
+/// afresh over the grid) — taken at every one of 120 steps of a falling and
+/// colliding balls_box 500 — and not more than the worst mid-step overlap
+/// can be (below the radius: balls never pass through each other). The two
+/// measures compute the same f32 expression at the end of a step, so the
+/// comparison allows only 1e-6 of rounding.
+#[test]
+fn max_overlap_seen_covers_every_step() {
+    let mut pop = balls_box(500);
+    let mut sampled = 0.0f64;
+    for _ in 0..120 {
+        cpu::step(&mut pop, 1.0 / 60.0).unwrap();
+        sampled = sampled.max(pop.stats().max_overlap_ratio);
+        assert!(f64::from(pop.max_overlap_seen) >= sampled - 1e-6, "seen {} < sampled {sampled}", pop.max_overlap_seen);
+    }
+    assert!(sampled > 0.0, "no contact in 2 s: the test would prove nothing");
+    assert!(pop.max_overlap_seen < 1.0, "overlap {} of r", pop.max_overlap_seen);
 }

@@ -31,6 +31,8 @@ fn one_step_on_the_gpu_matches_the_cpu_twin_ball_for_ball() {
     for _ in 0..90 {
         cpu::step(&mut start, 1.0 / 60.0).unwrap();
     }
+    // The running maximum of this one step only, on each side.
+    start.max_overlap_seen = 0.0;
     let touching = start.stats().max_overlap_ratio;
     let mut on_cpu = start.clone();
     cpu::step(&mut on_cpu, 1.0 / 60.0).unwrap();
@@ -56,6 +58,11 @@ fn one_step_on_the_gpu_matches_the_cpu_twin_ball_for_ball() {
         assert!(ew < 1e-4, "ball {i}: spin {} on the GPU, {} on the CPU", on_gpu.omega[i], on_cpu.omega[i]);
     }
     eprintln!("largest relative differences: position {worst_x:e}, velocity {worst_v:e}");
+    // The step's overlap reduction (atomicMax on the GPU): the same overlaps
+    // from positions that agree to a few ulps (~1e-5 m at 50 m): 1e-3 of r.
+    let (seen_cpu, seen_gpu) = (on_cpu.max_overlap_seen, on_gpu.max_overlap_seen);
+    assert!(seen_cpu > 0.0, "no overlap in the step: the comparison would prove nothing");
+    assert!((seen_gpu - seen_cpu).abs() < 1e-3, "max overlap seen: GPU {seen_gpu}, CPU {seen_cpu}");
 }
 
 /// The bounce test of `population_cpu.rs` on the GPU: e from apex heights
@@ -160,4 +167,39 @@ fn two_prefix_sums_share_one_submission() {
     let mut out: Vec<u32> = Vec::new();
     Readback::new().read(&ctx, data.get(), 600, &mut out).unwrap();
     assert_eq!(out, (0..600).collect::<Vec<u32>>());
+}
+
+/// balls_box 10³ settles on the GPU with the CPU twin's assertions
+/// (`population_cpu.rs::settles`): KE/ball over the tenth second below 1e-3
+/// of the initial, overlap at 10 s below 2 % of r, every ball in the box. The
+/// GPU's trajectory drifts from the twin's (ulps, amplified by collisions),
+/// so it is judged by the same bounds, not compared ball for ball.
+#[test]
+fn balls_box_1000_settles_on_the_gpu() {
+    let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
+    let count = 1000;
+    let mut pop = balls_box(count);
+    let initial = pop.stats();
+    let mut gpu = GpuPopulation::new(Arc::new(ctx), &pop).unwrap();
+    let mut tenth_second = 0.0;
+    for step in 0..600 {
+        gpu.step(&mut pop, 1.0 / 60.0).unwrap();
+        if step >= 540 {
+            gpu.read_back(&mut pop).unwrap();
+            tenth_second += pop.stats().kinetic_per_ball / 60.0;
+        }
+    }
+    let last = pop.stats();
+    assert!(
+        tenth_second < 1e-3 * initial.kinetic_per_ball,
+        "kinetic energy per ball {tenth_second} J in the tenth second, initial {} J",
+        initial.kinetic_per_ball
+    );
+    assert!(last.max_overlap_ratio < 0.02, "overlap {} of r", last.max_overlap_ratio);
+    assert!(f64::from(pop.max_overlap_seen) >= last.max_overlap_ratio - 1e-6, "seen {}", pop.max_overlap_seen);
+    assert_eq!((last.escaped, last.alive), (0, count));
+    let right = mx2d::population::spawn::ceil_sqrt(count) as f32 * 1.25 + 1.0;
+    for p in &pop.position {
+        assert!(p.y > 0.49 && p.x > -1.0 + 0.49 && p.x < right - 0.49, "ball outside the box at {p}");
+    }
 }

@@ -201,7 +201,10 @@ fn obstacle_in_reach(o: &Obstacle, distance: f32, r: f32) -> bool {
 }
 
 /// Neighbour and obstacle lists of every ball; returns the contacts dropped
-/// because a list was full. Obstacles are listed within `r + skin` plus the
+/// because a list was full. Balls are listed within `r_i + r_j + skin` plus
+/// the distance the pair can close in the step, `|v_i − v_j|·dt` (the 3 × 3
+/// cells around a ball cover one cell, `2 r_max + skin`, so a pair closing
+/// faster than `skin/dt` can still be missed). Obstacles are listed within `r + skin` plus the
 /// distance the ball and the obstacle's surface there can close in the step,
 /// `(|v| + |v_o|)·dt`: a moving paddle or a ball shoved by the pile must
 /// not pass an obstacle it did not list.
@@ -237,7 +240,10 @@ fn find_neighbours(pop: &mut Population, dt: f32) -> u64 {
                         if j as usize == i {
                             continue;
                         }
-                        let reach = r + radius[j as usize] + skin;
+                        // The pair's closing distance in the step joins the
+                        // skin: a fast pair must not meet unlisted.
+                        let closing = (velocity[j as usize] - velocity[i]).length() * dt;
+                        let reach = r + radius[j as usize] + skin + closing;
                         if (position[j as usize] - p).length_squared() < reach * reach {
                             if (*count as usize) < MAX_NEIGHBOURS {
                                 list[*count as usize] = j;
@@ -447,74 +453,87 @@ fn solve_velocities(pop: &mut Population, h: f32, resting: f32) {
     let balls = pop.params.material;
     let x_new = |i: usize| x_pred[i] + dx[i];
     let v_mid = |i: usize| v_pre[i] + dx[i] / h;
-    (&mut s.v_new, &mut s.omega_new).into_par_iter().with_min_len(CHUNK).enumerate().for_each(|(i, (v_out, w_out))| {
-        if states[i] != state::ALIVE {
-            *v_out = v_pre[i];
-            *w_out = omega[i];
-            return;
-        }
-        let (r_i, w_i) = (radius[i], inv_mass[i]);
-        let mut dv = Vec2::ZERO;
-        let mut domega = 0.0f32;
-        let mut roll = 0.0f32;
-        for &j in &nb[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + nbc[i] as usize] {
-            let j = j as usize;
-            let (a, b) = if i < j { (i, j) } else { (j, i) };
-            let sum_r = radius[a] + radius[b];
-            let (n, d) = pair_normal(x_new(a), x_new(b));
-            let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
-            if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
-                continue;
+    let worst = (&mut s.v_new, &mut s.omega_new)
+        .into_par_iter()
+        .with_min_len(CHUNK)
+        .enumerate()
+        .map(|(i, (v_out, w_out))| {
+            if states[i] != state::ALIVE {
+                *v_out = v_pre[i];
+                *w_out = omega[i];
+                return 0.0f32;
             }
-            let t = n.perp();
-            let rel = (v_mid(a) - t * (radius[a] * omega[a])) - (v_mid(b) + t * (radius[b] * omega[b]));
-            let c = VelocityContact {
-                normal: n,
-                relative_velocity: rel,
-                vn_pre: (v_pre[a] - v_pre[b]).dot(n),
-                overlap_pred,
-                k: counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b],
-            };
-            let p: ContactImpulse = contact::contact_impulse(&c, balls, h, resting);
-            let impulse = n * p.normal + t * p.tangent;
-            dv += if i == a { impulse * w_i } else { -impulse * w_i };
-            domega += contact::spin_change(p.tangent, w_i, r_i);
-            roll += contact::rolling_limit(balls, p.total, w_i, r_i);
-        }
-        // Obstacles after the balls, in turn and in full (infinite mass,
-        // priority), from the velocity the balls' impulses left.
-        let p_i = x_new(i);
-        let mut v_i = v_mid(i) + dv;
-        let mut spin = omega[i] + domega;
-        for &o in &ob[i * MAX_OBSTACLES..i * MAX_OBSTACLES + obc[i] as usize] {
-            let o = &obstacles[o as usize];
-            let now = o.contact(p_i);
-            if !obstacle_in_reach(o, now.distance, r_i) {
-                continue;
+            let (r_i, w_i) = (radius[i], inv_mass[i]);
+            // The largest overlap / smaller radius at the substep's new positions
+            // (the summary's `max_overlap_ratio_seen`, reduced over every substep).
+            let mut worst = 0.0f32;
+            let mut dv = Vec2::ZERO;
+            let mut domega = 0.0f32;
+            let mut roll = 0.0f32;
+            for &j in &nb[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + nbc[i] as usize] {
+                let j = j as usize;
+                let (a, b) = if i < j { (i, j) } else { (j, i) };
+                let sum_r = radius[a] + radius[b];
+                let (n, d) = pair_normal(x_new(a), x_new(b));
+                worst = worst.max((sum_r - d) / radius[a].min(radius[b]));
+                let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
+                if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
+                    continue;
+                }
+                let t = n.perp();
+                let rel = (v_mid(a) - t * (radius[a] * omega[a])) - (v_mid(b) + t * (radius[b] * omega[b]));
+                let c = VelocityContact {
+                    normal: n,
+                    relative_velocity: rel,
+                    vn_pre: (v_pre[a] - v_pre[b]).dot(n),
+                    overlap_pred,
+                    k: counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b],
+                };
+                let p: ContactImpulse = contact::contact_impulse(&c, balls, h, resting);
+                let impulse = n * p.normal + t * p.tangent;
+                dv += if i == a { impulse * w_i } else { -impulse * w_i };
+                domega += contact::spin_change(p.tangent, w_i, r_i);
+                roll += contact::rolling_limit(balls, p.total, w_i, r_i);
             }
-            let overlap_pred = (r_i - o.contact(x_pred[i]).distance).max(0.0);
-            if overlap_pred <= 0.0 && now.distance > r_i * (1.0 + ACTIVE_SLOP) {
-                continue;
+            // Obstacles after the balls, in turn and in full (infinite mass,
+            // priority), from the velocity the balls' impulses left.
+            let p_i = x_new(i);
+            let mut v_i = v_mid(i) + dv;
+            let mut spin = omega[i] + domega;
+            for &o in &ob[i * MAX_OBSTACLES..i * MAX_OBSTACLES + obc[i] as usize] {
+                let o = &obstacles[o as usize];
+                let now = o.contact(p_i);
+                if !obstacle_in_reach(o, now.distance, r_i) {
+                    continue;
+                }
+                worst = worst.max((r_i - now.distance) / r_i);
+                let overlap_pred = (r_i - o.contact(x_pred[i]).distance).max(0.0);
+                if overlap_pred <= 0.0 && now.distance > r_i * (1.0 + ACTIVE_SLOP) {
+                    continue;
+                }
+                let m: Material = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
+                let n = now.normal;
+                let t = n.perp();
+                let surface_velocity = o.velocity_at(p_i - n * r_i);
+                let c = VelocityContact {
+                    normal: n,
+                    relative_velocity: v_i - t * (r_i * spin) - surface_velocity,
+                    vn_pre: (v_pre[i] - surface_velocity).dot(n),
+                    overlap_pred,
+                    k: w_i,
+                };
+                let p = contact::contact_impulse(&c, m, h, resting);
+                v_i += (n * p.normal + t * p.tangent) * w_i;
+                spin += contact::spin_change(p.tangent, w_i, r_i);
+                roll += contact::rolling_limit(m, p.total, w_i, r_i);
             }
-            let m: Material = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
-            let n = now.normal;
-            let t = n.perp();
-            let surface_velocity = o.velocity_at(p_i - n * r_i);
-            let c = VelocityContact {
-                normal: n,
-                relative_velocity: v_i - t * (r_i * spin) - surface_velocity,
-                vn_pre: (v_pre[i] - surface_velocity).dot(n),
-                overlap_pred,
-                k: w_i,
-            };
-            let p = contact::contact_impulse(&c, m, h, resting);
-            v_i += (n * p.normal + t * p.tangent) * w_i;
-            spin += contact::spin_change(p.tangent, w_i, r_i);
-            roll += contact::rolling_limit(m, p.total, w_i, r_i);
-        }
-        *v_out = v_i;
-        *w_out = spin - spin.signum() * roll.min(spin.abs());
-    });
+            *v_out = v_i;
+            *w_out = spin - spin.signum() * roll.min(spin.abs());
+            worst
+        })
+        .reduce(|| 0.0, f32::max);
+    // max is exact and order-free: the same at every pool size.
+    pop.max_overlap_seen = pop.max_overlap_seen.max(worst);
 }
 
 /// x = x* + dx, v, ω from the velocity pass, angle += ω h.

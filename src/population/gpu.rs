@@ -464,6 +464,8 @@ impl GpuPopulation {
             pop.omega[i] = props[i].y;
         }
         pop.list_overflow = u64::from(counters[0]);
+        // counters[2]: the largest overlap ratio of any substep, f32 bits.
+        pop.max_overlap_seen = pop.max_overlap_seen.max(f32::from_bits(counters[2]));
         if counters[1] != u32::MAX {
             let ball = counters[1] as usize;
             return Err(PopulationError::NotFinite {

@@ -22,6 +22,7 @@
 //! Drawing never changes the simulation: it reads the world (and the
 //! reactions the caller computed) and nothing else.
 
+pub mod ball_energy;
 pub mod balls;
 pub mod camera;
 pub mod headless;

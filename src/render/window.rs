@@ -52,6 +52,8 @@ use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{Key, NamedKey};
 use winit::window::{Window, WindowId};
 
+use super::ball_energy::{BallEnergyReader, kinetic_energy};
+use super::balls::HostBalls;
 use super::png::Offscreen;
 use super::tessellate::Vertex;
 use super::{BallStyle, Camera, Extras, GpuBalls, Renderer, Style, draw_list, overlay};
@@ -299,6 +301,8 @@ struct App {
     population_note: Option<String>,
     /// The population's GPU buffers, when it steps on the GPU backend.
     gpu_balls: Option<GpuBalls>,
+    /// The balls' kinetic energy on the GPU backend, read without waiting.
+    ball_energy: BallEnergyReader,
     /// The balls' colour scales, computed once per world.
     ball_style: Option<BallStyle>,
     recording: Option<Recording>,
@@ -338,6 +342,7 @@ impl App {
             demo,
             population_note: None,
             gpu_balls: None,
+            ball_energy: BallEnergyReader::new(),
             ball_style: None,
             recording: None,
             stats: FrameStats::default(),
@@ -395,6 +400,7 @@ impl App {
     /// cannot run is reported once (an error under `MX2D_REQUIRE_GPU=1`).
     fn attach_backend(&mut self, ctx: &Arc<GpuContext>) -> anyhow::Result<()> {
         self.gpu_balls = None;
+        self.ball_energy.clear();
         self.ball_style = self.world.population.as_ref().map(|p| BallStyle::for_population(p, self.style.ball_colour));
         let required = std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1");
         if self.options.backend != Backend::Gpu {
@@ -616,26 +622,17 @@ impl App {
     }
 
     /// Kinetic energy of the balls in the world, Σ ½ m v² + ½ I ω² (I = ½ m r²
-    /// for a solid disc), in f64 — `None` on the GPU backend, whose host
-    /// arrays are only refreshed by a readback, which a frame never waits on.
+    /// for a solid disc), in f64 ([`kinetic_energy`]). On the GPU backend the
+    /// host arrays are stale (a frame never waits on a readback): the value is
+    /// the last one [`BallEnergyReader`] brought back asynchronously, with
+    /// the simulated time it belongs to; `None` until the first arrives.
     fn balls_kinetic(&self) -> Option<f64> {
         let pop = self.world.population.as_ref()?;
         if self.gpu_balls.is_some() {
-            return None;
+            return self.ball_energy.latest().map(|(_, e)| e);
         }
-        let alive = |i: &usize| pop.state.get(*i) == Some(&crate::population::state::ALIVE);
-        Some(
-            (0..pop.len())
-                .filter(alive)
-                .map(|i| {
-                    let m = 1.0 / f64::from(pop.inv_mass[i]);
-                    let r = f64::from(pop.radius[i]);
-                    let (v, w) = (pop.velocity[i].as_dvec2(), f64::from(pop.omega[i]));
-                    0.5 * m * v.length_squared() + 0.25 * m * r * r * w * w
-                })
-                .filter(|e| e.is_finite())
-                .sum(),
-        )
+        let host = HostBalls::of(pop);
+        Some(kinetic_energy(&host.motion, &host.properties, &host.state))
     }
 
     fn cursor_world(&self) -> DVec2 {
@@ -672,9 +669,13 @@ impl App {
                 self.world.population_backend(),
                 self.style.ball_colour.name()
             ));
-            lines.push(match self.balls_kinetic() {
-                Some(e) => format!("balls' kinetic energy {e:.6e} J"),
-                None => "balls' kinetic energy: not read back on the GPU backend".into(),
+            lines.push(match (self.balls_kinetic(), self.gpu_balls.is_some()) {
+                (Some(e), false) => format!("balls' kinetic energy {e:.6e} J"),
+                (Some(e), true) => format!(
+                    "balls' kinetic energy {e:.6e} J at t = {:.3} s (read without waiting)",
+                    self.ball_energy.latest().map_or(0.0, |(t, _)| t)
+                ),
+                (None, _) => "balls' kinetic energy: first asynchronous read pending".into(),
             });
         }
         if let Some(note) = &self.population_note {
@@ -799,7 +800,14 @@ impl App {
         let ctx = gpu.renderer.context().clone();
         let mut encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("frame") });
         gpu.renderer.encode(&mut encoder, &view, self.style.background, &[]);
+        // The balls' energy on the GPU backend: the last copy polled (never
+        // waited for), a new copy recorded behind this frame once it is in.
+        if let Some(balls) = &self.gpu_balls {
+            self.ball_energy.poll(&ctx)?;
+            self.ball_energy.record_copy(&ctx, &mut encoder, balls, self.world.time())?;
+        }
         ctx.queue.submit([encoder.finish()]);
+        self.ball_energy.after_submit();
         gpu.window.pre_present_notify();
         ctx.queue.present(frame);
         ctx.check("render")?;
