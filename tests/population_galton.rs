@@ -253,9 +253,9 @@ fn report(label: &str, board: &Board) -> (f64, f64, f64, usize) {
 /// chi-square test at 1 % (the test can fail). 600 balls each: the
 /// standard error of the mean bin is √(var/600) ≈ 0.08 with var ≈ 3.8, so
 /// 0.32 is four of them; the tilt moves the mean by more than half a bin
-/// (measured: 6.03 level, 6.87 tilted; chi-square p = 3.6e-59 tilted, and
-/// 0.13 level — at 600 balls the test has too little power to see the
-/// level board's excess width, see the next test).
+/// (measured with main's solver at 6f293e4: 5.98 level, 6.93 tilted;
+/// chi-square p = 4e-60 tilted — and 3e-3 level: even 600 balls see the
+/// level board's excess width, variance 3.59, see the next test).
 /// Balls are counted out in the bins: at most 5 % may end elsewhere
 /// (a ball the hopper's next ball shoots out of the world), none on a
 /// divider.
@@ -277,7 +277,8 @@ fn galton_bins_are_centred_and_a_tilted_board_fails_chi_square() {
 /// The test: 10⁴ balls, Pearson's chi-square against
 /// Binomial(12, 1/2) at 1 % (bins with fewer than 5 expected merged).
 /// NOT YET PASSING: the board's histogram is centred but too wide
-/// (variance 3.38 against n/4 = 3, measured on 1,900 balls): successive
+/// (variance 3.38 against n/4 = 3, measured on 1,900 balls before the
+/// contact solver of 6f293e4; 3.59 on 600 balls after it): successive
 /// rows are correlated. Kept to be run by hand
 /// (`cargo test --release --test population_galton -- --ignored`; over
 /// 6 minutes on the loaded 2-core machine: every step visits the pending
