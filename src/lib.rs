@@ -61,7 +61,7 @@
 //! | inverse problems | inverse kinematics, joint torques, impulsive constraints | [`inverse`], [`world::World::impulsive_constraint`] |
 //! | broadphase | uniform grid (CPU twin + WGSL), sweep-and-prune | [`broadphase`], [`gpu`] |
 //! | contacts | narrowphase (circle, polygon clipping, any shape vs surfaces), time of impact on the integrator's trajectory, Newton impacts, Coulomb friction (static/kinetic) and rolling resistance by block PGS (graph-coloured, parallel colours), contact forces in the reactions file, materials with a mixing rule | [`contact`], [`solver::pgs`] |
-//! | population | balls from generators; contacts, restitution, friction, spin; surfaces and bodies as obstacles; CPU twin + WGSL | [`population`] |
+//! | population | balls from generators (random boxes without overlap); contacts, restitution, friction, spin; surfaces and bodies as obstacles; CPU twin + WGSL; binary snapshots (`--snapshot`) | [`population`], [`population::snapshot`] |
 //! | scenes and CLI | RON scenes with positioned errors, `--set` overrides, CSV/JSON outputs | [`scene`], [`run`], [`output`] |
 //! | pictures | wgpu renderer (SDF discs, tessellated shapes, surfaces, fields, joints, force arrows, trails; population balls straight from the GPU backend's buffers) to a winit window or PNG; default demo sized to the adapter; `--frames`; energy and bench plots with plotters | [`render`] |
 //!

@@ -91,6 +91,9 @@ struct RunArgs {
     /// Energy CSV (step,t,kinetic,potential,total,constraint_error).
     #[arg(long)]
     energy: Option<PathBuf>,
+    /// Binary population snapshot (little-endian f32 arrays per recorded step; README).
+    #[arg(long)]
+    snapshot: Option<PathBuf>,
     /// Record every K-th step.
     #[arg(long)]
     every: Option<u64>,
@@ -317,6 +320,7 @@ fn run(args: RunArgs) -> ExitCode {
         tolerance: args.tolerance,
         trace: args.trace,
         energy: args.energy,
+        snapshot: args.snapshot,
         every: args.every,
         summary: args.summary,
         reactions: args.reactions,
@@ -344,7 +348,7 @@ fn run(args: RunArgs) -> ExitCode {
             if recordable {
                 "no display"
             } else {
-                "--summary, --reactions, --contacts, --frames and --energy-plot are written headless"
+                "--summary, --reactions, --contacts, --snapshot, --frames and --energy-plot are written headless"
             }
         ));
     }

@@ -39,6 +39,9 @@ pub struct RunOptions {
     pub trace: Option<PathBuf>,
     /// Energy CSV path.
     pub energy: Option<PathBuf>,
+    /// Binary population snapshot path (`--snapshot`, see
+    /// [`crate::population::snapshot`]).
+    pub snapshot: Option<PathBuf>,
     /// Record every K-th step (and the last); default 1.
     pub every: Option<u64>,
     /// Summary JSON path.
@@ -182,6 +185,7 @@ pub fn check_distinct_outputs(options: &RunOptions) -> Result<(), String> {
         ("--energy", &options.energy),
         ("--reactions", &options.reactions),
         ("--summary", &options.summary),
+        ("--snapshot", &options.snapshot),
     ];
     let mut seen: Vec<(&str, PathBuf)> = Vec::new();
     for (flag, path) in outputs {
@@ -296,6 +300,11 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         energy: open(&options.energy, ENERGY_HEADER)?,
         reactions: open(&options.reactions, REACTIONS_HEADER)?,
         contacts: open(&options.contacts, crate::output::CONTACTS_HEADER)?,
+        snapshot: match (&options.snapshot, &world.population) {
+            (Some(p), Some(pop)) => Some(crate::population::snapshot::SnapshotWriter::create(p, pop.len())?),
+            (Some(p), None) => anyhow::bail!("--snapshot {}: the scene has no population to record", p.display()),
+            (None, _) => None,
+        },
         pictures: crate::render::headless::RunPictures::open(
             &world,
             &scene.file.name,
@@ -370,7 +379,9 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             break;
         }
         if k % every == 0 || k == steps {
-            if world.population.is_some() && (recorder.trace.is_some() || recorder.energy.is_some()) {
+            if world.population.is_some()
+                && (recorder.trace.is_some() || recorder.energy.is_some() || recorder.snapshot.is_some())
+            {
                 if let Err(e) = world.sync_population() {
                     error = Some(e.into());
                     break;
@@ -489,6 +500,8 @@ struct Recorder {
     energy: Option<CsvWriter>,
     reactions: Option<CsvWriter>,
     contacts: Option<CsvWriter>,
+    /// `--snapshot`: binary population frames.
+    snapshot: Option<crate::population::snapshot::SnapshotWriter>,
     /// `--frames` and `--energy-plot` (src/render/headless.rs).
     pictures: crate::render::headless::RunPictures,
 }
@@ -517,6 +530,9 @@ impl Recorder {
         if let Some(c) = &mut self.contacts {
             c.contact_rows(world)?;
         }
+        if let (Some(s), Some(pop)) = (&mut self.snapshot, &world.population) {
+            s.frame(world.step_count(), world.time(), pop)?;
+        }
         self.pictures.record(world)?;
         Ok(Ok(()))
     }
@@ -524,6 +540,9 @@ impl Recorder {
     fn flush(&mut self) -> std::io::Result<()> {
         for w in [&mut self.trace, &mut self.energy, &mut self.reactions, &mut self.contacts].into_iter().flatten() {
             w.flush()?;
+        }
+        if let Some(s) = &mut self.snapshot {
+            s.flush()?;
         }
         Ok(())
     }

@@ -76,7 +76,7 @@ fn two_balls_follow_seed_004_and_e_1_keeps_momentum_and_energy() {
             "Scene(name: \"two\", gravity: (0.0, 0.0), dt: 0.01,
                population: Population(radius: 1.0, radius_max: 2.0, density: 0.3183098861837907,
                  restitution: {e}, friction: 0.0, substeps: 4,
-                 spawn: [RandomBox(min: (0.0, 0.0), max: (0.0, 0.0), count: 2)],
+                 spawn: [Grid(origin: (0.0, 0.0), spacing: 10.0, count: 2)],
                  bounds: Rect(min: (-100.0, -100.0), max: (100.0, 100.0))))"
         );
         let mut pop = population(&text);

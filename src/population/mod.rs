@@ -73,6 +73,7 @@ pub mod contact;
 pub mod cpu;
 pub mod gpu;
 pub mod obstacle;
+pub mod snapshot;
 pub mod spawn;
 
 use glam::{DVec2, Vec2};
@@ -391,6 +392,9 @@ impl Population {
                         return Err(invalid(at("velocity"), "must be finite"));
                     }
                     nonneg(&at("velocity_jitter"), *velocity_jitter)?;
+                    // Hook for spawn.rs: balls of a random box must not overlap.
+                    let r_max = def.radius_max.unwrap_or(def.radius);
+                    spawn::check_random_box(*min, *max, s.count(), r_max).map_err(|m| invalid(at("count"), m))?;
                 }
                 SpawnDef::Emitter { position, velocity, width, rate, start, .. } => {
                     if !position.is_finite() || !velocity.is_finite() {

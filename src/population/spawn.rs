@@ -131,7 +131,12 @@ pub enum SpawnDef {
         #[serde(default)]
         seed: u64,
     },
-    /// Centres uniform at random in a rectangle (they may overlap at first).
+    /// Centres at random in a rectangle, no two balls overlapping: random
+    /// sequential placement (rejection on a grid hash, [`RANDOM_TRIES`]
+    /// tries per ball), or, when that jams, a hexagonal lattice of the
+    /// widest spacing that holds `count`, jittered and randomly thinned
+    /// (see [`random_box`]). A box that cannot hold `count` balls is refused
+    /// ([`check_random_box`]).
     RandomBox {
         /// Lower-left corner (m).
         min: DVec2,
@@ -280,10 +285,11 @@ pub fn generate(spawn: &SpawnDef, radius: (f64, Option<f64>), mut out: impl FnMu
         }
         SpawnDef::RandomBox { min, max, count, velocity, velocity_jitter, seed } => {
             let mut rng = SplitMix64::new(seed);
-            for _ in 0..count {
-                let position = DVec2::new(rng.range(min.x, max.x), rng.range(min.y, max.y));
+            let radii: Vec<f64> = (0..count).map(|_| draw_radius(&mut rng)).collect();
+            let r_max = radius.1.unwrap_or(radius.0).max(radius.0);
+            for (k, position) in random_box(min, max, &radii, r_max, &mut rng).into_iter().enumerate() {
                 let v = velocity + jitter(&mut rng, velocity_jitter);
-                out(NewBall { position, velocity: v, radius: draw_radius(&mut rng), release: 0.0 });
+                out(NewBall { position, velocity: v, radius: radii[k], release: 0.0 });
             }
         }
         SpawnDef::Emitter { position, velocity, width, rate, count, start, seed } => {
@@ -300,6 +306,130 @@ pub fn generate(spawn: &SpawnDef, radius: (f64, Option<f64>), mut out: impl FnMu
             }
         }
     }
+}
+
+/// Candidate positions tried per ball by random sequential placement before
+/// the generator falls back to the jittered lattice.
+pub const RANDOM_TRIES: u32 = 64;
+
+/// Density of the hexagonal packing of equal discs, π/(2√3): no packing of
+/// the plane is denser (Thue, Fejes Tóth).
+pub const HEXAGONAL_DENSITY: f64 = 0.906_899_682_117_108_9;
+
+/// Oler's bound (N. Oler, 1961): points at mutual distance ≥ 1 in a convex
+/// region of area A and perimeter P number at most (2/√3)·A + P/2 + 1.
+/// Centres of balls of radius r are at distance ≥ 2 r: scaled by 1/(2r),
+/// the centres' box W × H holds at most
+/// (2/√3)·W·H/(4 r²) + (W + H)/(2 r) + 1 balls.
+pub fn oler_bound(width: f64, height: f64, radius: f64) -> f64 {
+    let (w, h) = (width / (2.0 * radius), height / (2.0 * radius));
+    2.0 / 3f64.sqrt() * w * h + (w + h) + 1.0
+}
+
+/// Sites of a hexagonal lattice of spacing `s` in a `w` × `h` box (rows
+/// `s·√3/2` apart, odd rows shifted by `s/2`), as (columns of even rows,
+/// columns of odd rows, rows).
+fn lattice_shape(w: f64, h: f64, s: f64) -> (u64, u64, u64) {
+    let even = (w / s).floor() as u64 + 1;
+    let odd = if w >= 0.5 * s { ((w - 0.5 * s) / s).floor() as u64 + 1 } else { 0 };
+    let rows = (h / (s * 3f64.sqrt() / 2.0)).floor() as u64 + 1;
+    (even, odd, rows)
+}
+
+fn lattice_sites(w: f64, h: f64, s: f64) -> u64 {
+    let (even, odd, rows) = lattice_shape(w, h, s);
+    let rows_odd = rows / 2;
+    even.saturating_mul(rows - rows_odd).saturating_add(odd.saturating_mul(rows_odd))
+}
+
+/// Whether a random box can hold `count` balls of radius up to `r_max`
+/// without overlap: refused past Oler's bound (no arrangement exists) and
+/// past the hexagonal lattice of spacing 2 r_max that the generator falls
+/// back to (the error names both). Checked before anything is allocated.
+pub fn check_random_box(min: DVec2, max: DVec2, count: u64, r_max: f64) -> Result<(), String> {
+    let (w, h) = (max.x - min.x, max.y - min.y);
+    let bound = oler_bound(w, h, r_max);
+    let lattice = lattice_sites(w, h, 2.0 * r_max);
+    if (count as f64) > bound || count > lattice {
+        return Err(format!(
+            "{count} balls of radius {r_max} do not fit without overlap with their centres in the \
+             {w} × {h} m box: at most {lattice} on the hexagonal lattice of spacing 2 r that this \
+             generator uses, and no arrangement holds more than {} (Oler's packing bound \
+             (2/√3)·W·H/(2r)² + (W + H)/(2r) + 1); enlarge the box or lower the count",
+            bound.floor()
+        ));
+    }
+    Ok(())
+}
+
+/// Centres for a random box: no two balls overlap (`radii[i] + radii[j]`
+/// apart at least). Random sequential placement with a grid hash (cells of
+/// 2 r_max, the 3 × 3 cells around a candidate checked): up to
+/// [`RANDOM_TRIES`] uniform candidates per ball. Random placement jams near
+/// a covered fraction of 0.55, so when a ball finds no room the whole box is
+/// generated again as a hexagonal lattice: the widest spacing s ≥ 2 r_max
+/// that holds the count, every site jittered by up to (s − 2 r_max)/(2√2)
+/// per axis (so two sites stay ≥ 2 r_max apart), the sites used chosen at
+/// random (partial Fisher–Yates), so that the balls spread over the whole
+/// box. Deterministic for a seed. The caller checked the box with
+/// [`check_random_box`].
+pub fn random_box(min: DVec2, max: DVec2, radii: &[f64], r_max: f64, rng: &mut SplitMix64) -> Vec<DVec2> {
+    let n = radii.len();
+    let mut placed: Vec<DVec2> = Vec::with_capacity(n);
+    let cell = (2.0 * r_max).max(f64::MIN_POSITIVE);
+    let key = |p: DVec2| (((p.x - min.x) / cell).floor() as i64, ((p.y - min.y) / cell).floor() as i64);
+    let mut grid: std::collections::HashMap<(i64, i64), Vec<u32>> = std::collections::HashMap::with_capacity(n);
+    'balls: for (i, &r) in radii.iter().enumerate() {
+        for _ in 0..RANDOM_TRIES {
+            let p = DVec2::new(rng.range(min.x, max.x), rng.range(min.y, max.y));
+            let (cx, cy) = key(p);
+            let free = (cy - 1..=cy + 1).all(|y| {
+                (cx - 1..=cx + 1).all(|x| {
+                    grid.get(&(x, y)).is_none_or(|list| {
+                        list.iter().all(|&j| placed[j as usize].distance_squared(p) >= (r + radii[j as usize]).powi(2))
+                    })
+                })
+            });
+            if free {
+                grid.entry((cx, cy)).or_default().push(i as u32);
+                placed.push(p);
+                continue 'balls;
+            }
+        }
+        return jittered_lattice(min, max, n, r_max, rng);
+    }
+    placed
+}
+
+fn jittered_lattice(min: DVec2, max: DVec2, n: usize, r_max: f64, rng: &mut SplitMix64) -> Vec<DVec2> {
+    let (w, h) = (max.x - min.x, max.y - min.y);
+    // Widest spacing that still holds n sites (bisection; sites(s) falls
+    // as s grows).
+    let (mut lo, mut hi) = (2.0 * r_max, 2.0 * r_max + w.max(h) + 1.0);
+    for _ in 0..100 {
+        let mid = 0.5 * (lo + hi);
+        if lattice_sites(w, h, mid) >= n as u64 { lo = mid } else { hi = mid }
+    }
+    let s = lo;
+    let (even, odd, rows) = lattice_shape(w, h, s);
+    let dy = s * 3f64.sqrt() / 2.0;
+    let mut sites: Vec<DVec2> = Vec::with_capacity(lattice_sites(w, h, s) as usize);
+    for row in 0..rows {
+        let (cols, shift) = if row % 2 == 0 { (even, 0.0) } else { (odd, 0.5 * s) };
+        for col in 0..cols {
+            sites.push(min + DVec2::new(shift + col as f64 * s, row as f64 * dy));
+        }
+    }
+    let amplitude = (s - 2.0 * r_max) / (2.0 * std::f64::consts::SQRT_2);
+    (0..n)
+        .map(|k| {
+            let last = sites.len() - 1;
+            let pick = k + (rng.unit() * (sites.len() - k) as f64) as usize;
+            sites.swap(k, pick.min(last));
+            let p = sites[k] + DVec2::new(rng.range(-amplitude, amplitude), rng.range(-amplitude, amplitude));
+            p.clamp(min, max)
+        })
+        .collect()
 }
 
 /// Converts a rectangle to f32 corners.

@@ -129,6 +129,7 @@ pub const NO_DISPLAY: &str = "mx2d: no display (neither DISPLAY nor WAYLAND_DISP
 /// `--energy`) and none that only a headless run writes.
 pub fn can_record(options: &RunOptions) -> bool {
     options.summary.is_none()
+        && options.snapshot.is_none()
         && options.reactions.is_none()
         && options.contacts.is_none()
         && options.frames.is_none()
