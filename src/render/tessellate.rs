@@ -434,6 +434,16 @@ fn surface(
             b.quad(foot - t, foot + t, foot + t - n * reach, foot - t - n * reach, style.surface_fill);
             b.segment(foot - t, foot + t, 2.0 * style.line_px, style.surface);
         }
+        SurfaceGeometry::Polyline { points } if closed_clockwise(points) => {
+            // A closed outline travelled clockwise has its solid side inside
+            // (on the right): fill the polygon itself, not a band the depth
+            // of the view behind each edge (which would cross the picture).
+            let outline = &points[..points.len() - 1];
+            for [i, j, k] in triangulate(outline) {
+                b.tri(outline[i], outline[j], outline[k], style.surface_fill);
+            }
+            b.polyline(points, false, 2.0 * style.line_px, style.surface);
+        }
         SurfaceGeometry::Polyline { points } => {
             for w in points.windows(2) {
                 let d = w[1] - w[0];
@@ -463,6 +473,54 @@ fn surface(
             b.polyline(&outline, true, 2.0 * style.line_px, style.surface);
         }
     }
+}
+
+/// Twice the signed area of a closed outline (positive counter-clockwise).
+fn doubled_area(outline: &[DVec2]) -> f64 {
+    (0..outline.len()).map(|i| outline[i].perp_dot(outline[(i + 1) % outline.len()])).sum()
+}
+
+/// Whether a polyline is closed (last point = first, at least a triangle)
+/// and travelled clockwise.
+fn closed_clockwise(points: &[DVec2]) -> bool {
+    points.len() >= 4 && points.first() == points.last() && doubled_area(&points[..points.len() - 1]) < 0.0
+}
+
+/// Triangles covering a simple polygon (either orientation, no repeated
+/// closing point) by ear clipping, O(n²): enough for scene outlines of tens
+/// of points. A degenerate or self-intersecting outline yields the ears
+/// found before no ear is left (never a panic, never a loop without end).
+pub fn triangulate(outline: &[DVec2]) -> Vec<[usize; 3]> {
+    let sign = if doubled_area(outline) < 0.0 { -1.0 } else { 1.0 };
+    let mut left: Vec<usize> = (0..outline.len()).collect();
+    let mut triangles = Vec::with_capacity(outline.len().saturating_sub(2));
+    while left.len() > 3 {
+        let n = left.len();
+        let ear = (0..n).find(|&e| {
+            let (i, j, k) = (left[(e + n - 1) % n], left[e], left[(e + 1) % n]);
+            let (a, b, c) = (outline[i], outline[j], outline[k]);
+            // Convex corner in the polygon's own orientation …
+            if sign * (b - a).perp_dot(c - b) <= 0.0 {
+                return false;
+            }
+            // … with no other remaining vertex inside the triangle.
+            left.iter().all(|&m| {
+                if m == i || m == j || m == k {
+                    return true;
+                }
+                let p = outline[m];
+                let inside = |u: DVec2, w: DVec2| sign * (w - u).perp_dot(p - u) > 0.0;
+                !(inside(a, b) && inside(b, c) && inside(c, a))
+            })
+        });
+        let Some(e) = ear else { break };
+        triangles.push([left[(e + n - 1) % n], left[e], left[(e + 1) % n]]);
+        left.remove(e);
+    }
+    if let [i, j, k] = left[..] {
+        triangles.push([i, j, k]);
+    }
+    triangles
 }
 
 /// A population's container walls (the static obstacles that are not one of
@@ -500,5 +558,45 @@ fn population_walls(
     if lo.is_finite() && hi.is_finite() {
         let frame = [lo, DVec2::new(hi.x, lo.y), hi, DVec2::new(lo.x, hi.y)];
         b.polyline(&frame, true, 1.0, style.bounds);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Ear clipping covers the polygon exactly: the triangles' areas sum to
+    /// the polygon's (1e-12 relative: a few roundings per triangle) and every
+    /// triangle has the polygon's orientation, for a convex pentagon, an
+    /// L-shaped (non-convex) outline, both orientations; a clockwise closed
+    /// polyline is recognised, an open or counter-clockwise one is not.
+    #[test]
+    fn triangulation_covers_convex_and_concave_outlines() {
+        let pentagon: Vec<DVec2> =
+            (0..5).map(|i| DVec2::from_angle(f64::from(i) * std::f64::consts::TAU / 5.0)).collect();
+        let l_shape: Vec<DVec2> = [(0.0, 0.0), (2.0, 0.0), (2.0, 1.0), (1.0, 1.0), (1.0, 3.0), (0.0, 3.0)]
+            .into_iter()
+            .map(|(x, y)| DVec2::new(x, y))
+            .collect();
+        let reversed = |v: &[DVec2]| v.iter().rev().copied().collect::<Vec<_>>();
+        for outline in [pentagon.clone(), l_shape.clone(), reversed(&pentagon), reversed(&l_shape)] {
+            let area = 0.5 * doubled_area(&outline);
+            let triangles = triangulate(&outline);
+            assert_eq!(triangles.len(), outline.len() - 2);
+            let sum: f64 = triangles
+                .iter()
+                .map(|&[i, j, k]| {
+                    let t = 0.5 * (outline[j] - outline[i]).perp_dot(outline[k] - outline[i]);
+                    assert!(t * area > 0.0, "a triangle against the outline's orientation");
+                    t
+                })
+                .sum();
+            assert!((sum - area).abs() <= 1e-12 * area.abs(), "{sum} vs {area}");
+        }
+        let mut closed_cw = reversed(&l_shape);
+        closed_cw.push(closed_cw[0]);
+        assert!(closed_clockwise(&closed_cw));
+        assert!(!closed_clockwise(&closed_cw[..closed_cw.len() - 1]));
+        assert!(!closed_clockwise(&reversed(&closed_cw)));
     }
 }
