@@ -52,14 +52,17 @@ use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{Key, NamedKey};
 use winit::window::{Window, WindowId};
 
-use super::ball_energy::{BallEnergyReader, kinetic_energy};
-use super::balls::HostBalls;
+use super::ball_energy::BallEnergyReader;
+mod hud;
+mod recording;
+
+use recording::Recording;
+
 use super::png::Offscreen;
-use super::tessellate::Vertex;
 use super::{BallStyle, Camera, Extras, GpuBalls, Renderer, Style, draw_list, overlay};
 use crate::gpu::GpuContext;
 use crate::load::{Anchor, Load};
-use crate::output::{CsvWriter, ENERGY_HEADER, TRACE_HEADER, report};
+use crate::output::report;
 use crate::population::gpu::GpuPopulation;
 use crate::run::{Backend, RunOptions};
 use crate::scene::Scene;
@@ -67,7 +70,7 @@ use crate::world::World;
 
 /// The scene of `mx2d` with no arguments: DESIGN.md's balls_box, balls
 /// thrown into a box, resized to the adapter ([`demo_size`]).
-pub const DEMO_SCENE: &str = include_str!("../../scenes/balls_box.ron");
+pub const DEMO_SCENE: &str = include_str!("../../../scenes/balls_box.ron");
 
 /// Balls of the default demo on a real GPU (population on the GPU backend).
 pub const DEMO_BALLS_GPU: u64 = 1_000_000;
@@ -165,80 +168,6 @@ pub fn run_demo() -> anyhow::Result<()> {
     let mut app = App::new(scene, world, (1024, 768), test, RunOptions::default(), true);
     event_loop.run_app(&mut app).map_err(|e| anyhow::anyhow!("window: {e}"))?;
     app.finish()
-}
-
-/// The files a windowed run writes, as `mx2d run --headless` writes them.
-struct Recording {
-    trace: Option<CsvWriter>,
-    energy: Option<CsvWriter>,
-    every: u64,
-    /// The run's step count.
-    steps: u64,
-    /// Step of the last rows written.
-    last_recorded: Option<u64>,
-    done: bool,
-}
-
-impl Recording {
-    /// `None` when nothing is to be written.
-    fn open(scene: &Scene, options: &RunOptions) -> anyhow::Result<Option<Self>> {
-        if options.trace.is_none() && options.energy.is_none() {
-            return Ok(None);
-        }
-        let steps = crate::run::planned_steps(scene, options).map_err(anyhow::Error::msg)?;
-        crate::run::check_distinct_outputs(options).map_err(anyhow::Error::msg)?;
-        let open = |p: &Option<PathBuf>, header: &str| -> anyhow::Result<Option<CsvWriter>> {
-            Ok(p.as_ref().map(|p| CsvWriter::create(p, header)).transpose()?)
-        };
-        Ok(Some(Self {
-            trace: open(&options.trace, TRACE_HEADER)?,
-            energy: open(&options.energy, ENERGY_HEADER)?,
-            every: options.every.unwrap_or(1).max(1),
-            steps,
-            last_recorded: None,
-            done: false,
-        }))
-    }
-
-    /// Writes the rows of the world's current step (reading the balls back
-    /// from the GPU backend first: only at recorded steps).
-    fn record(&mut self, world: &mut World) -> anyhow::Result<()> {
-        if world.population.is_some() {
-            world.sync_population()?;
-        }
-        if let Some(t) = &mut self.trace {
-            t.trace_rows(world)?;
-        }
-        if let Some(e) = &mut self.energy {
-            let error = world.constraint_error();
-            e.energy_row(world, error)?;
-        }
-        self.last_recorded = Some(world.step_count());
-        Ok(())
-    }
-
-    /// After a step: record it when it is a recorded one; the last ends the run.
-    fn stepped(&mut self, world: &mut World) -> anyhow::Result<()> {
-        let k = world.step_count();
-        if k.is_multiple_of(self.every) || k >= self.steps {
-            self.record(world)?;
-        }
-        if k >= self.steps {
-            self.done = true;
-        }
-        Ok(())
-    }
-
-    /// At exit: the last step taken, if not written yet, then flush.
-    fn close(&mut self, world: &mut World) -> anyhow::Result<()> {
-        if self.last_recorded != Some(world.step_count()) {
-            self.record(world)?;
-        }
-        for w in [&mut self.trace, &mut self.energy].into_iter().flatten() {
-            w.flush()?;
-        }
-        Ok(())
-    }
 }
 
 /// Frame time totals, reported at exit.
@@ -621,140 +550,8 @@ impl App {
         self.stats.simulate_ms += self.simulate_ms;
     }
 
-    /// Kinetic energy of the balls in the world, Σ ½ m v² + ½ I ω² (I = ½ m r²
-    /// for a solid disc), in f64 ([`kinetic_energy`]). On the GPU backend the
-    /// host arrays are stale (a frame never waits on a readback): the value is
-    /// the last one [`BallEnergyReader`] brought back asynchronously, with
-    /// the simulated time it belongs to; `None` until the first arrives.
-    fn balls_kinetic(&self) -> Option<f64> {
-        let pop = self.world.population.as_ref()?;
-        if self.gpu_balls.is_some() {
-            return self.ball_energy.latest().map(|(_, e)| e);
-        }
-        let host = HostBalls::of(pop);
-        Some(kinetic_energy(&host.motion, &host.properties, &host.state))
-    }
-
     fn cursor_world(&self) -> DVec2 {
         self.camera.world_at(self.cursor.0, self.cursor.1, self.size.0, self.size.1)
-    }
-
-    fn overlay_lines(&self) -> Vec<String> {
-        let steps: u64 = self.steps_window.iter().map(|(_, n)| n).sum();
-        let adapter = self.gpu.as_ref().map_or("-".to_string(), |g| g.renderer.context().adapter_name().to_string());
-        let mut lines = vec![
-            format!(
-                "{}  t = {:.3} s  x{}{}",
-                self.scene.file.name,
-                self.world.time(),
-                self.speed,
-                if self.paused { "  [paused]" } else { "" }
-            ),
-            format!(
-                "{steps} steps/s   frame {:.1} ms (simulate {:.1}, draw {:.1})",
-                self.frame_ms, self.simulate_ms, self.draw_ms
-            ),
-            format!(
-                "N = {} bodies, {} balls   E = {:.6e} J (bodies)",
-                self.world.bodies.len(),
-                self.world.population.as_ref().map_or(0, |p| p.position.len()),
-                self.world.energy().total
-            ),
-            format!("fields on {}   draw on {adapter}", self.world.field_backend()),
-        ];
-        if self.world.population.is_some() {
-            let source = if self.gpu_balls.is_some() { "its GPU buffers" } else { "the host" };
-            lines.push(format!(
-                "balls on {}, drawn from {source}, colour = {} (C)",
-                self.world.population_backend(),
-                self.style.ball_colour.name()
-            ));
-            lines.push(match (self.balls_kinetic(), self.gpu_balls.is_some()) {
-                (Some(e), false) => format!("balls' kinetic energy {e:.6e} J"),
-                (Some(e), true) => format!(
-                    "balls' kinetic energy {e:.6e} J at t = {:.3} s (read without waiting)",
-                    self.ball_energy.latest().map_or(0.0, |(t, _)| t)
-                ),
-                (None, _) => "balls' kinetic energy: first asynchronous read pending".into(),
-            });
-        }
-        if let Some(note) = &self.population_note {
-            lines.push(note.clone());
-        }
-        if let Some(rec) = &self.recording {
-            lines.push(if rec.done {
-                format!("recorded {} steps: done", rec.steps)
-            } else {
-                format!("recording step {} of {}", self.world.step_count(), rec.steps)
-            });
-        }
-        if let Some(h) = &self.halted {
-            lines.push(format!("stopped: {h}").chars().take(100).collect());
-        }
-        if self.help {
-            lines.push(String::new());
-            lines.extend(HELP.iter().map(|s| s.to_string()));
-        } else {
-            lines.push("H: help".into());
-        }
-        lines
-    }
-
-    /// The energy graph, bottom right, as mesh triangles in world units.
-    fn energy_graph(&self, out: &mut Vec<Vertex>) {
-        if self.energy.len() < 2 {
-            return;
-        }
-        let (w, h) = (f64::from(self.size.0), f64::from(self.size.1));
-        let (gw, gh) = ((0.35 * w).min(420.0), (0.25 * h).min(200.0));
-        let (x0, y0) = (w - gw - 10.0, h - gh - 10.0);
-        let to_world = |px: f64, py: f64| self.camera.world_at(px, py, self.size.0, self.size.1);
-        let px = 1.0 / self.camera.pixels_per_metre;
-        let push_quad = |out: &mut Vec<Vertex>, a: DVec2, b: DVec2, c: DVec2, d: DVec2, color: u32| {
-            for p in [a, b, c, a, c, d] {
-                out.push(Vertex { position: [p.x as f32, p.y as f32], color });
-            }
-        };
-        push_quad(
-            out,
-            to_world(x0, y0),
-            to_world(x0 + gw, y0),
-            to_world(x0 + gw, y0 + gh),
-            to_world(x0, y0 + gh),
-            super::rgba(255, 255, 255, 220),
-        );
-        let (lo, hi) = self
-            .energy
-            .iter()
-            .flat_map(|e| [e.1, e.2, e.3, e.4])
-            .filter(|v| v.is_finite())
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| (l.min(v), h.max(v)));
-        let span = (hi - lo).max(1e-12);
-        let (t0, t1) = (self.energy.front().map_or(0.0, |e| e.0), self.energy.back().map_or(1.0, |e| e.0));
-        let tspan = (t1 - t0).max(1e-12);
-        // Bodies' total, kinetic, potential; the balls' kinetic (teal).
-        let colours = [
-            super::rgba(0, 0, 0, 255),
-            super::rgba(66, 133, 244, 255),
-            super::rgba(234, 67, 53, 255),
-            super::rgba(0, 150, 170, 255),
-        ];
-        for (k, colour) in colours.iter().enumerate() {
-            let point = |e: &(f64, f64, f64, f64, f64)| {
-                let v = [e.1, e.2, e.3, e.4][k];
-                v.is_finite().then(|| {
-                    to_world(x0 + 6.0 + (gw - 12.0) * (e.0 - t0) / tspan, y0 + gh - 6.0 - (gh - 12.0) * (v - lo) / span)
-                })
-            };
-            let pts: Vec<DVec2> = self.energy.iter().filter_map(point).collect();
-            for s in pts.windows(2) {
-                let d = s[1] - s[0];
-                if d.length_squared() > 0.0 {
-                    let n = d.normalize().perp() * (0.75 * px);
-                    push_quad(out, s[0] - n, s[1] - n, s[1] + n, s[0] + n, *colour);
-                }
-            }
-        }
     }
 
     /// What the window shows now: the draw list (with the toggled extras)
