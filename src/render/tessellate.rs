@@ -197,11 +197,38 @@ impl Builder<'_> {
     }
 
     fn polyline(&mut self, points: &[DVec2], closed: bool, width_px: f64, color: u32) {
+        if closed && points.len() > 2 {
+            self.ring(points, width_px, color);
+            return;
+        }
         for w in points.windows(2) {
             self.segment(w[0], w[1], width_px, color);
         }
-        if closed && points.len() > 2 {
-            self.segment(points[points.len() - 1], points[0], width_px, color);
+    }
+
+    /// A closed outline as one strip with mitred joins: separate segment
+    /// quads would stick their corners out at every vertex, a toothed rim
+    /// on small round outlines. Miters are capped at twice the half-width
+    /// (a corner sharper than 60° is bevelled short instead of spiking).
+    fn ring(&mut self, outline: &[DVec2], width_px: f64, color: u32) {
+        let n = outline.len();
+        let half = 0.5 * width_px * self.px;
+        let edge_normal = |i: usize| (outline[(i + 1) % n] - outline[i]).normalize_or_zero().perp();
+        let offsets: Vec<DVec2> = (0..n)
+            .map(|i| {
+                let (before, after) = (edge_normal((i + n - 1) % n), edge_normal(i));
+                let bisector = (before + after).normalize_or_zero();
+                let cos = bisector.dot(after);
+                if bisector == DVec2::ZERO || cos <= 0.5 { after * half } else { bisector * (half / cos) }
+            })
+            .collect();
+        if !offsets.iter().chain(outline).all(|p| p.is_finite()) {
+            return;
+        }
+        for i in 0..n {
+            let j = (i + 1) % n;
+            let (p, q) = (outline[i], outline[j]);
+            self.quad(p - offsets[i], q - offsets[j], q + offsets[j], p + offsets[i], color);
         }
     }
 
@@ -458,7 +485,18 @@ fn surface(
         SurfaceGeometry::Circle { center, inside, .. }
         | SurfaceGeometry::Ellipse { center, inside, .. }
         | SurfaceGeometry::Superellipse { center, inside, .. } => {
-            let mut outline = geometry.outline(128, reach);
+            // About 3 px per edge, 16 to 128 edges: tiny edges under a line
+            // several pixels wide leave a jagged rim (the pegs of galton).
+            let size = match geometry {
+                SurfaceGeometry::Circle { radius, .. } => *radius,
+                SurfaceGeometry::Ellipse { a, b: semi_b, .. } | SurfaceGeometry::Superellipse { a, b: semi_b, .. } => {
+                    a.max(*semi_b)
+                }
+                _ => 0.0,
+            };
+            let rim_px = std::f64::consts::TAU * size / b.px;
+            let segments = if rim_px.is_finite() { (rim_px / 3.0).ceil().clamp(16.0, 128.0) as usize } else { 128 };
+            let mut outline = geometry.outline(segments, reach);
             outline.pop(); // the outline repeats its first point
             if *inside {
                 // Solid outside: a band around the curve.
@@ -598,5 +636,37 @@ mod tests {
         assert!(closed_clockwise(&closed_cw));
         assert!(!closed_clockwise(&closed_cw[..closed_cw.len() - 1]));
         assert!(!closed_clockwise(&reversed(&closed_cw)));
+    }
+
+    /// A closed outline's ring has mitred joins: for a regular 16-gon of
+    /// radius 10 px drawn 3 px wide, every vertex of the strip lies on the
+    /// offset polygons (radius 10 ± 1.5/cos(π/16), to 1e-5 px: f32 vertices),
+    /// none sticks out as segment quads' corners did; a 90° corner is
+    /// mitred (√2 · half-width), a 20° spike bevelled (no vertex past
+    /// twice the half-width).
+    #[test]
+    fn closed_outlines_are_drawn_with_mitred_joins() {
+        let mut out = Vec::new();
+        let mut b = Builder { out: &mut out, px: 1.0 };
+        let n = 16;
+        let polygon: Vec<DVec2> =
+            (0..n).map(|i| DVec2::from_angle(std::f64::consts::TAU * i as f64 / n as f64) * 10.0).collect();
+        b.polyline(&polygon, true, 3.0, 0);
+        assert_eq!(out.len(), 6 * n);
+        let miter = 1.5 / (std::f64::consts::PI / n as f64).cos();
+        for v in &out {
+            let r = DVec2::new(f64::from(v.position[0]), f64::from(v.position[1])).length();
+            let off = (r - 10.0).abs();
+            assert!((off - miter).abs() < 1e-5, "vertex at radius {r}");
+        }
+        let mut out = Vec::new();
+        let mut b = Builder { out: &mut out, px: 1.0 };
+        let spike = [DVec2::new(0.0, 0.0), DVec2::new(10.0, 0.0), DVec2::new(10.0, 10.0), DVec2::new(0.0, 0.4)];
+        b.polyline(&spike, true, 2.0, 0);
+        for v in &out {
+            let p = DVec2::new(f64::from(v.position[0]), f64::from(v.position[1]));
+            let nearest = spike.iter().map(|c| (p - *c).length()).fold(f64::INFINITY, f64::min);
+            assert!(nearest <= 2.0 * 1.0 + 1e-6, "a vertex {nearest} from its corner");
+        }
     }
 }
