@@ -294,15 +294,3 @@ fn galton_histogram_passes_chi_square_against_binomial() {
     assert!(board.lost <= 500, "{} of 10^4 balls not in a bin", board.lost);
     assert!(p >= 0.01, "chi-square p = {p} with {dof} degrees of freedom: not Binomial(n, 1/2) at 1 %");
 }
-
-/// Exploration: `GALTON_SCENE=/tmp/board.ron GALTON_SETS="population.count=2000;gravity=(0.2,-9.81)"`.
-#[test]
-#[ignore = "exploration harness"]
-fn galton_explore() {
-    let sets = std::env::var("GALTON_SETS").unwrap_or_default();
-    let sets: Vec<&str> = sets.split(';').filter(|s| !s.is_empty()).collect();
-    let path = std::env::var("GALTON_SCENE").unwrap_or_else(|_| GALTON.to_string());
-    let t = std::time::Instant::now();
-    let board = run_board(&path, &sets);
-    report(&format!("{sets:?} in {:?}", t.elapsed()), &board);
-}
