@@ -9,32 +9,10 @@
 //! 2 and 4 degrees of freedom; the critical value is found by bisection on
 //! that tail — no quantile table.
 
+use mx2d::math::ln_gamma;
 use mx2d::population::state;
 use mx2d::scene::Scene;
 use mx2d::surface::SurfaceGeometry;
-
-/// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9; relative error < 1e-15).
-fn ln_gamma(x: f64) -> f64 {
-    const G: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        // Reflection: Γ(x) Γ(1 − x) = π / sin(π x).
-        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let t = x + 7.5;
-    let sum = G[1..].iter().enumerate().fold(G[0], |s, (k, g)| s + g / (x + k as f64 + 1.0));
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + sum.ln()
-}
 
 /// Regularized upper incomplete gamma Q(a, x) = Γ(a, x) / Γ(a).
 fn gamma_q(a: f64, x: f64) -> f64 {

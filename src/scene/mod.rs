@@ -473,12 +473,7 @@ impl Scene {
         let f = &self.file;
         let mut named: Vec<(&str, Material)> = Vec::new();
         for (i, m) in f.materials.iter().enumerate() {
-            let material = Material {
-                friction: m.friction,
-                kinetic_friction: m.kinetic_friction,
-                restitution: m.restitution,
-                rolling_resistance: m.rolling_resistance,
-            };
+            let material = m.material();
             material.validate().map_err(|e| self.error_at(&format!("materials[{i}]"), e))?;
             if named.iter().any(|(n, _)| *n == m.name) {
                 return Err(
@@ -561,21 +556,7 @@ impl Scene {
         for (k, s) in d.shapes.iter().enumerate() {
             s.validate().map_err(|m| self.error_at(&format!("drops[{i}].shapes[{k}]"), m))?;
         }
-        let material = match &d.material {
-            None => crate::contact::Material::default(),
-            Some(name) => self
-                .file
-                .materials
-                .iter()
-                .find(|m| &m.name == name)
-                .map(|m| crate::contact::Material {
-                    friction: m.friction,
-                    kinetic_friction: m.kinetic_friction,
-                    restitution: m.restitution,
-                    rolling_resistance: m.rolling_resistance,
-                })
-                .ok_or_else(|| self.error_at(&at("material"), format!("unknown material '{name}'")))?,
-        };
+        let material = self.named_material(d.material.as_deref(), &at("material"))?;
         let n = world.bodies.len();
         world.contacts.settings.body_materials.resize(n, crate::contact::Material::default());
         for k in 0..d.count {
@@ -592,6 +573,18 @@ impl Scene {
         Ok(())
     }
 
+    /// The contact material a generator names (`None`: the default),
+    /// refused at `field` when the scene declares no material of that name.
+    fn named_material(&self, name: Option<&str>, field: &str) -> Result<crate::contact::Material, SceneError> {
+        let Some(name) = name else { return Ok(crate::contact::Material::default()) };
+        self.file
+            .materials
+            .iter()
+            .find(|m| m.name == name)
+            .map(schema::MaterialDef::material)
+            .ok_or_else(|| self.error_at(field, format!("unknown material '{name}'")))
+    }
+
     fn build_pile(&self, world: &mut World, i: usize, p: &schema::PileDef) -> Result<(), SceneError> {
         let at = |field: &str| format!("piles[{i}].{field}");
         const MAX_ROWS: usize = 2000;
@@ -603,21 +596,7 @@ impl Scene {
                 return Err(self.error_at(&at(name), format!("{name} must be positive and finite, got {v}")));
             }
         }
-        let material = match &p.material {
-            None => crate::contact::Material::default(),
-            Some(name) => self
-                .file
-                .materials
-                .iter()
-                .find(|m| &m.name == name)
-                .map(|m| crate::contact::Material {
-                    friction: m.friction,
-                    kinetic_friction: m.kinetic_friction,
-                    restitution: m.restitution,
-                    rolling_resistance: m.rolling_resistance,
-                })
-                .ok_or_else(|| self.error_at(&at("material"), format!("unknown material '{name}'")))?,
-        };
+        let material = self.named_material(p.material.as_deref(), &at("material"))?;
         let h = p.half_extent;
         let materials = &mut world.contacts.settings.body_materials;
         materials.resize(world.bodies.len(), crate::contact::Material::default());

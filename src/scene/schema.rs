@@ -203,6 +203,18 @@ pub struct MaterialDef {
     pub rolling_resistance: f64,
 }
 
+impl MaterialDef {
+    /// The contact material these coefficients describe (not yet validated).
+    pub fn material(&self) -> crate::contact::Material {
+        crate::contact::Material {
+            friction: self.friction,
+            kinetic_friction: self.kinetic_friction,
+            restitution: self.restitution,
+            rolling_resistance: self.rolling_resistance,
+        }
+    }
+}
+
 /// How constraint drift is corrected.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename = "Stabilization")]
