@@ -41,3 +41,38 @@ fn falloff_factor(falloff: u32, d: f32) -> f32 {
     }
 }
 
+// The force of field `f` on a body or ball at `p` moving at `v` (the twins:
+// src/field.rs, src/population/cpu.rs field_force): kind 0 uniform, 1 radial,
+// 2 vortex, 3 drag; flag 1 scales by the mass, flag 2 the drag by the radius.
+fn field_force(f: Field, p: vec2<f32>, v: vec2<f32>, mass: f32, radius: f32) -> vec2<f32> {
+    if !region_contains(f, p) {
+        return vec2<f32>(0.0);
+    }
+    let scale = select(1.0, mass, (f.flags & 1u) != 0u);
+    switch f.kind {
+        case 0u: {
+            return f.params.xy * scale;
+        }
+        case 1u, 2u: {
+            // Softened distance; direction r/d (zero at the centre).
+            let r = p - f.params.xy;
+            let softening = f.params.w;
+            let d = sqrt(dot(r, r) + softening * softening);
+            if d <= 0.0 {
+                return vec2<f32>(0.0);
+            }
+            let dir = r / d;
+            let magnitude = f.params.z * falloff_factor(f.falloff, d) * scale;
+            if f.kind == 1u {
+                return dir * magnitude;
+            }
+            return vec2<f32>(-dir.y, dir.x) * magnitude;
+        }
+        case 3u: {
+            return -v * (f.params.x * select(1.0, radius, (f.flags & 2u) != 0u));
+        }
+        default: {
+            return vec2<f32>(0.0);
+        }
+    }
+}

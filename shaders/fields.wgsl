@@ -16,7 +16,7 @@ struct Body {
 // region_kind: 0 everywhere, 1 rect (min.xy, max.xy), 2 circle (center.xy, radius),
 //              3 half-plane (point.xy, normal.xy)
 // params: uniform (force.xy); radial/vortex (center.xy, strength, softening); drag (k)
-// struct Field, region_contains, falloff_factor: shaders/field_common.wgsl
+// struct Field, region_contains, falloff_factor, field_force: shaders/field_common.wgsl
 // (prepended when the module is built).
 
 struct Params {
@@ -30,40 +30,6 @@ struct Params {
 @group(0) @binding(1) var<storage, read> fields: array<Field>;
 @group(0) @binding(2) var<storage, read> bodies: array<Body>;
 @group(0) @binding(3) var<storage, read_write> forces: array<vec2<f32>>;
-
-fn field_force(f: Field, b: Body) -> vec2<f32> {
-    if !region_contains(f, b.position) {
-        return vec2<f32>(0.0);
-    }
-    let scale = select(1.0, b.mass, (f.flags & 1u) != 0u);
-    switch f.kind {
-        case 0u: {
-            return f.params.xy * scale;
-        }
-        case 1u, 2u: {
-            // Softened distance; direction r/d (zero at the centre).
-            let r = b.position - f.params.xy;
-            let softening = f.params.w;
-            let d = sqrt(dot(r, r) + softening * softening);
-            if d <= 0.0 {
-                return vec2<f32>(0.0);
-            }
-            let dir = r / d;
-            let magnitude = f.params.z * falloff_factor(f.falloff, d) * scale;
-            if f.kind == 1u {
-                return dir * magnitude;
-            }
-            return vec2<f32>(-dir.y, dir.x) * magnitude;
-        }
-        case 3u: {
-            let k = f.params.x * select(1.0, b.radius, (f.flags & 2u) != 0u);
-            return -b.velocity * k;
-        }
-        default: {
-            return vec2<f32>(0.0);
-        }
-    }
-}
 
 @compute @workgroup_size(256)
 fn field_forces(
@@ -79,7 +45,7 @@ fn field_forces(
     let body = bodies[i];
     var total = vec2<f32>(0.0);
     for (var k = 0u; k < params.field_count; k++) {
-        total += field_force(fields[k], body);
+        total += field_force(fields[k], body.position, body.velocity, body.mass, body.radius);
     }
     forces[i] = total;
 }

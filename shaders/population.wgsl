@@ -98,39 +98,6 @@ fn perp(v: vec2<f32>) -> vec2<f32> {
     return vec2<f32>(-v.y, v.x);
 }
 
-// ---- fields (Field, region_contains, falloff_factor: shaders/field_common.wgsl; cpu.rs field_force) ----
-fn field_force(f: Field, p: vec2<f32>, v: vec2<f32>, mass: f32, radius: f32) -> vec2<f32> {
-    if !region_contains(f, p) {
-        return vec2<f32>(0.0);
-    }
-    let scale = select(1.0, mass, (f.flags & 1u) != 0u);
-    switch f.kind {
-        case 0u: {
-            return f.params.xy * scale;
-        }
-        case 1u, 2u: {
-            let r = p - f.params.xy;
-            let softening = f.params.w;
-            let d = sqrt(dot(r, r) + softening * softening);
-            if d <= 0.0 {
-                return vec2<f32>(0.0);
-            }
-            let dir = r / d;
-            let magnitude = f.params.z * falloff_factor(f.falloff, d) * scale;
-            if f.kind == 1u {
-                return dir * magnitude;
-            }
-            return perp(dir) * magnitude;
-        }
-        case 3u: {
-            return -v * (f.params.x * select(1.0, radius, (f.flags & 2u) != 0u));
-        }
-        default: {
-            return vec2<f32>(0.0);
-        }
-    }
-}
-
 // ---- obstacles (obstacle.rs Obstacle::contact): (distance, normal) ----
 fn obstacle_contact(o: Obstacle, p: vec2<f32>) -> vec3<f32> {
     switch o.kind {

@@ -89,8 +89,8 @@ pub fn release(states: &mut [u32], release_step: &[u32], step: u64) {
     });
 }
 
-/// The f32 twin of `field_force` in `shaders/fields.wgsl` (and of
-/// `population.wgsl`'s copy): the force of one field on a ball.
+/// The f32 twin of `field_force` in `shaders/field_common.wgsl` (shared by
+/// the field kernel and the population step): the force of one field on a ball.
 #[inline]
 pub fn field_force(f: &GpuField, p: Vec2, v: Vec2, mass: f32, radius: f32) -> Vec2 {
     let inside = match f.region_kind {
