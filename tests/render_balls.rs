@@ -188,7 +188,7 @@ fn the_container_walls_are_drawn() {
 /// value, nothing else.
 #[test]
 fn gpu_ball_energy_arrives_without_waiting_and_equals_the_readback() {
-    use mx2d::render::ball_energy::{BallEnergyReader, kinetic_energy};
+    use mx2d::render::ball_energy::{BallEnergyReader, kinetic_energy, population_kinetic_energy};
     let Some(ctx) = common::gpu(Default::default()) else { return };
     let ctx = Arc::new(ctx);
     let scene = balls_box(300);
@@ -226,5 +226,7 @@ fn gpu_ball_energy_arrives_without_waiting_and_equals_the_readback() {
     let expected = kinetic_energy(&host.motion, &host.properties, &host.state);
     assert!(expected > 0.0, "20 steps into the drop the balls move");
     assert_eq!(energy, expected);
+    // The CPU twin's path (host arrays read in place) sums the same terms.
+    assert_eq!(population_kinetic_energy(world.population.as_ref().unwrap()), expected);
     assert_eq!(reader.latest(), Some((time, energy)));
 }

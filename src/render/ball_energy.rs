@@ -19,27 +19,44 @@ use std::sync::mpsc::{Receiver, TryRecvError, channel};
 
 use super::balls::GpuBalls;
 use crate::gpu::{GpuContext, GpuError};
-use crate::population::state;
+use crate::population::{Population, state};
 
-/// Kinetic energy of the live balls, Σ ½ m v² + ½ I ω² with I = ½ m r² (a
-/// solid disc), summed in f64 in ball order; `motion` is (x, y, vx, vy),
-/// `properties` (angle, ω, r, 1/m), the layout of the GPU backend's buffers.
-/// Balls not alive, of zero inverse mass or with a non-finite energy are
-/// left out.
+/// Kinetic energy of one ball, ½ m v² + ½ I ω² with I = ½ m r² (a solid
+/// disc), in f64; 0 for a ball of zero inverse mass.
+fn ball_kinetic_energy(velocity: [f32; 2], omega: f32, radius: f32, inv_mass: f32) -> f64 {
+    let inv_mass = f64::from(inv_mass);
+    if inv_mass <= 0.0 {
+        return 0.0;
+    }
+    let mass = 1.0 / inv_mass;
+    let (vx, vy, omega, r) = (f64::from(velocity[0]), f64::from(velocity[1]), f64::from(omega), f64::from(radius));
+    0.5 * mass * (vx * vx + vy * vy) + 0.25 * mass * r * r * omega * omega
+}
+
+/// Kinetic energy of the live balls, summed in f64 in ball order; `motion`
+/// is (x, y, vx, vy), `properties` (angle, ω, r, 1/m), the layout of the GPU
+/// backend's buffers. Balls not alive or with a non-finite energy are left
+/// out.
 pub fn kinetic_energy(motion: &[[f32; 4]], properties: &[[f32; 4]], states: &[u32]) -> f64 {
     motion
         .iter()
         .zip(properties)
         .zip(states)
         .filter(|(_, s)| **s == state::ALIVE)
-        .map(|((m, p), _)| {
-            let inv_mass = f64::from(p[3]);
-            if inv_mass <= 0.0 {
-                return 0.0;
-            }
-            let mass = 1.0 / inv_mass;
-            let (vx, vy, omega, r) = (f64::from(m[2]), f64::from(m[3]), f64::from(p[1]), f64::from(p[2]));
-            0.5 * mass * (vx * vx + vy * vy) + 0.25 * mass * r * r * omega * omega
+        .map(|((m, p), _)| ball_kinetic_energy([m[2], m[3]], p[1], p[2], p[3]))
+        .filter(|e| e.is_finite())
+        .sum()
+}
+
+/// [`kinetic_energy`] of a population's host arrays (the CPU twin's balls),
+/// read in place: the same terms in the same order, so the same value.
+pub fn population_kinetic_energy(pop: &Population) -> f64 {
+    let at = |v: &[f32], i: usize| v.get(i).copied().unwrap_or(0.0);
+    (0..pop.len())
+        .filter(|&i| pop.state.get(i).is_none_or(|s| *s == state::ALIVE))
+        .map(|i| {
+            let velocity = pop.velocity.get(i).map_or([0.0; 2], |v| v.to_array());
+            ball_kinetic_energy(velocity, at(&pop.omega, i), at(&pop.radius, i), at(&pop.inv_mass, i))
         })
         .filter(|e| e.is_finite())
         .sum()

@@ -5,13 +5,12 @@
 use glam::DVec2;
 
 use super::{App, HELP};
-use crate::render::ball_energy::kinetic_energy;
-use crate::render::balls::HostBalls;
+use crate::render::ball_energy::population_kinetic_energy;
 use crate::render::tessellate::Vertex;
 
 impl App {
     /// Kinetic energy of the balls in the world, Σ ½ m v² + ½ I ω² (I = ½ m r²
-    /// for a solid disc), in f64 ([`kinetic_energy`]). On the GPU backend the
+    /// for a solid disc), in f64 ([`population_kinetic_energy`]). On the GPU backend the
     /// host arrays are stale (a frame never waits on a readback): the value is
     /// the last one [`BallEnergyReader`] brought back asynchronously, with
     /// the simulated time it belongs to; `None` until the first arrives.
@@ -20,8 +19,7 @@ impl App {
         if self.gpu_balls.is_some() {
             return self.ball_energy.latest().map(|(_, e)| e);
         }
-        let host = HostBalls::of(pop);
-        Some(kinetic_energy(&host.motion, &host.properties, &host.state))
+        Some(population_kinetic_energy(pop))
     }
 
     pub(super) fn overlay_lines(&self) -> Vec<String> {
