@@ -26,7 +26,8 @@ struct Params {
     kill_count: u32,
     step: u32,
     dt: f32,
-    pad0: u32,
+    // Start of the live range; n is its end (gpu.rs, Population::live_range).
+    first: u32,
     pad1: u32,
     pad2: u32,
 }
@@ -90,8 +91,9 @@ const NONE: u32 = 0xffffffffu;
 // are >= 0, and non-negative f32s order as their bits: atomicMax).
 @group(0) @binding(21) var<storage, read_write> counters: array<atomic<u32>>;
 
+// Invocations cover the live range first..n only (the release cursor).
 fn ball_index(wg: vec3<u32>, groups: vec3<u32>, local: u32) -> u32 {
-    return (wg.y * groups.x + wg.x) * 256u + local;
+    return P.first + (wg.y * groups.x + wg.x) * 256u + local;
 }
 
 fn perp(v: vec2<f32>) -> vec2<f32> {

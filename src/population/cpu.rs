@@ -4,6 +4,8 @@
 //! (Jacobi with double buffers), so the result is the same at every pool
 //! size (tested at 1, 2, 3, 7, 16 and 64 threads).
 
+use std::ops::Range;
+
 use glam::Vec2;
 use rayon::prelude::*;
 
@@ -49,7 +51,10 @@ pub fn step(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     }
     s.omega_new.resize(n, 0.0);
     s.contacts.resize(n, 1);
-    release(&mut pop.state, &pop.release_step, pop.steps + 1);
+    // Every kernel visits only the live range (release cursor onwards from
+    // the first ball still in the world), indexing the arrays by ball.
+    let live = pop.open_window(pop.steps + 1);
+    release(&mut pop.state[live.clone()], &pop.release_step[live.clone()], pop.steps + 1);
     apply_fields(
         &pop.fields,
         pop.gravity,
@@ -59,28 +64,41 @@ pub fn step(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
         &pop.inv_mass,
         &pop.state,
         &mut pop.scratch.acc,
+        &live,
     );
-    build_grid(&pop.grid, &pop.position, &pop.state, &mut pop.scratch);
-    pop.list_overflow += find_neighbours(pop, dt);
+    build_grid(&pop.grid, &pop.position, &pop.state, &mut pop.scratch, &live);
+    pop.list_overflow += find_neighbours(pop, dt, &live);
     let substeps = pop.params.substeps;
     let h = dt / substeps as f32;
     let resting = pop.resting_speed(dt);
     for _ in 0..substeps {
-        stabilize(pop);
-        predict(pop, h);
-        count_contacts(pop, true);
+        stabilize(pop, &live);
+        predict(pop, h, &live);
+        count_contacts(pop, true, &live);
         for _ in 0..pop.params.iterations {
-            solve_positions(pop, h, resting);
+            solve_positions(pop, h, resting, &live);
             std::mem::swap(&mut pop.scratch.dx, &mut pop.scratch.dx_next);
         }
-        solve_velocities(pop, h, resting);
-        finish_substep(pop, h);
+        solve_velocities(pop, h, resting, &live);
+        finish_substep(pop, h, &live);
     }
     pop.steps += 1;
-    check_bounds(pop)
+    let result = check_bounds(pop, &live);
+    pop.close_window();
+    result
 }
 
-/// Pending balls whose release step has come enter the world.
+/// Items `live` of a per-ball array, in parallel, with their ball index.
+fn par_live<'a, T: Send>(
+    items: &'a mut [T],
+    live: &Range<usize>,
+) -> impl IndexedParallelIterator<Item = (usize, &'a mut T)> + 'a {
+    let first = live.start;
+    items[live.clone()].par_iter_mut().with_min_len(CHUNK).enumerate().map(move |(k, x)| (first + k, x))
+}
+
+/// Pending balls whose release step has come enter the world (called on
+/// the live range: the balls are sorted by release step).
 pub fn release(states: &mut [u32], release_step: &[u32], step: u64) {
     states.par_iter_mut().with_min_len(CHUNK).zip(release_step).for_each(|(s, &r)| {
         if *s == state::PENDING && u64::from(r) <= step {
@@ -142,8 +160,9 @@ pub fn apply_fields(
     inv_mass: &[f32],
     states: &[u32],
     acc: &mut [Vec2],
+    live: &Range<usize>,
 ) {
-    acc.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, a)| {
+    par_live(acc, live).for_each(|(i, a)| {
         if states[i] != state::ALIVE {
             *a = Vec2::ZERO;
             return;
@@ -158,11 +177,12 @@ pub fn apply_fields(
 }
 
 /// Counting sort of the balls in the world by cell: `cell_start[c]..cell_start[c + 1]`
-/// indexes `sorted` for cell `c`, balls in increasing index within a cell.
-pub(crate) fn build_grid(grid: &GridSpec, position: &[Vec2], states: &[u32], s: &mut Scratch) {
+/// indexes `sorted` for cell `c`, balls in increasing index within a cell
+/// (the balls of `live` only).
+pub(crate) fn build_grid(grid: &GridSpec, position: &[Vec2], states: &[u32], s: &mut Scratch, live: &Range<usize>) {
     let cells = grid.cells() as usize;
     s.cell_of.resize(position.len(), 0);
-    s.cell_of.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, c)| {
+    par_live(&mut s.cell_of, live).for_each(|(i, c)| {
         *c = if states[i] == state::ALIVE {
             let (cx, cy) = grid.coords(position[i]);
             cy * grid.nx + cx
@@ -172,7 +192,7 @@ pub(crate) fn build_grid(grid: &GridSpec, position: &[Vec2], states: &[u32], s: 
     });
     s.cell_start.clear();
     s.cell_start.resize(cells + 1, 0);
-    for &c in &s.cell_of {
+    for &c in &s.cell_of[live.clone()] {
         if c != u32::MAX {
             s.cell_start[c as usize + 1] += 1;
         }
@@ -184,7 +204,7 @@ pub(crate) fn build_grid(grid: &GridSpec, position: &[Vec2], states: &[u32], s: 
     s.sorted.resize(alive, 0);
     // The scatter cursor is the start of each cell, advanced as balls land.
     let mut cursor = s.cell_start[..cells].to_vec();
-    for (i, &c) in s.cell_of.iter().enumerate() {
+    for (i, &c) in s.cell_of.iter().enumerate().take(live.end).skip(live.start) {
         if c != u32::MAX {
             let slot = &mut cursor[c as usize];
             s.sorted[*slot as usize] = i as u32;
@@ -208,7 +228,7 @@ fn obstacle_in_reach(o: &Obstacle, distance: f32, r: f32) -> bool {
 /// distance the ball and the obstacle's surface there can close in the step,
 /// `(|v| + |v_o|)·dt`: a moving paddle or a ball shoved by the pile must
 /// not pass an obstacle it did not list.
-fn find_neighbours(pop: &mut Population, dt: f32) -> u64 {
+fn find_neighbours(pop: &mut Population, dt: f32, live: &Range<usize>) -> u64 {
     let n = pop.len();
     let s = &mut pop.scratch;
     s.neighbours.resize(n * MAX_NEIGHBOURS, 0);
@@ -219,13 +239,13 @@ fn find_neighbours(pop: &mut Population, dt: f32) -> u64 {
     let (position, velocity, radius, states, obstacles) =
         (&pop.position, &pop.velocity, &pop.radius, &pop.state, &pop.obstacles);
     let (cell_start, sorted) = (&s.cell_start, &s.sorted);
-    let overflow_n: u64 = s
-        .neighbours
+    let overflow_n: u64 = s.neighbours[live.start * MAX_NEIGHBOURS..live.end * MAX_NEIGHBOURS]
         .par_chunks_mut(MAX_NEIGHBOURS)
         .with_min_len(CHUNK)
-        .zip(s.neighbour_count.par_iter_mut())
+        .zip(s.neighbour_count[live.clone()].par_iter_mut())
         .enumerate()
-        .map(|(i, (list, count))| {
+        .map(|(k, (list, count))| {
+            let i = live.start + k;
             *count = 0;
             if states[i] != state::ALIVE {
                 return 0;
@@ -258,13 +278,13 @@ fn find_neighbours(pop: &mut Population, dt: f32) -> u64 {
             dropped
         })
         .sum();
-    let overflow_o: u64 = s
-        .obstacle_ids
+    let overflow_o: u64 = s.obstacle_ids[live.start * MAX_OBSTACLES..live.end * MAX_OBSTACLES]
         .par_chunks_mut(MAX_OBSTACLES)
         .with_min_len(CHUNK)
-        .zip(s.obstacle_count.par_iter_mut())
+        .zip(s.obstacle_count[live.clone()].par_iter_mut())
         .enumerate()
-        .map(|(i, (list, count))| {
+        .map(|(k, (list, count))| {
+            let i = live.start + k;
             *count = 0;
             if states[i] != state::ALIVE {
                 return 0;
@@ -290,12 +310,17 @@ fn find_neighbours(pop: &mut Population, dt: f32) -> u64 {
 }
 
 /// v⁻ = v + a h (pre-solve velocity), x* = x + v⁻ h, correction 0.
-fn predict(pop: &mut Population, h: f32) {
+fn predict(pop: &mut Population, h: f32, live: &Range<usize>) {
     let s = &mut pop.scratch;
     let (position, velocity, states) = (&pop.position, &pop.velocity, &pop.state);
     let acc = &s.acc;
-    (&mut s.v_pre, &mut s.x_pred, &mut s.dx).into_par_iter().with_min_len(CHUNK).enumerate().for_each(
-        |(i, (v_pre, x_pred, dx))| {
+    let r = live.clone();
+    (&mut s.v_pre[r.clone()], &mut s.x_pred[r.clone()], &mut s.dx[r])
+        .into_par_iter()
+        .with_min_len(CHUNK)
+        .enumerate()
+        .for_each(|(k, (v_pre, x_pred, dx))| {
+            let i = live.start + k;
             *dx = Vec2::ZERO;
             if states[i] != state::ALIVE {
                 *v_pre = velocity[i];
@@ -304,18 +329,17 @@ fn predict(pop: &mut Population, h: f32) {
             }
             *v_pre = velocity[i] + acc[i] * h;
             *x_pred = position[i] + *v_pre * h;
-        },
-    );
+        });
 }
 
 /// Contacts of each ball at the predicted positions (or at the current ones,
 /// for the stabilisation), at least 1: the mass-splitting factor.
-fn count_contacts(pop: &mut Population, predicted: bool) {
+fn count_contacts(pop: &mut Population, predicted: bool, live: &Range<usize>) {
     let s = &mut pop.scratch;
     let (radius, obstacles) = (&pop.radius, &pop.obstacles);
     let x_pred = if predicted { &s.x_pred } else { &pop.position };
     let (nb, nbc, ob, obc) = (&s.neighbours, &s.neighbour_count, &s.obstacle_ids, &s.obstacle_count);
-    s.contacts.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, count)| {
+    par_live(&mut s.contacts, live).for_each(|(i, count)| {
         let (p, r) = (x_pred[i], radius[i]);
         let mut n = 0u32;
         for &j in &nb[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + nbc[i] as usize] {
@@ -409,30 +433,30 @@ fn corrections(
 /// Pre-stabilisation (Macklin et al. 2014, §4.4): overlaps left at the start
 /// of the substep are corrected in the positions only, before prediction,
 /// so that resolving them creates no velocity (no energy from old overlap).
-fn stabilize(pop: &mut Population) {
-    count_contacts(pop, false);
+fn stabilize(pop: &mut Population, live: &Range<usize>) {
+    count_contacts(pop, false, live);
     let mut out = std::mem::take(&mut pop.scratch.x_pred);
     {
         let p: &Population = pop;
         let counts = &p.scratch.contacts;
-        out.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, x)| {
+        par_live(&mut out, live).for_each(|(i, x)| {
             *x = p.position[i];
             if p.state[i] == state::ALIVE {
                 *x += corrections(p, i, |j| p.position[j], counts, &p.scratch.v_pre, 1.0, 0.0, false);
             }
         });
     }
-    std::mem::swap(&mut pop.position, &mut out);
+    pop.position[live.clone()].copy_from_slice(&out[live.clone()]);
     pop.scratch.x_pred = out;
 }
 
 /// One Jacobi position iteration: dx' = dx + ω Σ corrections.
-fn solve_positions(pop: &mut Population, h: f32, resting: f32) {
+fn solve_positions(pop: &mut Population, h: f32, resting: f32, live: &Range<usize>) {
     let mut out = std::mem::take(&mut pop.scratch.dx_next);
     {
         let p: &Population = pop;
         let s = &p.scratch;
-        out.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, dx)| {
+        par_live(&mut out, live).for_each(|(i, dx)| {
             *dx = s.dx[i];
             if p.state[i] == state::ALIVE {
                 *dx += corrections(p, i, |j| s.x_pred[j] + s.dx[j], &s.contacts, &s.v_pre, h, resting, true);
@@ -444,7 +468,7 @@ fn solve_positions(pop: &mut Population, h: f32, resting: f32) {
 
 /// The velocity pass: v = v⁻ + dx/h, then restitution, friction and rolling
 /// resistance per contact (Jacobi), into `v_new`, `omega_new`.
-fn solve_velocities(pop: &mut Population, h: f32, resting: f32) {
+fn solve_velocities(pop: &mut Population, h: f32, resting: f32, live: &Range<usize>) {
     let s = &mut pop.scratch;
     let (radius, inv_mass, states, obstacles, omega) =
         (&pop.radius, &pop.inv_mass, &pop.state, &pop.obstacles, &pop.omega);
@@ -453,11 +477,12 @@ fn solve_velocities(pop: &mut Population, h: f32, resting: f32) {
     let balls = pop.params.material;
     let x_new = |i: usize| x_pred[i] + dx[i];
     let v_mid = |i: usize| v_pre[i] + dx[i] / h;
-    let worst = (&mut s.v_new, &mut s.omega_new)
+    let worst = (&mut s.v_new[live.clone()], &mut s.omega_new[live.clone()])
         .into_par_iter()
         .with_min_len(CHUNK)
         .enumerate()
-        .map(|(i, (v_out, w_out))| {
+        .map(|(k, (v_out, w_out))| {
+            let i = live.start + k;
             if states[i] != state::ALIVE {
                 *v_out = v_pre[i];
                 *w_out = omega[i];
@@ -537,14 +562,16 @@ fn solve_velocities(pop: &mut Population, h: f32, resting: f32) {
 }
 
 /// x = x* + dx, v, ω from the velocity pass, angle += ω h.
-fn finish_substep(pop: &mut Population, h: f32) {
+fn finish_substep(pop: &mut Population, h: f32, live: &Range<usize>) {
     let s = &pop.scratch;
     let states = &pop.state;
-    (&mut pop.position, &mut pop.velocity, &mut pop.omega, &mut pop.angle)
+    let r = live.clone();
+    (&mut pop.position[r.clone()], &mut pop.velocity[r.clone()], &mut pop.omega[r.clone()], &mut pop.angle[r])
         .into_par_iter()
         .with_min_len(CHUNK)
         .enumerate()
-        .for_each(|(i, (x, v, w, angle))| {
+        .for_each(|(k, (x, v, w, angle))| {
+            let i = live.start + k;
             if states[i] != state::ALIVE {
                 return;
             }
@@ -557,11 +584,11 @@ fn finish_substep(pop: &mut Population, h: f32) {
 
 /// Removes (and counts, through their state) balls outside the world or in
 /// a kill region; a non-finite ball stops the run with its index.
-fn check_bounds(pop: &mut Population) -> Result<(), PopulationError> {
+fn check_bounds(pop: &mut Population, live: &Range<usize>) -> Result<(), PopulationError> {
     let (min, max) = pop.params.bounds;
     let kill = &pop.params.kill;
     let (position, velocity) = (&pop.position, &pop.velocity);
-    let bad = pop.state.par_iter_mut().with_min_len(CHUNK).enumerate().map(|(i, s)| {
+    let bad = par_live(&mut pop.state, live).map(|(i, s)| {
         if *s != state::ALIVE {
             return usize::MAX;
         }
@@ -591,7 +618,7 @@ fn check_bounds(pop: &mut Population) -> Result<(), PopulationError> {
 /// from the current positions into a private scratch).
 pub(crate) fn stats(pop: &Population) -> PopulationStats {
     let mut s = Scratch::default();
-    build_grid(&pop.grid, &pop.position, &pop.state, &mut s);
+    build_grid(&pop.grid, &pop.position, &pop.state, &mut s, &(0..pop.len()));
     let grid = pop.grid;
     let (position, radius, states) = (&pop.position, &pop.radius, &pop.state);
     let (kinetic, overlap) = (0..pop.len())

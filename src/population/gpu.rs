@@ -34,6 +34,7 @@ const STORAGE_BINDINGS: u32 = 21;
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
 struct Params {
+    /// End of the live range (the release cursor): balls `first..n` are dispatched.
     n: u32,
     cells: u32,
     nx: u32,
@@ -55,7 +56,9 @@ struct Params {
     kill_count: u32,
     step: u32,
     dt: f32,
-    _pad: [u32; 3],
+    /// Start of the live range ([`Population::live_range`]).
+    first: u32,
+    _pad: [u32; 2],
 }
 
 struct Pipelines {
@@ -376,8 +379,11 @@ impl GpuPopulation {
         let h = dt / substeps as f32;
         let m = pop.params.material;
         let g = pop.grid;
+        // Only the live range is dispatched (the host keeps the release
+        // cursor; the window's start moves at each readback).
+        let live = pop.open_window(pop.steps + 1);
         let params = Params {
-            n: self.n,
+            n: live.end as u32,
             cells: self.cells as u32,
             nx: g.nx,
             ny: g.ny,
@@ -398,10 +404,11 @@ impl GpuPopulation {
             kill_count: pop.params.kill.len() as u32,
             step: (pop.steps + 1).min(u64::from(u32::MAX)) as u32,
             dt,
-            _pad: [0; 3],
+            first: live.start as u32,
+            _pad: [0; 2],
         };
         ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
-        let (x, y) = ctx.dispatch_grid(u64::from(self.n).max(1)).map_err(gpu_error)?;
+        let (x, y) = ctx.dispatch_grid((live.len() as u64).max(1)).map_err(gpu_error)?;
         let mut encoder =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("population step") });
         encoder.clear_buffer(&self.cell_start, 0, None);
@@ -464,6 +471,7 @@ impl GpuPopulation {
             pop.omega[i] = props[i].y;
         }
         pop.list_overflow = u64::from(counters[0]);
+        pop.close_window();
         // counters[2]: the largest overlap ratio of any substep, f32 bits.
         pop.max_overlap_seen = pop.max_overlap_seen.max(f32::from_bits(counters[2]));
         if counters[1] != u32::MAX {

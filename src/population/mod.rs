@@ -279,6 +279,11 @@ pub struct Population {
     /// obstacles; reduced in the velocity pass on either backend, read back
     /// from the GPU with the balls).
     pub max_overlap_seen: f32,
+    /// The release cursor and the first ball not yet out: the step's kernels
+    /// visit only `window.0..window.1` ([`Population::live_range`]).
+    window: (usize, usize),
+    /// Ball slots the step's kernels have visited, summed over the steps.
+    ball_visits: u64,
     scratch: cpu::Scratch,
 }
 
@@ -545,6 +550,8 @@ impl Population {
             max_radius: max_radius as f32,
             list_overflow: 0,
             max_overlap_seen: 0.0,
+            window: (0, 0),
+            ball_visits: 0,
             scratch: cpu::Scratch::default(),
         };
         for s in &spawn {
@@ -566,7 +573,77 @@ impl Population {
                 }
             });
         }
+        pop.sort_by_release();
+        pop.window = (0, pop.release_step.partition_point(|&r| r == 0));
         Ok(pop)
+    }
+
+    /// Orders the balls by release step (stable: balls released at the same
+    /// step keep the spawners' order), so that the balls in the world are a
+    /// prefix that the release cursor grows. A scene whose spawners list
+    /// their balls in release order (grids and boxes, then emitters) keeps
+    /// its indices.
+    fn sort_by_release(&mut self) {
+        if self.release_step.is_sorted() {
+            return;
+        }
+        let mut order: Vec<u32> = (0..self.len() as u32).collect();
+        order.sort_by_key(|&i| self.release_step[i as usize]);
+        fn permute<T: Copy>(v: &mut Vec<T>, order: &[u32]) {
+            *v = order.iter().map(|&i| v[i as usize]).collect();
+        }
+        permute(&mut self.position, &order);
+        permute(&mut self.velocity, &order);
+        permute(&mut self.angle, &order);
+        permute(&mut self.omega, &order);
+        permute(&mut self.radius, &order);
+        permute(&mut self.inv_mass, &order);
+        permute(&mut self.state, &order);
+        permute(&mut self.release_step, &order);
+    }
+
+    /// The balls the step's kernels visit, on either backend: from the first
+    /// ball not yet removed (escaped or killed) to the release cursor (the
+    /// balls are sorted by release step, so the pending balls are the tail
+    /// and releasing one moves the cursor by one). A step costs time in
+    /// proportion to this range, not to the whole population: an emitter
+    /// that has released k of its N balls costs O(k), and when balls leave
+    /// in about the order they came (a Galton board, an hourglass draining
+    /// into a kill region) O(balls in flight).
+    pub fn live_range(&self) -> std::ops::Range<usize> {
+        self.window.0..self.window.1
+    }
+
+    /// Ball slots visited by the step's kernels so far: the sum over the
+    /// steps of the length of [`live_range`](Self::live_range) (each kernel
+    /// of a step runs over that range once per pass).
+    pub fn ball_visits(&self) -> u64 {
+        self.ball_visits
+    }
+
+    /// Moves the release cursor to the balls due at `step` (before the
+    /// step's kernels run) and counts the window's balls as visited.
+    pub(crate) fn open_window(&mut self, step: u64) -> std::ops::Range<usize> {
+        let (lo, mut hi) = self.window;
+        let n = self.len();
+        hi = hi.min(n);
+        while hi < n && u64::from(self.release_step[hi]) <= step {
+            hi += 1;
+        }
+        self.window = (lo.min(hi), hi);
+        self.ball_visits += (hi - self.window.0) as u64;
+        self.live_range()
+    }
+
+    /// Moves the window's start past the balls that left the world (after
+    /// the bounds check, or after a GPU readback: the host then knows the
+    /// states).
+    pub(crate) fn close_window(&mut self) {
+        let (mut lo, hi) = self.window;
+        while lo < hi && matches!(self.state[lo], state::ESCAPED | state::KILLED) {
+            lo += 1;
+        }
+        self.window = (lo, hi);
     }
 
     /// Number of balls (in every state).
