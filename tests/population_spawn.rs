@@ -230,9 +230,9 @@ fn balls_are_ordered_by_release_step() {
 /// The windowed kernels give the same bits at every rayon pool size.
 #[test]
 fn windowed_step_is_the_same_at_every_pool_size() {
-    common::threads::assert_same_at_every_pool_size("emitter with a kill region, 150 steps", || {
-        let mut pop = emitter(3000, true, "Grid(origin: (3.0, 0.0), count: 700, spacing: 0.1), ");
-        for _ in 0..150 {
+    common::threads::assert_same_at_every_pool_size("emitter with a kill region, 60 steps", || {
+        let mut pop = emitter(1000, true, "Grid(origin: (3.0, 0.0), count: 200, spacing: 0.1), ");
+        for _ in 0..60 {
             cpu::step(&mut pop, 0.01).unwrap();
         }
         (bits(&pop, 0..pop.len()), pop.live_range(), pop.ball_visits())

@@ -44,6 +44,17 @@ pub(crate) struct Scratch {
 /// Advances the population by `dt` (see the module doc of
 /// [`crate::population`] for the stages).
 pub fn step(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
+    // The step's ~60 parallel loops are started from a worker of the pool:
+    // one hand-over to the pool per step instead of one per loop, which is
+    // most of a step's cost when the live range is a few balls (one chunk,
+    // run in place) — an emitter's first balls, a Galton board.
+    if rayon::current_thread_index().is_none() {
+        return rayon::scope(|_| step_in_pool(pop, dt));
+    }
+    step_in_pool(pop, dt)
+}
+
+fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     let n = pop.len();
     let s = &mut pop.scratch;
     for v in [&mut s.acc, &mut s.v_pre, &mut s.x_pred, &mut s.dx, &mut s.dx_next, &mut s.v_new] {

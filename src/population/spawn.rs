@@ -66,7 +66,8 @@ pub struct PopulationDef {
     /// Count of the main (first) spawner; `--set population.count=N`.
     #[serde(default)]
     pub count: Option<u64>,
-    /// Generators, in order (ball indices follow this order).
+    /// Generators, in order (ball indices follow this order, then are sorted
+    /// by release step: see `Population::live_range`).
     #[serde(default)]
     pub spawn: Vec<SpawnDef>,
     /// A box of three walls (floor, left, right) sized to the main grid spawner.
