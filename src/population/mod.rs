@@ -10,6 +10,10 @@
 //! do not push back on bodies.
 //!
 //! # The step (both backends, kernel for kernel)
+//! Every kernel runs over the live range only ([`Population::live_range`]):
+//! the balls are sorted by release step at build, a release cursor marks the
+//! last ball due, and the range starts at the first ball not yet removed —
+//! pending balls, and balls gone in about the order they came, cost nothing.
 //! 1. `release` — emitter balls whose time has come enter the world;
 //! 2. `apply_fields` — gravity plus the scene's force fields, per ball, held
 //!    for the step (`acceleration`);
