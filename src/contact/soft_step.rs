@@ -399,16 +399,20 @@ impl SoftManifold {
                 let mut total_normal = 0.0;
                 for p in &mut self.points[..self.count] {
                     let s = p.base_separation + p.normal.dot(moved(&da, p.ra) - moved(&db, p.rb));
+                    // Speculative (s > 0): may close the gap within the
+                    // sub-step, no more. Penetrating: the soft spring's
+                    // target speed, at most `push_speed`, mass and impulse
+                    // scaled (Catto's soft step); relax: rigid, no bias.
                     let (bias, mass_scale, impulse_scale) = if s > 0.0 {
                         (s * inv_h, 1.0, 0.0)
                     } else if use_bias {
-                        ((soft.bias_rate * s).max(-st.push_speed), soft.mass_scale, soft.impulse_scale)
+                        ((soft.mass_scale * soft.bias_rate * s).max(-st.push_speed), soft.mass_scale, soft.impulse_scale)
                     } else {
                         (0.0, 1.0, 0.0)
                     };
                     let dv = va + cross_sv(wa, p.ra) - vb - cross_sv(wb, p.rb);
                     let vn = dv.dot(p.normal);
-                    let impulse = -p.normal_mass * mass_scale * (vn + bias) - impulse_scale * p.normal_impulse;
+                    let impulse = -p.normal_mass * (mass_scale * vn + bias) - impulse_scale * p.normal_impulse;
                     let new = (p.normal_impulse + impulse).max(0.0);
                     let d = new - p.normal_impulse;
                     p.normal_impulse = new;
