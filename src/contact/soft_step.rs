@@ -586,9 +586,10 @@ impl ContactSet {
         Ok(())
     }
 
-    /// Number of colours of the last [`ContactSet::soft_prepare`].
-    pub fn soft_colours(&self) -> usize {
-        self.soft.colours.len()
+    /// Manifolds in the largest colour swept on the pool (0 if none) at the
+    /// last [`ContactSet::soft_prepare`]: tests check the parallel path is taken.
+    pub fn soft_largest_colour(&self) -> usize {
+        self.soft.colours.iter().filter(|c| c.2).map(|c| c.1).max().unwrap_or(0)
     }
 
     fn soft_pass(&mut self, pass: Pass, v: &mut [f64], threshold: f64) {
