@@ -142,7 +142,11 @@ fn soft_step_sliding_box_on_an_incline_follows_coulomb() {
         assert!((a - expected).abs() <= 1e-9 * expected, "h = {h}: a = {a}, closed form {expected}");
         // It slides along the surface without sinking through it or lifting off.
         assert!(w.contacts.max_penetration() < w.contacts.slop(w.bodies.as_slice()));
-        assert!(w.bodies.as_slice()[0].angle.abs() - theta < 1e-6, "the box stays flat on the incline");
+        // The friction moment loads the front point more; the soft springs
+        // then tilt the box slightly: less than the slop across its width.
+        let tilt = w.bodies.as_slice()[0].angle + theta;
+        let bound = w.contacts.slop(w.bodies.as_slice()) / (2.0 * h);
+        assert!(tilt.abs() < bound, "the box stays flat on the incline (tilt {tilt} rad, bound {bound})");
     }
 }
 
