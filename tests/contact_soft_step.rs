@@ -53,8 +53,8 @@ fn soft_step_twenty_row_pyramid_stands_for_ten_seconds() {
 
 /// One box (half-size `h`, mass `m`) on a floor, or on a line inclined by
 /// `theta` (rising to the left: gravity pulls it towards +x), soft step.
-fn box_world(m: f64, h: f64, theta: f64, friction: Material, settings: SoftStepSettings) -> World {
-    let mut w = World::new(DVec2::new(0.0, -10.0));
+fn box_world(m: f64, h: f64, theta: f64, friction: Material, settings: SoftStepSettings, g: f64) -> World {
+    let mut w = World::new(DVec2::new(0.0, -g));
     w.dt = 1.0 / 60.0;
     let n = DVec2::new(theta.sin(), theta.cos());
     let mut s = Surface::new(SurfaceGeometry::Line { point: DVec2::ZERO, normal: n });
@@ -94,7 +94,7 @@ fn normal_force(w: &World) -> f64 {
 fn soft_step_resting_box_presses_with_m_g_at_every_mass_scale() {
     let mut reference: Option<Vec<f64>> = None;
     for m in [1.0, 1e3, 1e-3] {
-        let mut w = box_world(m, 0.5, 0.0, Material { friction: 0.6, ..Default::default() }, SoftStepSettings::default());
+        let mut w = box_world(m, 0.5, 0.0, Material { friction: 0.6, ..Default::default() }, SoftStepSettings::default(), 10.0);
         for _ in 0..180 {
             w.step().unwrap();
         }
@@ -120,16 +120,21 @@ fn soft_step_resting_box_presses_with_m_g_at_every_mass_scale() {
 /// of each point at μ_k times its normal impulse, and the normal impulses sum
 /// to m g cos θ·h once the spring has settled, so the acceleration is exact
 /// up to the settling of the normal spring: measured over steps 120..300
-/// (2–5 s, the spring settled as above), 1e-9 relative. Also at a length
-/// scale of 1e-2 (a 1 cm box): the acceleration does not depend on size.
+/// (2–5 s, the spring settled as above), 1e-9 relative. Also in centimetres
+/// (every length and g × 100: the box of half-size 50 cm): the same
+/// acceleration in the new unit, so nothing depends on the length unit.
 #[test]
 fn soft_step_sliding_box_on_an_incline_follows_coulomb() {
     let theta = 30f64.to_radians();
-    let expected = 10.0 * (theta.sin() - 0.2 * theta.cos());
     let down = DVec2::new(theta.cos(), -theta.sin());
-    for h in [0.5, 0.005] {
+    for unit in [1.0, 100.0] {
+        let (h, g) = (0.5 * unit, 10.0 * unit);
+        let expected = g * (theta.sin() - 0.2 * theta.cos());
         let material = Material { friction: 0.3, kinetic_friction: Some(0.2), ..Default::default() };
-        let mut w = box_world(2.0, h, theta, material, SoftStepSettings::default());
+        let mut w = box_world(2.0, h, theta, material, SoftStepSettings::default(), g);
+        if let mx2d::contact::ContactSolver::SoftStep(s) = &mut w.contacts.settings.solver {
+            s.push_speed *= unit;
+        }
         for _ in 0..120 {
             w.step().unwrap();
         }
