@@ -200,23 +200,26 @@ struct SoftPoint {
     total_normal: f64,
     /// Tangent impulse summed over the sub-steps (N·s).
     total_tangent: f64,
-    /// Largest sub-step normal impulse (restitution applies only if > 0).
-    max_normal_impulse: f64,
     /// Normal velocity at the start of the step (m/s).
     relative_velocity: f64,
-    /// The narrowphase's feature id.
-    feature: u32,
     /// Static (μ_s) or kinetic (μ_k) friction for this step.
     friction: f64,
 }
 
-/// The soft constraint of one pair (up to 2 points).
+/// What a manifold is, for warm starting and output (kept apart from
+/// [`SoftManifold`] so that the sweeps stream less memory).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct SoftInfo {
+    key: (usize, Partner),
+    material: super::Material,
+    features: [u32; 2],
+}
+
+/// The soft constraint of one pair (up to 2 points): only what the sweeps use.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct SoftManifold {
     a: u32,
     b: u32,
-    partner_key: (usize, Partner),
-    material: super::Material,
     inv_mass_a: f64,
     inv_inertia_a: f64,
     inv_mass_b: f64,
@@ -230,7 +233,7 @@ struct SoftManifold {
     total_rolling: f64,
     /// Body–body (soft) or against a static surface/fixed body (twice as stiff).
     static_partner: bool,
-    count: usize,
+    count: u8,
     points: [SoftPoint; 2],
 }
 
@@ -251,8 +254,14 @@ pub struct SoftState {
     manifolds: Vec<SoftManifold>,
     /// The previous step's manifolds in key order (warm start).
     previous: Vec<SoftManifold>,
+    /// Their identities.
+    previous_info: Vec<SoftInfo>,
     /// Fresh manifolds in key order, before colouring.
     fresh: Vec<SoftManifold>,
+    /// Their identities.
+    info: Vec<SoftInfo>,
+    /// Some manifold has a restitution: the restitution pass is needed.
+    bouncy: bool,
     /// (start, len, parallel) of each colour in `manifolds`.
     colours: Vec<(usize, usize, bool)>,
     /// Colour of each fresh manifold.
@@ -365,6 +374,9 @@ enum Pass {
     WarmStart,
     Solve,
     Relax,
+    /// The last relax sweep of a sub-step, which also adds the sub-step's
+    /// impulses to the step totals (one pass fewer over the manifolds).
+    RelaxAccumulate,
     Restitution,
 }
 
@@ -383,7 +395,7 @@ impl SoftManifold {
         };
         match pass {
             Pass::WarmStart => {
-                for p in &self.points[..self.count] {
+                for p in &self.points[..self.count as usize] {
                     let t = p.normal.perp();
                     let imp = p.normal_impulse * p.normal + p.tangent_impulse * t;
                     apply(imp, p.ra, p.rb, &mut va, &mut wa, &mut vb, &mut wb);
@@ -391,13 +403,13 @@ impl SoftManifold {
                 wa += ia * self.rolling_impulse;
                 wb -= ib * self.rolling_impulse;
             }
-            Pass::Solve | Pass::Relax => {
+            Pass::Solve | Pass::Relax | Pass::RelaxAccumulate => {
                 let use_bias = pass == Pass::Solve;
                 let soft = if self.static_partner { st.static_soft } else { st.soft };
                 let (da, db) = (delta_of(delta, self.a), delta_of(delta, self.b));
                 let inv_h = 1.0 / st.h;
                 let mut total_normal = 0.0;
-                for p in &mut self.points[..self.count] {
+                for p in &mut self.points[..self.count as usize] {
                     let s = p.base_separation + p.normal.dot(moved(&da, p.ra) - moved(&db, p.rb));
                     // Speculative (s > 0): may close the gap within the
                     // sub-step, no more. Penetrating: the soft spring's
@@ -416,11 +428,10 @@ impl SoftManifold {
                     let new = (p.normal_impulse + impulse).max(0.0);
                     let d = new - p.normal_impulse;
                     p.normal_impulse = new;
-                    p.max_normal_impulse = p.max_normal_impulse.max(new);
                     total_normal += new;
                     apply(d * p.normal, p.ra, p.rb, &mut va, &mut wa, &mut vb, &mut wb);
                 }
-                for p in &mut self.points[..self.count] {
+                for p in &mut self.points[..self.count as usize] {
                     let t = p.normal.perp();
                     let dv = va + cross_sv(wa, p.ra) - vb - cross_sv(wb, p.rb);
                     let vt = dv.dot(t);
@@ -430,6 +441,7 @@ impl SoftManifold {
                     p.tangent_impulse = new;
                     apply(d * t, p.ra, p.rb, &mut va, &mut wa, &mut vb, &mut wb);
                 }
+                let accumulate = pass == Pass::RelaxAccumulate;
                 if self.rolling_mass > 0.0 {
                     let bound = self.rolling_resistance * total_normal;
                     let new = (self.rolling_impulse - self.rolling_mass * (wa - wb)).clamp(-bound, bound);
@@ -438,13 +450,17 @@ impl SoftManifold {
                     wa += ia * d;
                     wb -= ib * d;
                 }
+                if accumulate {
+                    self.accumulate();
+                }
             }
             Pass::Restitution => {
                 if self.restitution == 0.0 {
                     return;
                 }
-                for p in &mut self.points[..self.count] {
-                    if p.relative_velocity > -threshold || p.max_normal_impulse == 0.0 {
+                for p in &mut self.points[..self.count as usize] {
+                    // No impulse over the step: a speculative point that never touched.
+                    if p.relative_velocity > -threshold || p.total_normal == 0.0 {
                         continue;
                     }
                     let dv = va + cross_sv(wa, p.ra) - vb - cross_sv(wb, p.rb);
@@ -468,7 +484,7 @@ impl SoftManifold {
 
     /// Adds this sub-step's impulses to the step totals.
     fn accumulate(&mut self) {
-        for p in &mut self.points[..self.count] {
+        for p in &mut self.points[..self.count as usize] {
             p.total_normal += p.normal_impulse;
             p.total_tangent += p.tangent_impulse;
         }
@@ -519,7 +535,10 @@ impl ContactSet {
         // Pair order = key order, so that matching with the previous step is a merge.
         self.pairs.sort_unstable();
         std::mem::swap(&mut soft.previous, &mut soft.fresh);
+        std::mem::swap(&mut soft.previous_info, &mut soft.info);
         soft.fresh.clear();
+        soft.info.clear();
+        soft.bouncy = false;
         let mut prev = 0usize;
         for k in 0..self.pairs.len() {
             let pair = self.pairs[k];
@@ -529,7 +548,7 @@ impl ContactSet {
             }
             let material = self.mixed(surfaces, pair.a, pair.b);
             let key = (pair.a, pair.b);
-            while prev < soft.previous.len() && soft.previous[prev].partner_key < key {
+            while prev < soft.previous.len() && soft.previous_info[prev].key < key {
                 prev += 1;
             }
             let first_prev = prev;
@@ -541,20 +560,28 @@ impl ContactSet {
                     }
                 }
                 let mut man = new_manifold(bodies, pair, &material, q, v, chunk, resting_speed);
+                let mut features = [0u32; 2];
+                for (f, m) in features.iter_mut().zip(chunk) {
+                    *f = m.feature;
+                }
                 // Warm start: the previous step's points of this pair with the same feature.
                 let mut j = first_prev;
-                while j < soft.previous.len() && soft.previous[j].partner_key == key {
-                    let old = &soft.previous[j];
-                    for p in &mut man.points[..man.count] {
-                        if let Some(o) = old.points[..old.count].iter().find(|o| o.feature == p.feature) {
+                while j < soft.previous.len() && soft.previous_info[j].key == key {
+                    let (old, old_info) = (&soft.previous[j], &soft.previous_info[j]);
+                    for (p, f) in man.points[..man.count as usize].iter_mut().zip(features) {
+                        let found = (0..old.count as usize).find(|&i| old_info.features[i] == f);
+                        if let Some(o) = found.map(|i| &old.points[i]) {
+                            let bound = p.friction * o.normal_impulse;
                             p.normal_impulse = o.normal_impulse;
-                            p.tangent_impulse = o.tangent_impulse.clamp(-p.friction * o.normal_impulse, p.friction * o.normal_impulse);
+                            p.tangent_impulse = o.tangent_impulse.clamp(-bound, bound);
                         }
                     }
                     man.rolling_impulse = old.rolling_impulse;
                     j += 1;
                 }
+                soft.bouncy |= man.restitution > 0.0;
                 soft.fresh.push(man);
+                soft.info.push(SoftInfo { key, material, features });
             }
         }
         // Colour, then lay the manifolds out colour by colour.
@@ -625,11 +652,15 @@ impl ContactSet {
     /// Sub-step pass: the soft solve (`relax` false, with bias) or the relax
     /// (rigid, no bias), `sweeps` times.
     pub fn soft_solve(&mut self, v: &mut [f64], relax: bool, sweeps: usize) {
-        let pass = if relax { Pass::Relax } else { Pass::Solve };
-        for _ in 0..sweeps {
+        for k in 0..sweeps {
+            let pass = match (relax, k + 1 == sweeps) {
+                (false, _) => Pass::Solve,
+                (true, false) => Pass::Relax,
+                (true, true) => Pass::RelaxAccumulate,
+            };
             self.soft_pass(pass, v, 0.0);
         }
-        if relax || sweeps == 0 {
+        if relax && sweeps == 0 {
             for m in &mut self.soft.manifolds {
                 m.accumulate();
             }
@@ -639,7 +670,9 @@ impl ContactSet {
     /// After the sub-steps: Newton's restitution for points that approached
     /// faster than `threshold` at the start of the step.
     pub fn soft_restitution(&mut self, v: &mut [f64], threshold: f64) {
-        self.soft_pass(Pass::Restitution, v, threshold);
+        if self.soft.bouncy {
+            self.soft_pass(Pass::Restitution, v, threshold);
+        }
     }
 
     /// Integrates positions over one sub-step (q += h·v, every body, fixed
@@ -689,10 +722,10 @@ impl ContactSet {
         for (m, &k) in soft.manifolds.iter().zip(&soft.order) {
             soft.fresh[k as usize] = *m;
         }
-        for m in &soft.fresh {
+        for (m, info) in soft.fresh.iter().zip(&soft.info) {
             let (da, db) = (delta_of(&soft.delta, m.a), delta_of(&soft.delta, m.b));
-            let pair = Pair { a: m.partner_key.0, b: m.partner_key.1 };
-            for p in &m.points[..m.count] {
+            let pair = Pair { a: info.key.0, b: info.key.1 };
+            for (p, &feature) in m.points[..m.count as usize].iter().zip(&info.features) {
                 let s = p.base_separation + p.normal.dot(moved(&da, p.ra) - moved(&db, p.rb));
                 if !(p.total_normal.is_finite() && p.total_tangent.is_finite() && s.is_finite()) {
                     bad.get_or_insert(pair);
@@ -708,9 +741,9 @@ impl ContactSet {
                         point: centre + p.ra + DVec2::new(da[0], da[1]),
                         normal: p.normal,
                         gap: s,
-                        feature: p.feature,
+                        feature,
                     },
-                    material: m.material,
+                    material: info.material,
                     impulse: [p.total_normal, p.total_tangent, m.total_rolling],
                 });
             }
@@ -769,8 +802,6 @@ fn new_manifold(
     let mut m = SoftManifold {
         a: a as u32,
         b,
-        partner_key: (pair.a, pair.b),
-        material: *material,
         inv_mass_a: ma,
         inv_inertia_a: ia,
         inv_mass_b: mb,
@@ -780,7 +811,7 @@ fn new_manifold(
         restitution: material.restitution,
         rolling_resistance: material.rolling_resistance,
         static_partner: bodies[a].fixed || fixed_b,
-        count: points.len().min(2),
+        count: points.len().min(2) as u8,
         ..SoftManifold::default()
     };
     let round_pair =
@@ -807,7 +838,6 @@ fn new_manifold(
             normal_mass: if kn > 0.0 { 1.0 / kn } else { 0.0 },
             tangent_mass: if kt > 0.0 { 1.0 / kt } else { 0.0 },
             relative_velocity: dv.dot(n),
-            feature: mp.feature,
             friction: if slipping { material.kinetic() } else { material.friction },
             ..SoftPoint::default()
         };
