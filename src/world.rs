@@ -12,7 +12,10 @@
 //! 3. contacts, when the scene has them (`src/contact/`): `broadphase`,
 //!    `impacts` (time of impact inside the step, integrator advanced to it),
 //!    `narrowphase`, `contact_solve` (impacts left, PGS with friction,
-//!    position update and projection);
+//!    position update and projection); with `contacts.solver: SoftStep`
+//!    stages 2–3 are Box2D v3's soft step instead (`src/contact/soft_step.rs`:
+//!    `broadphase`, `narrowphase`, then sub-steps timed as `integrate` and
+//!    `contact_solve`);
 //! 4. `correct_drift` — Newton projection of positions and velocities onto
 //!    the constraints (seed 003 §IV);
 //! 5. `scatter_state` — back into the bodies;

@@ -36,6 +36,17 @@
 //!    deeper than the slop is projected out (positions only, nonlinear
 //!    Gauss–Seidel on the linearised gaps, Box2D v2.4's position solver).
 //!
+//! # The soft step
+//!
+//! `contacts.solver: SoftStep(...)` ([`ContactSolver::SoftStep`]) replaces
+//! the integrator and stages 2–4 by Box2D v3's soft step ([`soft_step`]):
+//! forces once per step, `broadphase` over the motion they predict, one
+//! `narrowphase` with a speculative margin, then sub-steps of velocity
+//! integration, warm start, soft solve, position integration and relax
+//! (`integrate` and `contact_solve` in `stage_ms`), and a restitution pass.
+//! Fast on tall stacks, at the price of soft contacts (a stack sags by the
+//! springs' deflection), no exact impact times, and no joints (refused).
+//!
 //! # Contacts and joints
 //!
 //! Joints stay exact: their rows keep the sparse direct solve
