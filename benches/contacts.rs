@@ -27,9 +27,7 @@ fn bench(c: &mut Criterion) {
             for _ in 0..settle {
                 w.step().expect("step");
             }
-            group.bench_with_input(BenchmarkId::from_parameter(rows), &rows, |b, _| {
-                b.iter(|| w.step().expect("step"))
-            });
+            group.bench_with_input(BenchmarkId::from_parameter(rows), &rows, |b, _| b.iter(|| w.step().expect("step")));
         }
         group.finish();
     }

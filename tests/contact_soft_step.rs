@@ -94,7 +94,8 @@ fn normal_force(w: &World) -> f64 {
 fn soft_step_resting_box_presses_with_m_g_at_every_mass_scale() {
     let mut reference: Option<Vec<f64>> = None;
     for m in [1.0, 1e3, 1e-3] {
-        let mut w = box_world(m, 0.5, 0.0, Material { friction: 0.6, ..Default::default() }, SoftStepSettings::default(), 10.0);
+        let mut w =
+            box_world(m, 0.5, 0.0, Material { friction: 0.6, ..Default::default() }, SoftStepSettings::default(), 10.0);
         for _ in 0..180 {
             w.step().unwrap();
         }
@@ -185,10 +186,8 @@ fn soft_step_is_bitwise_the_same_at_every_pool_size() {
 /// the field, line and column.
 #[test]
 fn soft_step_bad_settings_and_joints_are_refused_at_their_position() {
-    let base = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/box_stack.ron"),
-    )
-    .unwrap();
+    let base =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/box_stack.ron")).unwrap();
     for (solver, word) in [
         ("SoftStep(substeps: 0)", "substeps"),
         ("SoftStep(hertz: -1.0)", "hertz"),
@@ -198,7 +197,8 @@ fn soft_step_bad_settings_and_joints_are_refused_at_their_position() {
         ("SoftStep(speculative: -1.0)", "speculative"),
     ] {
         let text = base.replace("SoftStep(substeps: 8, hertz: 60)", solver);
-        let e = Scene::parse(&text, "bad.ron").and_then(|s| s.build_world()).err().unwrap_or_else(|| panic!("{solver}"));
+        let e =
+            Scene::parse(&text, "bad.ron").and_then(|s| s.build_world()).err().unwrap_or_else(|| panic!("{solver}"));
         assert!(e.field.starts_with("contacts.solver"), "{e}");
         assert!(e.message.starts_with(word), "{e}");
         let line = text.lines().position(|l| l.contains(solver)).unwrap() + 1;
@@ -207,7 +207,7 @@ fn soft_step_bad_settings_and_joints_are_refused_at_their_position() {
     let chain = std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/chain.ron"))
         .unwrap()
         .replace("    chains: [", "    contacts: Contacts(solver: SoftStep()),\n    chains: [");
-    let e = Scene::parse(&chain, "chain.ron").and_then(|s| s.build_world()).err().expect("joints refused");
+    let e = Scene::parse(&chain, "chain.ron").and_then(|s| s.build_world()).expect_err("joints refused");
     assert_eq!(e.field, "contacts.solver", "{e}");
     assert!(e.message.contains("constraints"), "{e}");
     let line = chain.lines().position(|l| l.contains("SoftStep")).unwrap() + 1;

@@ -8,7 +8,10 @@ use mx2d::world::World;
 /// soft step, tested in `tests/contact_soft_step.rs`).
 fn load(name: &str) -> World {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(name);
-    Scene::load(&path, &["contacts.solver=Exact".to_string()]).unwrap_or_else(|e| panic!("{e}")).build_world().unwrap_or_else(|e| panic!("{e}"))
+    Scene::load(&path, &["contacts.solver=Exact".to_string()])
+        .unwrap_or_else(|e| panic!("{e}"))
+        .build_world()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// 10 s at dt = 1/60: no box moves more than 1 % of its size (1 m), the

@@ -418,7 +418,11 @@ impl SoftManifold {
                     let (bias, mass_scale, impulse_scale) = if s > 0.0 {
                         (s * inv_h, 1.0, 0.0)
                     } else if use_bias {
-                        ((soft.mass_scale * soft.bias_rate * s).max(-st.push_speed), soft.mass_scale, soft.impulse_scale)
+                        (
+                            (soft.mass_scale * soft.bias_rate * s).max(-st.push_speed),
+                            soft.mass_scale,
+                            soft.impulse_scale,
+                        )
                     } else {
                         (0.0, 1.0, 0.0)
                     };
@@ -814,8 +818,7 @@ fn new_manifold(
         count: points.len().min(2) as u8,
         ..SoftManifold::default()
     };
-    let round_pair =
-        round(&bodies[a].shape) || matches!(pair.b, Partner::Body(j) if round(&bodies[j].shape));
+    let round_pair = round(&bodies[a].shape) || matches!(pair.b, Partner::Body(j) if round(&bodies[j].shape));
     if material.rolling_resistance > 0.0 && round_pair && ia + ib > 0.0 {
         m.rolling_mass = 1.0 / (ia + ib);
     }
