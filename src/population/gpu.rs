@@ -1,8 +1,9 @@
 //! The GPU backend of the population tier: `shaders/population.wgsl` on
 //! resident buffers. A step is one command encoder with one compute pass —
-//! release, fields, grid (count, [`PrefixSum`], scatter), neighbour lists,
-//! then per substep stabilise, predict, count, Jacobi position iterations
-//! (ping-pong bind groups), velocity pass, finish — and bounds. Nothing is
+//! release, fields, grid (count, [`PrefixSum`], scatter, cell sort),
+//! neighbour lists, then per substep a stabilisation sweep, predict, count,
+//! the Gauss–Seidel position sweeps (one dispatch per colour, the colour a
+//! pipeline constant), velocity pass, finish — and bounds. Nothing is
 //! read back during a step: [`GpuPopulation::read_back`] copies the balls to
 //! the host only when the caller asks (trace, summary).
 //!
