@@ -102,9 +102,10 @@ fn two_gpu_runs_are_bitwise_identical() {
 /// algorithm in the same order, so the trajectories stay together until the
 /// ulps of fused multiply-adds are amplified by collisions. After 10 steps
 /// from a pile in motion (1.5 s of fall), positions agree within 1e-3 of the
-/// radius for every ball (measured: see the printed worst difference;
-/// 1e-3 r is far below the 2 % overlap budget, far above f32 rounding of
-/// positions ~50 m, 4e-6 m) and the kinetic energies within 1 %.
+/// radius for every ball and the kinetic energies within 1 %: 1e-3 r is far
+/// below the 2 % overlap budget and far above the f32 rounding of positions
+/// ~50 m (4e-6 m) that a fused multiply-add changes. Measured on lavapipe:
+/// 0 — it computes the twin's bits exactly.
 #[test]
 fn gpu_and_cpu_twin_agree_over_ten_steps() {
     let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
@@ -237,14 +238,11 @@ fn two_prefix_sums_share_one_submission() {
 /// GPU's trajectory drifts from the twin's (ulps, amplified by collisions),
 /// so it is judged by the same bounds, not compared ball for ball.
 ///
-/// Ignored: on lavapipe the run is not reproducible (the cell scatter's
-/// atomics order the balls within a cell differently from run to run, and
-/// the pile's late collapses amplify that), and the KE bound is borderline:
-/// 4 of 7 runs of the same commit passed, the others ended at 1.0–5.0e-2 of
-/// the initial energy (measured 23 Nov). The CPU twin's 10³ test, which is
-/// deterministic, stays in the suite. Run by hand with `-- --ignored`.
+/// Reproducible since the cell sort (see `two_gpu_runs_are_bitwise_identical`);
+/// with the Jacobi solve and the atomic order it was ignored (4 of 7 runs
+/// passed); with the Gauss–Seidel sweeps 3 of 3 runs passed (53–70 s on
+/// lavapipe under load).
 #[test]
-#[ignore = "not reproducible on lavapipe (atomic scatter order) and borderline: 4 of 7 runs passed"]
 fn balls_box_1000_settles_on_the_gpu() {
     let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
     let count = 1000;
