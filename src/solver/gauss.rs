@@ -9,8 +9,9 @@
 //!   constraints that also touch the first body. Eliminating a simplicial node adds
 //!   no fill, so every tree of bodies (any graph whose constraint graph is chordal)
 //!   factors with zero fill, in linear time. Phase 2 orders what is left (the loops
-//!   and the paths between them) by approximate minimum degree on a quotient
-//!   graph (see `approximate_minimum_degree`): bounded fill on loops ("les équations ont seulement un terme en plus").
+//!   and the paths between them) by approximate minimum degree (SuiteSparse's AMD,
+//!   see [`ordering`](super::ordering)): bounded fill on loops ("les équations ont
+//!   seulement un terme en plus").
 //!   The result (structure of L and a precomputed list of update targets) is reused
 //!   as long as the pattern version of A does not change.
 //! * **Numeric factorisation** ([`BlockLdl::factor`]): right-looking elimination
@@ -103,6 +104,11 @@ pub struct BlockLdl {
     /// report costs no allocation step after step (issue 10).
     rank_deficient_shared: Arc<[ConstraintId]>,
     badly_scaled_shared: Arc<[ConstraintId]>,
+    /// The lists published before the current ones: which of several redundant
+    /// rows is dropped depends on the values when two pivots are near the
+    /// tolerance, so a step's stages may alternate between two lists; both are kept.
+    rank_deficient_prev: Arc<[ConstraintId]>,
+    badly_scaled_prev: Arc<[ConstraintId]>,
     /// Largest D⁻¹_rr · A_rr of the last pass (1 for a diagonal A; large when a
     /// pivot block is ill-conditioned, e.g. a body with J ≪ m·ℓ²).
     pivot_growth: f64,
@@ -275,7 +281,7 @@ impl BlockLdl {
 
         // ---- phase 2: approximate minimum degree on the quotient graph of the rest
         if order.len() < n {
-            approximate_minimum_degree(&adj_ptr, &adj, &mut eliminated, &mut order, &mut col_c_ptr, &mut col_c);
+            super::ordering::order_rest(&adj_ptr, &adj, &mut eliminated, &mut order, &mut col_c_ptr, &mut col_c);
         }
 
         // ---- structure of L by positions
@@ -424,12 +430,16 @@ impl BlockLdl {
     /// Copies the working lists to the shared ones handed out in reports, only
     /// if they changed.
     fn publish_lists(&mut self) {
-        if *self.rank_deficient_shared != *self.rank_deficient {
-            self.rank_deficient_shared = Arc::from(self.rank_deficient.as_slice());
+        fn publish(list: &[ConstraintId], shared: &mut Arc<[ConstraintId]>, prev: &mut Arc<[ConstraintId]>) {
+            if **shared != *list {
+                std::mem::swap(shared, prev);
+                if **shared != *list {
+                    *shared = Arc::from(list);
+                }
+            }
         }
-        if *self.badly_scaled_shared != *self.badly_scaled {
-            self.badly_scaled_shared = Arc::from(self.badly_scaled.as_slice());
-        }
+        publish(&self.rank_deficient, &mut self.rank_deficient_shared, &mut self.rank_deficient_prev);
+        publish(&self.badly_scaled, &mut self.badly_scaled_shared, &mut self.badly_scaled_prev);
     }
 
     /// Row scales: the diagonal of `a`; empty rows get the mean positive diagonal.
@@ -809,164 +819,6 @@ impl BlockLdl {
 }
 
 #[inline]
-/// Phase 2 of the ordering: approximate minimum degree (Amestoy, Davis & Duff) on
-/// the quotient graph of the constraints left by the leaf peeling.
-///
-/// The loop part of the graph (grids, meshes of bodies) is where the elimination of
-/// seed 003 §V-E creates fill; an explicit elimination graph then grows cliques that
-/// must be merged neighbour by neighbour (cost ~ Σ degree², and exact degrees). Here
-/// each eliminated constraint p becomes an *element* whose variable list L_p is the
-/// exact structure of column p of L (its neighbours in the elimination graph), and
-/// the elements adjacent to p are absorbed into it, so the graph never holds more
-/// than the original edges plus one list per live element. Degrees are the AMD upper
-/// bound |A_i| + |L_p∖i| + Σ_e |L_e∖L_p|, with the |L_e∖L_p| counted in one sweep;
-/// elements that become subsets of L_p are absorbed too (aggressive absorption).
-/// Only the *choice* of pivot is approximate: the column structures pushed to
-/// `col_c` are exact, so the fill closure that the update schedule relies on holds.
-fn approximate_minimum_degree(
-    adj_ptr: &[u32],
-    adj: &[u32],
-    eliminated: &mut [bool],
-    order: &mut Vec<u32>,
-    col_c_ptr: &mut Vec<u32>,
-    col_c: &mut Vec<u32>,
-) {
-    const NIL: u32 = u32::MAX;
-    let n = eliminated.len();
-    // variable → adjacent live variables (not yet covered by an element)
-    let mut av: Vec<Vec<u32>> = vec![Vec::new(); n];
-    // variable → adjacent elements
-    let mut ev: Vec<Vec<u32>> = vec![Vec::new(); n];
-    // element (indexed by its pivot) → its live variables
-    let mut le: Vec<Vec<u32>> = vec![Vec::new(); n];
-    let mut alive = vec![false; n];
-    let mut head = vec![NIL; n + 1];
-    let mut next = vec![NIL; n];
-    let mut prev = vec![NIL; n];
-    let mut deg = vec![0u32; n];
-    let insert = |c: u32, dg: u32, head: &mut [u32], next: &mut [u32], prev: &mut [u32]| {
-        let h = head[dg as usize];
-        next[c as usize] = h;
-        prev[c as usize] = NIL;
-        if h != NIL {
-            prev[h as usize] = c;
-        }
-        head[dg as usize] = c;
-    };
-    let remove = |c: u32, dg: u32, head: &mut [u32], next: &mut [u32], prev: &mut [u32]| {
-        let (p, nx) = (prev[c as usize], next[c as usize]);
-        if p != NIL {
-            next[p as usize] = nx;
-        } else {
-            head[dg as usize] = nx;
-        }
-        if nx != NIL {
-            prev[nx as usize] = p;
-        }
-    };
-    let mut remaining = 0usize;
-    for c in (0..n).rev() {
-        if eliminated[c] {
-            continue;
-        }
-        av[c].extend(adj[adj_ptr[c] as usize..adj_ptr[c + 1] as usize].iter().filter(|&&d| !eliminated[d as usize]));
-        deg[c] = av[c].len() as u32;
-        insert(c as u32, deg[c], &mut head, &mut next, &mut prev);
-        remaining += 1;
-    }
-    // in_lp[i] == p: variable i belongs to the element being formed at pivot p
-    let mut in_lp = vec![NIL; n];
-    // |L_e ∖ L_p| for elements e met while updating pivot p (valid when wstamp[e] == p)
-    let mut wstamp = vec![NIL; n];
-    let mut wcnt = vec![0u32; n];
-    let mut mindeg = 0usize;
-    while remaining > 0 {
-        while head[mindeg] == NIL {
-            mindeg += 1;
-        }
-        let v = head[mindeg];
-        let vu = v as usize;
-        remove(v, deg[vu], &mut head, &mut next, &mut prev);
-        eliminated[vu] = true;
-        remaining -= 1;
-        // L_v = (A_v ∪ ⋃_{e ∈ E_v} L_e) ∖ {v}; the elements of E_v are absorbed
-        let mut lp = std::mem::take(&mut le[vu]);
-        lp.clear();
-        in_lp[vu] = v;
-        for &u in &av[vu] {
-            if !eliminated[u as usize] && in_lp[u as usize] != v {
-                in_lp[u as usize] = v;
-                lp.push(u);
-            }
-        }
-        for &e in &ev[vu] {
-            let eu = e as usize;
-            if !alive[eu] {
-                continue;
-            }
-            for &u in &le[eu] {
-                if !eliminated[u as usize] && in_lp[u as usize] != v {
-                    in_lp[u as usize] = v;
-                    lp.push(u);
-                }
-            }
-            alive[eu] = false;
-            le[eu] = Vec::new();
-        }
-        av[vu] = Vec::new();
-        ev[vu] = Vec::new();
-        col_c.extend_from_slice(&lp);
-        col_c_ptr.push(col_c.len() as u32);
-        order.push(v);
-        // |L_e ∖ L_p| for every live element e next to L_p
-        for &i in &lp {
-            for &e in &ev[i as usize] {
-                let eu = e as usize;
-                if !alive[eu] {
-                    continue;
-                }
-                if wstamp[eu] != v {
-                    wstamp[eu] = v;
-                    wcnt[eu] = le[eu].len() as u32;
-                }
-                wcnt[eu] -= 1;
-            }
-        }
-        // element lists: drop dead elements and those inside L_p, add p; variable
-        // lists: drop v, dead variables and those now covered by L_p; new degrees
-        let lp_len = lp.len() as u32;
-        for &i in &lp {
-            let iu = i as usize;
-            let mut d_ext = 0u32;
-            ev[iu].retain(|&e| {
-                let eu = e as usize;
-                if !alive[eu] {
-                    return false;
-                }
-                if wcnt[eu] == 0 {
-                    // L_e ⊆ L_p: aggressive absorption
-                    alive[eu] = false;
-                    return false;
-                }
-                d_ext += wcnt[eu];
-                true
-            });
-            ev[iu].push(v);
-            av[iu].retain(|&j| !eliminated[j as usize] && in_lp[j as usize] != v);
-            let nd = (av[iu].len() as u32 + lp_len - 1 + d_ext).min(remaining as u32 - 1);
-            if nd != deg[iu] {
-                remove(i, deg[iu], &mut head, &mut next, &mut prev);
-                deg[iu] = nd;
-                insert(i, nd, &mut head, &mut next, &mut prev);
-            }
-            mindeg = mindeg.min(nd as usize);
-        }
-        // free absorbed elements' lists lazily: dead ones are never read again
-        alive[vu] = true;
-        le[vu] = lp;
-    }
-}
-
 fn add3(u: &[f64; 3], v: &[f64; 3]) -> [f64; 3] {
     [u[0] + v[0], u[1] + v[1], u[2] + v[2]]
 }

@@ -41,6 +41,7 @@
 pub mod block;
 pub mod dense;
 pub mod gauss;
+mod ordering;
 pub mod pgs;
 pub mod sparse;
 
