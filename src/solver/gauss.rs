@@ -52,6 +52,7 @@ use std::sync::Arc;
 
 use super::block::{self, Block, Pivot, SmallPivot, ZERO};
 use super::sparse::{BlockSparseSymmetric, ConstraintId, NO_BODY};
+use super::supernodal::Supernodal;
 use super::{SolveReport, SolverError, SolverSettings};
 
 /// Body incidence at or below which the simpliciality test scans a body's
@@ -123,7 +124,29 @@ pub struct BlockLdl {
     w4: Vec<[f64; 3]>,
     /// Row scales by constraint (padded rows 0), for the regularised refinement.
     scale_c: Vec<[f64; 3]>,
+    // ---- supernodal path
+    kernel: NumericKernel,
+    use_supernodal: bool,
+    sn: Supernodal,
 }
+
+/// Which numeric factorisation [`BlockLdl`] runs (module doc).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NumericKernel {
+    /// Chosen by the analysis from the structure of L: the supernodal one when
+    /// the block columns are long (loops), the block one otherwise.
+    #[default]
+    Auto,
+    /// Block elimination over 3×3 blocks with a precomputed update schedule.
+    Block,
+    /// Supernodal: dense panels, dense products ([`supernodal`](super::supernodal)).
+    Supernodal,
+}
+
+/// Auto selects the supernodal kernel when the block updates Σ m(m−1)/2 over
+/// the columns of L (m blocks each) exceed this many per block of L: columns
+/// averaging more than ~4 blocks, where dense panels beat block-by-block updates.
+const SUPERNODAL_UPDATES_PER_BLOCK: usize = 4;
 
 /// Outcome of a numeric factorisation.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -168,6 +191,32 @@ impl BlockLdl {
     /// Elimination order: `order()[p]` is the constraint eliminated at step p.
     pub fn order(&self) -> impl Iterator<Item = ConstraintId> + '_ {
         self.perm.iter().map(|&c| ConstraintId(c))
+    }
+
+    /// Selects the numeric kernel (the next factorisation analyses anew).
+    pub fn set_kernel(&mut self, kernel: NumericKernel) {
+        if kernel != self.kernel {
+            self.kernel = kernel;
+            self.analyzed_version = None;
+            self.factored = false;
+        }
+    }
+
+    /// Whether the last analysis chose the supernodal kernel.
+    pub fn is_supernodal(&self) -> bool {
+        self.use_supernodal
+    }
+
+    /// The supernodes of the last analysis as ranges of elimination positions
+    /// (see [`order`](Self::order)); empty on the block kernel.
+    pub fn supernodes(&self) -> Vec<std::ops::Range<usize>> {
+        if self.use_supernodal { self.sn.supernode_positions().collect() } else { Vec::new() }
+    }
+
+    /// Scalar entries stored by the supernodal factor (diagonal, L and the
+    /// explicit zeros of amalgamation); 0 on the block kernel.
+    pub fn supernodal_entries(&self) -> usize {
+        if self.use_supernodal { self.sn.stored_entries() } else { 0 }
     }
 
     /// True when `a`'s pattern is not the one analysed last.
@@ -307,6 +356,32 @@ impl BlockLdl {
         // graphs, so it is built target column by target column: column q2 is scattered
         // once into `slot` (row → index in row_idx) and every column p holding row q2
         // then finds its later rows by direct lookup instead of a binary search.
+        let updates: usize = (0..n)
+            .map(|p| {
+                let m = (self.col_ptr[p + 1] - self.col_ptr[p]) as usize;
+                m * m.saturating_sub(1) / 2
+            })
+            .sum();
+        self.use_supernodal = match self.kernel {
+            NumericKernel::Auto => updates > SUPERNODAL_UPDATES_PER_BLOCK * self.row_idx.len(),
+            NumericKernel::Block => false,
+            NumericKernel::Supernodal => true,
+        };
+        self.w.resize(1, ZERO);
+        self.dinv.resize(n, ZERO);
+        self.diag.resize(n, ZERO);
+        self.scale.resize(n, [0.0; 3]);
+        if self.use_supernodal {
+            self.sn.analyze(a, &self.perm, &self.col_ptr, &self.row_idx);
+            // the block schedule is not needed
+            self.tgt_ptr = Vec::new();
+            self.targets = Vec::new();
+            self.a_map = Vec::new();
+            self.a_tr = Vec::new();
+            self.lval = Vec::new();
+            return;
+        }
+        self.sn = Supernodal::default();
         self.tgt_ptr.clear();
         self.tgt_ptr.push(0);
         let mut total = 0u32;
@@ -560,6 +635,17 @@ impl BlockLdl {
         mode: SmallPivot,
         record: bool,
     ) -> bool {
+        if self.use_supernodal {
+            let (rd, perm) = (&mut self.rank_deficient, &self.perm);
+            let (any_small, growth) =
+                self.sn.numeric(a, perm, &self.scale, eps, thresh_rel, floor_rel, mode, |p| {
+                    if record {
+                        rd.push(ConstraintId(perm[p]));
+                    }
+                });
+            self.pivot_growth = growth;
+            return any_small;
+        }
         // constraints of at most 2 rows (revolute joints, contacts): 2×2 kernels
         if self.max_rows <= 2 {
             self.numeric_r::<2>(a, eps, thresh_rel, floor_rel, mode, record)
@@ -672,6 +758,10 @@ impl BlockLdl {
 
     /// Solves (L D Lᵀ) x = b in place on a padded vector indexed by constraint.
     fn solve_padded(&mut self, b: &mut [[f64; 3]]) {
+        if self.use_supernodal {
+            self.sn.solve_padded(&self.perm, b);
+            return;
+        }
         let n = self.n;
         let y = &mut self.x;
         y.resize(n, [0.0; 3]);

@@ -44,9 +44,10 @@ pub mod gauss;
 mod ordering;
 pub mod pgs;
 pub mod sparse;
+mod supernodal;
 
 pub use dense::{DenseLdl, dense_matrix};
-pub use gauss::{BlockLdl, FactorReport};
+pub use gauss::{BlockLdl, FactorReport, NumericKernel};
 pub use sparse::{BlockSparseSymmetric, ConstraintId, SparseJacobian};
 
 /// Errors of the solver: every one comes from inconsistent input, none from the
