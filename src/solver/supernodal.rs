@@ -48,6 +48,10 @@ const RELAX_SMALL_COLS: usize = 8;
 /// Products with fewer multiply-adds than this use the plain loop, not faer's
 /// kernel (whose set-up costs more than such a product).
 const SMALL_PRODUCT: usize = 4096;
+/// Columns of a panel factored by rank-1 updates before the rest of the panel is
+/// updated by one product (blocked right-looking LDLᵀ: the rank-1 loops are
+/// memory-bound, the product runs at faer's kernel speed).
+const PANEL_BLOCK: usize = 32;
 
 /// Symbolic structure and numeric values of a supernodal factor.
 #[derive(Clone, Debug, Default)]
@@ -263,7 +267,7 @@ impl Supernodal {
         self.c.clear();
         self.c.resize(max_below * max_below, 0.0);
         self.wt.clear();
-        self.wt.resize(max_w * max_below, 0.0);
+        self.wt.resize((max_w * max_below).max(PANEL_BLOCK * max_w), 0.0);
         self.wcol.clear();
         self.wcol.resize(max_m, 0.0);
         self.y.clear();
@@ -340,46 +344,70 @@ impl Supernodal {
                 self.update_from(du, s, f, l, m);
                 d = next_d;
             }
-            // dense LDLᵀ of the panel
+            // dense LDLᵀ of the panel, by blocks of PANEL_BLOCK columns: rank-1
+            // updates inside a block, one product for the columns after it
             let base = self.lx_ptr[s];
-            for j in 0..w {
-                let g = f + j;
-                let p = self.col_pos[g] as usize;
-                let r = g - self.pos_col[p] as usize;
-                let sc = scale[p][r];
-                let col = base + j * m;
-                let dj = self.lx[col + j];
-                let (dv, di) = if dj > thresh_rel * sc {
-                    (dj, 1.0 / dj)
-                } else {
-                    any_small = true;
-                    small(p);
-                    match mode {
-                        SmallPivot::Drop => (0.0, 0.0),
-                        SmallPivot::Floor => (floor_rel * sc, 1.0 / (floor_rel * sc)),
+            let mut j0 = 0;
+            while j0 < w {
+                let j1 = (j0 + PANEL_BLOCK).min(w);
+                for j in j0..j1 {
+                    let g = f + j;
+                    let p = self.col_pos[g] as usize;
+                    let r = g - self.pos_col[p] as usize;
+                    let sc = scale[p][r];
+                    let col = base + j * m;
+                    let dj = self.lx[col + j];
+                    let (dv, di) = if dj > thresh_rel * sc {
+                        (dj, 1.0 / dj)
+                    } else {
+                        any_small = true;
+                        small(p);
+                        match mode {
+                            SmallPivot::Drop => (0.0, 0.0),
+                            SmallPivot::Floor => (floor_rel * sc, 1.0 / (floor_rel * sc)),
+                        }
+                    };
+                    self.dval[g] = dv;
+                    self.dinv[g] = di;
+                    growth = growth.max(di * sc);
+                    // W = the column below the pivot (unscaled); L = W · d⁻¹
+                    let below = m - j - 1;
+                    self.wcol[..below].copy_from_slice(&self.lx[col + j + 1..col + m]);
+                    for v in &mut self.lx[col + j + 1..col + m] {
+                        *v *= di;
                     }
-                };
-                self.dval[g] = dv;
-                self.dinv[g] = di;
-                growth = growth.max(di * sc);
-                // W = the column below the pivot (unscaled); L = W · d⁻¹
-                let below = m - j - 1;
-                self.wcol[..below].copy_from_slice(&self.lx[col + j + 1..col + m]);
-                for v in &mut self.lx[col + j + 1..col + m] {
-                    *v *= di;
+                    // the later columns of this block: A_ik -= L_ij W_kj
+                    for k in j + 1..j1 {
+                        let wk = self.wcol[k - j - 1];
+                        if wk == 0.0 {
+                            continue;
+                        }
+                        let (lo, hi) = self.lx.split_at_mut(base + k * m);
+                        let lcol = &lo[col + k..col + m];
+                        for (t, &lv) in hi[k..m].iter_mut().zip(lcol) {
+                            *t -= lv * wk;
+                        }
+                    }
                 }
-                // the later columns of this supernode: A_ik -= L_ij W_kj
-                for k in j + 1..w {
-                    let wk = self.wcol[k - j - 1];
-                    if wk == 0.0 {
-                        continue;
+                if j1 < w {
+                    // A[j1.., j1..w] -= L[j1.., j0..j1] · (L[j1..w, j0..j1] D)ᵀ; the
+                    // upper triangle of the diagonal part is written but never read
+                    let jb = j1 - j0;
+                    let wr = w - j1;
+                    for k in 0..jb {
+                        let dk = self.dval[f + j0 + k];
+                        let colk = base + (j0 + k) * m + j1;
+                        for t in 0..wr {
+                            self.wt[k + t * jb] = dk * self.lx[colk + t];
+                        }
                     }
-                    let (lo, hi) = self.lx.split_at_mut(base + k * m);
-                    let lcol = &lo[col + k..col + m];
-                    for (t, &lv) in hi[k..m].iter_mut().zip(lcol) {
-                        *t -= lv * wk;
-                    }
+                    let (lo, hi) = self.lx.split_at_mut(base + j1 * m);
+                    let lhs = MatRef::from_column_major_slice_with_stride(&lo[base + j0 * m + j1..], m - j1, jb, m);
+                    let rhs = MatRef::from_column_major_slice(&self.wt[..jb * wr], jb, wr);
+                    let dst = MatMut::from_column_major_slice_with_stride_mut(&mut hi[j1..], m - j1, wr, m);
+                    matmul(dst, Accum::Add, lhs, rhs, -1.0, Par::Seq);
                 }
+                j0 = j1;
             }
             // hand this supernode to the one holding its first row below
             if m > w {
