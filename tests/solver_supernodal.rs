@@ -12,8 +12,7 @@ mod common;
 
 use common::solver_gen::*;
 use mx2d::solver::{
-    BlockLdl, BlockSparseSymmetric, DenseLdl, FactorReport, NumericKernel, SolverSettings, SparseJacobian,
-    dense_matrix,
+    BlockLdl, BlockSparseSymmetric, DenseLdl, FactorReport, NumericKernel, SolverSettings, SparseJacobian, dense_matrix,
 };
 
 fn norm(v: &[f64]) -> f64 {

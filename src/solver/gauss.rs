@@ -10,14 +10,18 @@
 //!   no fill, so every tree of bodies (any graph whose constraint graph is chordal)
 //!   factors with zero fill, in linear time. Phase 2 orders what is left (the loops
 //!   and the paths between them) by approximate minimum degree (SuiteSparse's AMD,
-//!   see [`ordering`](super::ordering)): bounded fill on loops ("les équations ont
+//!   see the private module `ordering`): bounded fill on loops ("les équations ont
 //!   seulement un terme en plus").
 //!   The result (structure of L and a precomputed list of update targets) is reused
 //!   as long as the pattern version of A does not change.
 //! * **Numeric factorisation** ([`BlockLdl::factor`]): right-looking elimination
 //!   over flat arrays of 3×3 blocks; every update goes to a precomputed slot, so
 //!   there is no search and no allocation. Cost: Σ over pivots of (column length)²
-//!   block products, i.e. linear on chains and trees.
+//!   block products, i.e. linear on chains and trees. When the analysis finds long
+//!   columns (more than 4 block updates per block of
+//!   L: meshes of loops), the numeric factorisation and the solves run on
+//!   supernodes instead (the private module `supernodal`: dense panels, dense
+//!   products), with the same pivot rule ([`NumericKernel`] forces either).
 //! * **Redundant / singular constraints**: a first pass drops any pivot below
 //!   `pivot_tolerance × A_rr` and records the constraint (rank-revealing). If any
 //!   were found, A is refactored as A + ε·diag(A) (Tikhonov, scaled by the diagonal
@@ -139,7 +143,7 @@ pub enum NumericKernel {
     Auto,
     /// Block elimination over 3×3 blocks with a precomputed update schedule.
     Block,
-    /// Supernodal: dense panels, dense products ([`supernodal`](super::supernodal)).
+    /// Supernodal: dense panels, dense products (the private module `supernodal`).
     Supernodal,
 }
 
@@ -637,12 +641,11 @@ impl BlockLdl {
     ) -> bool {
         if self.use_supernodal {
             let (rd, perm) = (&mut self.rank_deficient, &self.perm);
-            let (any_small, growth) =
-                self.sn.numeric(a, perm, &self.scale, eps, thresh_rel, floor_rel, mode, |p| {
-                    if record {
-                        rd.push(ConstraintId(perm[p]));
-                    }
-                });
+            let (any_small, growth) = self.sn.numeric(a, perm, &self.scale, eps, thresh_rel, floor_rel, mode, |p| {
+                if record {
+                    rd.push(ConstraintId(perm[p]));
+                }
+            });
             self.pivot_growth = growth;
             return any_small;
         }

@@ -2,6 +2,14 @@
 //! ([`sparse`]), block-sparse Gaussian elimination ([`gauss`], seed 003 §V) and a
 //! dense reference ([`dense`]).
 //!
+//! The factorisation is analysed once per constraint graph: leaf peeling (zero
+//! fill on trees), then SuiteSparse's AMD on the loop part (`ordering`, via faer).
+//! Its numeric part runs one of two kernels ([`NumericKernel`]): block elimination
+//! over 3×3 blocks for short columns (chains, trees, single loops), or a
+//! supernodal LDLᵀ with dense panels (`supernodal`) when the columns of L are long
+//! (meshes of loops). Both apply the same scalar pivot rule, so rank decisions,
+//! regularisation and the reported constraints are the same.
+//!
 //! The convenience entry point is [`ConstraintSolver`]:
 //!
 //! ```

@@ -1,5 +1,5 @@
 //! Fill-reducing order of the loop part of the constraint graph (phase 2 of
-//! [`BlockLdl::analyze`](super::BlockLdl::analyze)) and the exact column
+//! `BlockLdl::analyze`) and the exact column
 //! structures of L that it implies.
 //!
 //! What is left after the leaf peeling of phase 1 (the loops and the paths between
@@ -17,7 +17,7 @@
 //! ⋃ over the children c of j of struct(c) ∖ {j} (the columns eliminated by the
 //! leaf peeling need not be visited: their structures are cliques of A already).
 //! AMD's order is a postorder of its assembly tree, so the columns of a supernode
-//! come out consecutive (see [`supernodal`](super::supernodal)).
+//! come out consecutive (supernodes, module `supernodal`).
 
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::sparse::SymbolicSparseColMatRef;

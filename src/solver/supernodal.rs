@@ -22,7 +22,7 @@
 //! number (up to roundoff) and gets the same test `d_r > thresh_rel × scale_r`,
 //! the same "drop" (infinite pivot: the column of L is zero, the row takes no part
 //! in later eliminations) or "floor" (static pivot `floor_rel × scale_r`). The
-//! scale-invariance argument of the module doc of [`gauss`](super::gauss) carries
+//! scale-invariance argument of the module doc of `gauss` carries
 //! over unchanged, and the multipliers agree with the block path and the dense
 //! reference to roundoff (`tests/solver_supernodal.rs`).
 //!
@@ -274,7 +274,7 @@ impl Supernodal {
         self.y.resize(nc, 0.0);
     }
 
-    /// Numeric factorisation (see [`BlockLdl`](super::BlockLdl)'s `numeric` for the
+    /// Numeric factorisation (see `BlockLdl::numeric` for the
     /// arguments). `scale[p]` are the row scales by position. Calls `small(p)` for
     /// each small pivot at position p. Returns (any small pivot, pivot growth).
     #[allow(clippy::too_many_arguments)]
