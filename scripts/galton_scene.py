@@ -93,7 +93,7 @@ w("// Measured (2,000 balls): P(right) 0.48-0.51 at every level, P(right | right
 w("// P(right | left) 0.487 (the peg board this replaced kept the sideways speed: variance 3.4-3.6")
 w("// against n/4 = 3). Known limit: a fast ball can jump a tube's mouth (1.15 diameters wide) onto")
 w("// the next roof and skip a level (a few % of the balls): 10^4 balls give variance 3.30 and fail")
-w("// the chi-square test at 1 % (p = 5e-9); 10^3 pass it. Tried and worse: tubes 0.8 cm wider")
+w("// the chi-square test at 1 % (p = 5e-9); 10^3 pass it. (All measured with the Jacobi contact\n// solve; with the Gauss-Seidel solve 10^3 balls give variance 3.56: to tune again.) Tried and\n// worse: tubes 0.8 cm wider")
 w("// than a ball and 0.4 m long (variance 3.5); tube walls with e = 0.9 (rows correlated,")
 w("// P(R|R) 0.68: the zigzag dies); roofs with e = 0.6 (more skips, variance 3.35-3.43).")
 w("// The solver projects a ball out of obstacles in turn, in list order: at each corner the two")
