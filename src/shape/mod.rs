@@ -112,6 +112,23 @@ impl Shape {
         }
     }
 
+    /// Radius of curvature of the outline at the support point in direction
+    /// `direction` (local frame): how fast that point slides along the
+    /// outline as the direction turns, dp/dθ = ρ·t. Used by the narrowphase's
+    /// Newton iteration on the support functions. 0 for polygons (the support
+    /// point stays on a vertex), `f64::INFINITY` at a flat point (a
+    /// superellipse with n > 2 on its axes).
+    pub fn support_radius_of_curvature(&self, direction: DVec2) -> f64 {
+        match self {
+            Shape::Circle { radius } => *radius,
+            Shape::Ellipse { a, b } => ellipse::support_radius_of_curvature(*a, *b, direction),
+            Shape::Superellipse { a, b, exponent } => {
+                superellipse::support_radius_of_curvature(*a, *b, *exponent, direction)
+            }
+            _ => 0.0,
+        }
+    }
+
     /// Signed distance from local point `p` to the boundary: negative inside.
     pub fn signed_distance(&self, p: DVec2) -> f64 {
         match self {

@@ -21,7 +21,9 @@
 //! 64-gon against a 64-gon costs O(64 + 64), not O(64²).
 
 pub mod circle;
+pub mod gjk;
 pub mod polygon;
+pub mod smooth;
 pub mod surface;
 
 use glam::DVec2;
@@ -82,14 +84,17 @@ pub fn hull(shape: &Shape) -> Option<Vec<DVec2>> {
     }
 }
 
-/// Vertices used for a curved shape against a polygon or another curved
-/// shape (see the module docs): its outline with 64 vertices; the polygon's
-/// own vertices otherwise; empty for a circle (handled exactly).
+/// Whether a shape is met through its support function and curvature
+/// ([`smooth`]) rather than as a circle or a polygon.
+pub fn is_smooth_curved(shape: &Shape) -> bool {
+    matches!(shape, Shape::Ellipse { .. } | Shape::Superellipse { .. })
+}
+
+/// The polygon vertices of a shape kept per body by the contact set (built
+/// once): [`hull`]'s vertices for polygons, boxes and bars; empty for round
+/// and curved shapes (handled exactly from their support functions).
 pub fn outline_hull(shape: &Shape) -> Vec<DVec2> {
-    match shape {
-        Shape::Circle { .. } => Vec::new(),
-        _ => hull(shape).unwrap_or_else(|| shape.outline(64)),
-    }
+    hull(shape).unwrap_or_default()
 }
 
 fn rect(hx: f64, hy: f64) -> Vec<DVec2> {
@@ -102,8 +107,7 @@ pub fn collide_bodies(a: &Shape, pa: &Pose, b: &Shape, pb: &Pose, margin: f64, o
 }
 
 /// [`collide_bodies`] with each shape's [`outline_hull`] computed beforehand
-/// (the contact set keeps them per body: building a 64-vertex outline costs
-/// more than the collision itself).
+/// (the contact set keeps them per body).
 #[allow(clippy::too_many_arguments)]
 pub fn collide_hulls(
     a: &Shape,
@@ -115,19 +119,24 @@ pub fn collide_hulls(
     margin: f64,
     out: &mut Vec<ManifoldPoint>,
 ) {
-    match (a, b) {
-        (Shape::Circle { radius: ra }, Shape::Circle { radius: rb }) => {
-            circle::circle_circle(*ra, pa.position, *rb, pb.position, margin, out)
-        }
-        (Shape::Circle { radius }, _) => {
-            circle::circle_hull(*radius, pa.position, hull_b, pb, margin, out);
-        }
-        (_, Shape::Circle { radius }) => {
+    if is_smooth_curved(a) || is_smooth_curved(b) {
+        return smooth::collide_convex(a, pa, b, pb, margin, out);
+    }
+    // A point mass meets others as a disc of radius 0.
+    let round = |s: &Shape| match s {
+        Shape::Circle { radius } => Some(*radius),
+        Shape::Point => Some(0.0),
+        _ => None,
+    };
+    match (round(a), round(b)) {
+        (Some(ra), Some(rb)) => circle::circle_circle(ra, pa.position, rb, pb.position, margin, out),
+        (Some(radius), None) => circle::circle_hull(radius, pa.position, hull_b, pb, margin, out),
+        (None, Some(radius)) => {
             let start = out.len();
-            circle::circle_hull(*radius, pb.position, hull_a, pa, margin, out);
+            circle::circle_hull(radius, pb.position, hull_a, pa, margin, out);
             flip(&mut out[start..]);
         }
-        _ => polygon::polygon_polygon(hull_a, pa, hull_b, pb, margin, out),
+        (None, None) => polygon::polygon_polygon(hull_a, pa, hull_b, pb, margin, out),
     }
 }
 
