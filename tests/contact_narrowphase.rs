@@ -281,3 +281,37 @@ fn gap_and_normal_do_not_depend_on_the_length_unit() {
         }
     }
 }
+
+/// Degenerate contacts give a defined (finite, unit) normal and a finite
+/// gap: coincident centres of two curved shapes, of a curved shape and a
+/// polygon, two shapes touching at one point (zero-area overlap), and a
+/// curved shape exactly on a polygon's corner. Where the answer is known it
+/// is checked: two equal discs-like ellipses at the same centre and angle
+/// overlap by their minor diameter (the shortest push-out is along the
+/// minor axis, 2b); touching ones have gap 0 to 1e-12.
+#[test]
+fn degenerate_contacts_have_a_defined_normal() {
+    let e = Shape::Ellipse { a: 1.0, b: 0.4 };
+    let sq = Shape::Box { half_extents: DVec2::splat(0.5) };
+    let s4 = Shape::Superellipse { a: 0.6, b: 0.6, exponent: 4.0 };
+    let at = |x: f64, y: f64, angle: f64| Pose { position: DVec2::new(x, y), angle };
+    let defined =
+        |c: &ManifoldPoint| c.gap.is_finite() && c.normal.is_finite() && (c.normal.length() - 1.0).abs() < 1e-12;
+    // Coincident centres, same angle: push-out along the minor axis, 2b deep.
+    let c = contact(&e, &at(0.3, 0.2, 0.0), &e, &at(0.3, 0.2, 0.0));
+    assert!(defined(&c) && (c.gap + 0.8).abs() < 1e-9 && c.normal.x.abs() < 1e-9, "{c:?}");
+    for (a, b) in [(&e, &sq), (&sq, &e), (&s4, &s4), (&s4, &sq), (&e, &s4)] {
+        let c = contact(a, &at(0.0, 0.0, 0.3), b, &at(0.0, 0.0, 0.3));
+        assert!(defined(&c) && c.gap < 0.0, "{a:?}/{b:?} coincident: {c:?}");
+    }
+    // Touching at one point (zero-area overlap): tip to tip, tip on a face.
+    let c = contact(&e, &at(2.0, 0.0, 0.0), &e, &at(0.0, 0.0, 0.0));
+    assert!(defined(&c) && c.gap.abs() < 1e-12 && (c.normal - DVec2::X).length() < 1e-9, "{c:?}");
+    let c = contact(&e, &at(0.0, 0.9, 0.0), &sq, &at(0.0, 0.0, 0.0));
+    assert!(defined(&c) && c.gap.abs() < 1e-12 && (c.normal - DVec2::Y).length() < 1e-12, "{c:?}");
+    // An ellipse's tip exactly on the box's corner, along the diagonal.
+    let diag = DVec2::splat(std::f64::consts::FRAC_1_SQRT_2);
+    let centre = DVec2::splat(0.5) + diag * 1.0;
+    let c = contact(&e, &at(centre.x, centre.y, std::f64::consts::FRAC_PI_4), &sq, &at(0.0, 0.0, 0.0));
+    assert!(defined(&c) && c.gap.abs() < 1e-12 && (c.normal - diag).length() < 1e-6, "{c:?}");
+}

@@ -119,13 +119,22 @@ impl Shape {
     /// point stays on a vertex), `f64::INFINITY` at a flat point (a
     /// superellipse with n > 2 on its axes).
     pub fn support_radius_of_curvature(&self, direction: DVec2) -> f64 {
+        self.support_and_curvature(direction).1
+    }
+
+    /// [`Shape::support`] and [`Shape::support_radius_of_curvature`] at once
+    /// (the superellipse's curvature needs its support point).
+    pub fn support_and_curvature(&self, direction: DVec2) -> (DVec2, f64) {
         match self {
-            Shape::Circle { radius } => *radius,
-            Shape::Ellipse { a, b } => ellipse::support_radius_of_curvature(*a, *b, direction),
-            Shape::Superellipse { a, b, exponent } => {
-                superellipse::support_radius_of_curvature(*a, *b, *exponent, direction)
+            Shape::Circle { radius } => (circle::support(*radius, direction), *radius),
+            Shape::Ellipse { a, b } => {
+                (ellipse::support(*a, *b, direction), ellipse::support_radius_of_curvature(*a, *b, direction))
             }
-            _ => 0.0,
+            Shape::Superellipse { a, b, exponent } => {
+                let p = superellipse::support(*a, *b, *exponent, direction);
+                (p, superellipse::radius_of_curvature_at(*a, *b, *exponent, p))
+            }
+            _ => (self.support(direction), 0.0),
         }
     }
 
@@ -367,7 +376,8 @@ mod tests {
             for k in 0..24 {
                 let th = k as f64 * 0.2618 + 0.1;
                 let rho = s.support_radius_of_curvature(DVec2::from_angle(th));
-                let fd = (s.support(DVec2::from_angle(th + h)) - s.support(DVec2::from_angle(th - h))).length() / (2.0 * h);
+                let fd =
+                    (s.support(DVec2::from_angle(th + h)) - s.support(DVec2::from_angle(th - h))).length() / (2.0 * h);
                 assert!((rho - fd).abs() <= 1e-6 * fd.max(1e-3), "{s:?} θ={th}: ρ {rho} vs {fd}");
             }
         }

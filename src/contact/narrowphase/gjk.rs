@@ -7,14 +7,15 @@
 //! distance of D from the origin: its distance when the origin lies outside
 //! (GJK), minus the depth of the origin below D's nearest face when it lies
 //! inside (EPA). Here they only have to **start** [`super::smooth`]'s Newton
-//! iteration: GJK stops at 1e-6 relative, EPA at 1e-6 of the shapes' size,
-//! and the exact answer (1e-12) is Newton's.
+//! iteration: GJK stops at 1e-4 relative (its normal is then good to about
+//! √(2·1e-4) ≈ 0.014 rad), EPA at 1e-4 of the shapes' size, and the exact
+//! answer (1e-12) is Newton's.
 
 use glam::DVec2;
 
 /// GJK stops when the lower and upper bounds of the distance agree to this
 /// fraction (van den Bergen's ε: |v|² − v·w ≤ ε |v|²).
-const GJK_RELATIVE_TOLERANCE: f64 = 1e-6;
+const GJK_RELATIVE_TOLERANCE: f64 = 1e-4;
 /// Iteration caps: GJK converges linearly on curved shapes (each step halves
 /// the angle error at worst), EPA adds one vertex per step.
 const MAX_ITERATIONS: usize = 64;
@@ -180,8 +181,8 @@ mod tests {
     use super::*;
 
     /// Two discs: D is a disc of radius r_a + r_b at c_a − c_b, so the
-    /// distance is |c_a − c_b| − r_a − r_b (GJK to its 1e-6 relative
-    /// tolerance) and the penetration depth r_a + r_b − |c_a − c_b| (EPA to
+    /// distance is |c_a − c_b| − r_a − r_b (GJK to its 1e-4 relative
+    /// tolerance; the normal to √(2·1e-4)) and the penetration depth r_a + r_b − |c_a − c_b| (EPA to
     /// its 1e-9 absolute tolerance, plus the polygon's inscribed-chord error,
     /// which the stopping test bounds by the tolerance).
     #[test]
@@ -189,8 +190,8 @@ mod tests {
         let d = |c: DVec2, r: f64| move |dir: DVec2| c + dir.normalize() * r;
         match gjk(d(DVec2::new(3.0, 4.0), 1.5), DVec2::X, f64::INFINITY) {
             Gjk::Separated { distance, closest } => {
-                assert!((distance - 3.5).abs() < 3.5e-6, "{distance}");
-                assert!((closest.normalize() - DVec2::new(0.6, 0.8)).length() < 3e-3);
+                assert!((distance - 3.5).abs() < 3.5e-4, "{distance}");
+                assert!((closest.normalize() - DVec2::new(0.6, 0.8)).length() < 3e-2);
             }
             other => panic!("{other:?}"),
         }
