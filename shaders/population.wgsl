@@ -1,8 +1,10 @@
 // The population step on the GPU: the twin of src/population/cpu.rs (keep
 // the two in step, kernel for kernel, formula for formula). One invocation
-// per ball, 256 per workgroup, flattened 2D dispatch. Every kernel writes
-// only its own ball (Jacobi, double-buffered corrections), except the grid's
-// atomic count and the overflow counter.
+// per ball (or per cell: sort_cells, the sweeps), 256 per workgroup,
+// flattened 2D dispatch. Every kernel writes only its own ball, except the
+// grid's atomic count, the counters, and the Gauss-Seidel sweeps, which write
+// the corrections of the balls of the 3 x 3 cells around their cell (one
+// dispatch per colour: those blocks are disjoint).
 
 struct Params {
     n: u32,
@@ -270,6 +272,31 @@ fn scatter(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups
     sorted[atomicLoad(&cell_start[cell_of[i]]) + contacts[i]] = i;
 }
 
+// One invocation per cell: the scatter's atomics rank a cell's balls in
+// whatever order the threads ran; an insertion sort of the cell's short
+// segment puts them in ball-index order, the CPU twin's order, so that the
+// neighbour lists, the sweeps and every sum run in the same order on every
+// run (and on either backend).
+@compute @workgroup_size(256)
+fn sort_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+              @builtin(local_invocation_index) local: u32) {
+    let c = ball_index(wg, groups, local);
+    if c >= P.cells {
+        return;
+    }
+    let start = atomicLoad(&cell_start[c]);
+    let end = atomicLoad(&cell_start[c + 1u]);
+    for (var k = start + 1u; k < end; k++) {
+        let key = sorted[k];
+        var m = k;
+        while m > start && sorted[m - 1u] > key {
+            sorted[m] = sorted[m - 1u];
+            m--;
+        }
+        sorted[m] = key;
+    }
+}
+
 @compute @workgroup_size(256)
 fn find_neighbours(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
                    @builtin(local_invocation_index) local: u32) {
@@ -331,22 +358,15 @@ fn find_neighbours(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups
     }
 }
 
-// Mass-splitting counts at the current (stabilise) or predicted positions.
-fn count_at(i: u32, predicted: bool) -> u32 {
-    var p = pv[i].xy;
-    if predicted {
-        p = pred[i].xy;
-    }
+// Mass-splitting counts of the velocity pass, at the predicted positions.
+fn count_at(i: u32) -> u32 {
+    let p = pred[i].xy;
     let r = ang[i].z;
     var n = 0u;
     for (var k = 0u; k < neighbour_count[i]; k++) {
         let j = neighbours[i * MAX_NEIGHBOURS + k];
-        var q = pv[j].xy;
-        if predicted {
-            q = pred[j].xy;
-        }
         let reach = r + ang[j].z;
-        let d = q - p;
+        let d = pred[j].xy - p;
         if dot(d, d) < reach * reach {
             n++;
         }
@@ -362,37 +382,32 @@ fn count_at(i: u32, predicted: bool) -> u32 {
 }
 
 @compute @workgroup_size(256)
-fn count_current(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
-                 @builtin(local_invocation_index) local: u32) {
-    let i = ball_index(wg, groups, local);
-    if i < P.n {
-        contacts[i] = count_at(i, false);
-    }
-}
-
-@compute @workgroup_size(256)
 fn count_predicted(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
                    @builtin(local_invocation_index) local: u32) {
     let i = ball_index(wg, groups, local);
     if i < P.n {
-        contacts[i] = count_at(i, true);
+        contacts[i] = count_at(i);
     }
 }
 
+// The colour of the Gauss-Seidel sweep this pipeline runs (cpu.rs
+// colour_of_cell): cells with (cx mod 3, cy mod 3) = (COLOUR % 3, COLOUR / 3).
+override COLOUR: u32 = 0u;
+
 fn at(j: u32, stabilise: bool) -> vec2<f32> {
     if stabilise {
-        return pv[j].xy;
+        return pv[j].xy + dx_in[j];
     }
     return pred[j].xy + dx_in[j];
 }
 
-// cpu.rs `corrections`: balls (Jacobi, mass splitting) times the relaxation,
-// then the obstacles in turn, in full.
-fn corrections(i: u32, stabilise: bool) -> vec2<f32> {
+// cpu.rs `solve_ball`: each listed contact projected in full at the latest
+// positions, both balls moved by their inverse-mass shares, in place; then
+// the obstacles in turn, in full. Only the thread of the ball's cell runs
+// it while its colour's threads run: they touch disjoint 3 x 3 blocks.
+fn solve_ball(i: u32, stabilise: bool) {
     let r_i = ang[i].z;
     let w_i = ang[i].w;
-    let p_i = at(i, stabilise);
-    var delta = vec2<f32>(0.0);
     for (var k = 0u; k < neighbour_count[i]; k++) {
         let j = neighbours[i * MAX_NEIGHBOURS + k];
         let a = min(i, j);
@@ -405,16 +420,16 @@ fn corrections(i: u32, stabilise: bool) -> vec2<f32> {
             extra = rebound_distance(s0.x - sum_r, vn_pre, P.h, P.restitution);
         }
         let s = pair_normal(at(a, stabilise), at(b, stabilise));
-        let kk = f32(contacts[a]) * ang[a].w + f32(contacts[b]) * ang[b].w;
-        let c = position_correction(s.x - sum_r - extra, s.yz, w_i, kk);
-        if i == a {
-            delta += c;
-        } else {
-            delta -= c;
+        let kk = ang[a].w + ang[b].w;
+        let gap = s.x - sum_r - extra;
+        if gap < 0.0 && kk > 0.0 {
+            let lambda = s.yz * (-gap / kk * P.relaxation);
+            dx_in[a] += lambda * ang[a].w;
+            dx_in[b] -= lambda * ang[b].w;
         }
     }
-    // Summed apart from the position (p − p_i would round it).
-    var correction = delta * P.relaxation;
+    var p_i = at(i, stabilise);
+    var correction = vec2<f32>(0.0);
     for (var k = 0u; k < obstacle_count[i]; k++) {
         let o = obstacles[obstacle_ids[i * MAX_OBSTACLES + k]];
         var extra = 0.0;
@@ -424,36 +439,49 @@ fn corrections(i: u32, stabilise: bool) -> vec2<f32> {
             let vn_pre = dot(pred[i].zw - velocity_at(o, pv[i].xy - start.yz * r_i), start.yz);
             extra = rebound_distance(start.x - r_i, vn_pre, P.h, m.restitution);
         }
-        let now = obstacle_contact(o, p_i + correction);
+        let now = obstacle_contact(o, p_i);
         if in_reach(o, now.x, r_i) {
-            correction += position_correction(now.x - r_i - extra, now.yz, w_i, w_i);
+            let c = position_correction(now.x - r_i - extra, now.yz, w_i, w_i);
+            correction += c;
+            p_i += c;
         }
     }
-    return correction;
+    if any(correction != vec2<f32>(0.0)) {
+        dx_in[i] += correction;
+    }
 }
 
-// Pre-stabilisation: the corrected position goes to pred.xy (a scratch use),
-// then commit_stabilised copies it into pv.
-@compute @workgroup_size(256)
-fn stabilise(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
-             @builtin(local_invocation_index) local: u32) {
-    let i = ball_index(wg, groups, local);
-    if i >= P.n {
+// One invocation per cell of the colour; its balls in index order.
+fn sweep_cell(t: u32, stabilise: bool) {
+    let ox = COLOUR % 3u;
+    let oy = COLOUR / 3u;
+    let ncx = (P.nx + 2u - ox) / 3u;
+    let ncy = (P.ny + 2u - oy) / 3u;
+    if t >= ncx * ncy {
         return;
     }
-    var x = pv[i].xy;
-    if state[i] == ALIVE {
-        x += corrections(i, true);
+    let cell = (oy + 3u * (t / ncx)) * P.nx + ox + 3u * (t % ncx);
+    let end = atomicLoad(&cell_start[cell + 1u]);
+    for (var k = atomicLoad(&cell_start[cell]); k < end; k++) {
+        solve_ball(sorted[k], stabilise);
     }
-    pred[i] = vec4<f32>(x, pred[i].zw);
 }
 
+// Pre-stabilisation sweep (one per colour) from the current positions.
+@compute @workgroup_size(256)
+fn stabilise_colour(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                    @builtin(local_invocation_index) local: u32) {
+    sweep_cell(ball_index(wg, groups, local), true);
+}
+
+// pv += the stabilisation's corrections, which are then cleared.
 @compute @workgroup_size(256)
 fn commit_stabilised(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
                      @builtin(local_invocation_index) local: u32) {
     let i = ball_index(wg, groups, local);
     if i < P.n {
-        pv[i] = vec4<f32>(pred[i].xy, pv[i].zw);
+        pv[i] = vec4<f32>(pv[i].xy + dx_in[i], pv[i].zw);
+        dx_in[i] = vec2<f32>(0.0);
     }
 }
 
@@ -473,18 +501,11 @@ fn predict(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups
     pred[i] = vec4<f32>(pv[i].xy + v * P.h, v);
 }
 
+// The substep's position sweep (one per colour) from the predicted positions.
 @compute @workgroup_size(256)
-fn solve_positions(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
-                   @builtin(local_invocation_index) local: u32) {
-    let i = ball_index(wg, groups, local);
-    if i >= P.n {
-        return;
-    }
-    var dx = dx_in[i];
-    if state[i] == ALIVE {
-        dx += corrections(i, false);
-    }
-    dx_out[i] = dx;
+fn solve_colour(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                @builtin(local_invocation_index) local: u32) {
+    sweep_cell(ball_index(wg, groups, local), false);
 }
 
 @compute @workgroup_size(256)
@@ -566,10 +587,16 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
 fn finish_substep(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
                   @builtin(local_invocation_index) local: u32) {
     let i = ball_index(wg, groups, local);
-    if i >= P.n || state[i] != ALIVE {
+    if i >= P.n {
         return;
     }
-    pv[i] = vec4<f32>(pred[i].xy + dx_in[i], vout[i].xy);
+    let dx = dx_in[i];
+    // Cleared for the next substep's stabilisation sweep.
+    dx_in[i] = vec2<f32>(0.0);
+    if state[i] != ALIVE {
+        return;
+    }
+    pv[i] = vec4<f32>(pred[i].xy + dx, vout[i].xy);
     let w = vout[i].z;
     ang[i] = vec4<f32>(ang[i].x + w * P.h, w, ang[i].zw);
 }

@@ -337,24 +337,20 @@ fn run(args: RunArgs) -> ExitCode {
         report(&format!("error: {e}"));
         return ExitCode::from(2);
     }
-    // The window writes --trace and --energy (the same rows as headless);
-    // the other outputs are written headless.
+    // The window writes every output a headless run writes, the same rows
+    // (one `Session` steps both); without a display the run is headless.
     let display = mx2d::render::window::display_available();
-    let recordable = mx2d::render::window::can_record(&options);
-    let windowed = !args.headless && display && recordable;
+    let windowed = !args.headless && display;
     if !args.headless && !windowed {
-        report(&format!(
-            "mx2d: {}: running headless",
-            if recordable {
-                "no display"
-            } else {
-                "--summary, --reactions, --contacts, --snapshot, --frames and --energy-plot are written headless"
-            }
-        ));
+        report("mx2d: no display: running headless");
     }
     if windowed {
         return match mx2d::render::window::run(scene, args.size.unwrap_or((1024, 768)), false, &options) {
-            Ok(()) => ExitCode::SUCCESS,
+            Ok(None) => ExitCode::SUCCESS,
+            Ok(Some(stop)) => {
+                report(&format!("error: {stop} (output written so far is kept)"));
+                ExitCode::from(stop.exit_code())
+            }
             Err(e) => {
                 report(&format!("error: {e:#}"));
                 ExitCode::from(1)

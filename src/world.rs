@@ -12,7 +12,10 @@
 //! 3. contacts, when the scene has them (`src/contact/`): `broadphase`,
 //!    `impacts` (time of impact inside the step, integrator advanced to it),
 //!    `narrowphase`, `contact_solve` (impacts left, PGS with friction,
-//!    position update and projection);
+//!    position update and projection); with `contacts.solver: SoftStep`
+//!    stages 2–3 are Box2D v3's soft step instead (`src/contact/soft_step.rs`:
+//!    `broadphase`, `narrowphase`, then sub-steps timed as `integrate` and
+//!    `contact_solve`);
 //! 4. `correct_drift` — Newton projection of positions and velocities onto
 //!    the constraints (seed 003 §IV);
 //! 5. `scatter_state` — back into the bodies;
@@ -32,6 +35,7 @@ use rayon::prelude::*;
 use crate::body::{Body, BodyHandle, BodySet};
 use crate::constraint::system::{ConstraintSystem, Reaction, Scene, Stabilization};
 use crate::constraint::{Constraint, ConstraintHandle, ConstraintSet};
+use crate::contact::soft_step::SoftStepSettings;
 use crate::contact::{ContactError, ContactSet};
 use crate::field::{Field, total_force};
 use crate::gpu::GpuFieldBackend;
@@ -437,8 +441,17 @@ impl World {
     pub fn step(&mut self) -> Result<(), SimulationError> {
         self.prepare()?;
         self.times.timed(Stage::GatherState, || gather_state(self.bodies.as_slice(), &mut self.state));
-        let start = self.contacts.enabled().then(|| self.state.clone());
-        self.integrate_span(self.time, self.dt)?;
+        let soft = self.contacts.soft_step_settings();
+        let start = (self.contacts.enabled() && soft.is_none()).then(|| self.state.clone());
+        if let Some(settings) = soft {
+            let result = self.soft_step(settings);
+            if result.is_err() {
+                self.times.timed(Stage::ScatterState, || scatter_state(&self.state, self.bodies.as_mut_slice()));
+            }
+            result?;
+        } else {
+            self.integrate_span(self.time, self.dt)?;
+        }
         if let Some(start) = start {
             let result = self.contact_stages(start);
             if result.is_err() {
@@ -622,6 +635,86 @@ impl World {
         }
         self.times.add(Stage::ContactSolve, started.elapsed());
         result
+    }
+
+    /// The soft-step contact path (`src/contact/soft_step.rs`) in place of
+    /// the integrator and the exact contact stages: the forces once at the
+    /// start of the step, the broadphase over the motion they predict, the
+    /// narrowphase and manifolds (`narrowphase`), then the sub-steps —
+    /// velocities (`integrate`), warm start and soft solve (`contact_solve`),
+    /// positions (`integrate`), relax (`contact_solve`) — and the restitution
+    /// pass. The kinetic energy the contact passes change is added to the
+    /// non-conservative work.
+    fn soft_step(&mut self, settings: SoftStepSettings) -> Result<(), SimulationError> {
+        let (t0, dt, step) = (self.time, self.dt, self.steps + 1);
+        let fail = |source| SimulationError::Contact { step, time: t0, source };
+        if let Some(c) = self.constraints.iter().next() {
+            return Err(fail(ContactError {
+                body_a: self.bodies.as_slice()[c.body_a.0].name.clone(),
+                partner: "its constraint".into(),
+                reason: "the soft-step contact solver does not handle constraints (joints); use solver Exact".into(),
+            }));
+        }
+        let (mut acc, mut q_end) = self.contacts.soft_take_buffers();
+        acc.resize(self.state.q.len(), 0.0);
+        let (mut model, _, state) = self.force_model();
+        let power = model.acceleration(t0, &state.q, &state.v, &mut acc);
+        let gpu_error = model.gpu_error.take();
+        if let Some(message) = gpu_error {
+            self.contacts.soft_put_buffers(acc, q_end);
+            return Err(SimulationError::Gpu { step, time: t0, message });
+        }
+        // Where the forces alone would take the bodies: the swept boxes.
+        q_end.clear();
+        q_end.extend(self.state.q.iter().zip(&self.state.v).zip(&acc).map(|((q, v), a)| q + dt * (v + dt * a)));
+        let bodies = self.bodies.as_slice();
+        let rest = self.contacts.resting_speed(self.gravity, dt);
+        self.times.timed(Stage::Broadphase, || {
+            self.contacts.broadphase(bodies, &self.surfaces, &self.constraints, &self.state.q, &q_end)
+        });
+        let prepared = self.times.timed(Stage::Narrowphase, || {
+            self.contacts.soft_prepare(bodies, &self.surfaces, &self.state.q, &self.state.v, dt, rest)
+        });
+        if let Err(e) = prepared {
+            self.contacts.soft_put_buffers(acc, q_end);
+            return Err(fail(e));
+        }
+        let h = self.contacts.soft_substep();
+        let kinetic = |v: &[f64]| -> f64 {
+            bodies
+                .iter()
+                .zip(v.chunks(3))
+                .filter(|(b, _)| !b.fixed)
+                .map(|(b, v)| 0.5 * b.mass * (v[0] * v[0] + v[1] * v[1]) + 0.5 * b.inertia * v[2] * v[2])
+                .sum()
+        };
+        let mut contact_work = 0.0;
+        let (state, contacts, times) = (&mut self.state, &mut self.contacts, &mut self.times);
+        for _ in 0..settings.substeps {
+            times.timed(Stage::Integrate, || {
+                for (v, a) in state.v.iter_mut().zip(&acc) {
+                    *v += h * a;
+                }
+            });
+            let before = kinetic(&state.v);
+            times.timed(Stage::ContactSolve, || {
+                contacts.soft_warm_start(&mut state.v);
+                contacts.soft_solve(&mut state.v, false, settings.iterations);
+            });
+            times.timed(Stage::Integrate, || contacts.soft_integrate_positions(&mut state.q, &state.v));
+            times.timed(Stage::ContactSolve, || contacts.soft_solve(&mut state.v, true, settings.relax_iterations));
+            contact_work += kinetic(&state.v) - before;
+        }
+        let before = kinetic(&state.v);
+        let finished = times.timed(Stage::ContactSolve, || {
+            contacts.soft_restitution(&mut state.v, rest);
+            contacts.soft_finish(bodies)
+        });
+        contact_work += kinetic(&state.v) - before;
+        state.work += power * dt + contact_work;
+        contacts.soft_put_buffers(acc, q_end);
+        self.integrator.reset();
+        finished.map_err(fail)
     }
 
     fn integrate_span(&mut self, t: f64, dt: f64) -> Result<(), SimulationError> {

@@ -1,4 +1,4 @@
-//! The contact solve on the rayon pool (issue 7): contacts are coloured so
+//! The exact contact solve (block PGS) on the rayon pool (issue 7): contacts are coloured so
 //! that no two of a colour share a dynamic body, and the large colours are
 //! split among threads. Each contact then sees the same velocities whatever
 //! the pool size, so the whole step is bitwise the same at every size.
@@ -17,7 +17,7 @@ use mx2d::solver::pgs;
 #[test]
 fn the_pyramid_steps_the_same_at_every_pool_size() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/pyramid.ron");
-    let scene = Scene::load(&path, &["piles[0].rows=60".to_string()]).unwrap();
+    let scene = Scene::load(&path, &["piles[0].rows=60".to_string(), "contacts.solver=Exact".to_string()]).unwrap();
     let run = || {
         let mut w = scene.build_world().unwrap();
         for _ in 0..5 {
@@ -44,7 +44,7 @@ fn the_pyramid_steps_the_same_at_every_pool_size() {
 #[test]
 fn contacts_of_a_colour_share_no_dynamic_body() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes/pyramid.ron");
-    let mut w = Scene::load(&path, &[]).unwrap().build_world().unwrap();
+    let mut w = Scene::load(&path, &["contacts.solver=Exact".to_string()]).unwrap().build_world().unwrap();
     w.step().unwrap();
     let inv = inverse_masses(w.bodies.as_slice());
     let q = w.state_vectors().0.to_vec();

@@ -1,12 +1,17 @@
 //! Stacking (issue 7, priority 3): a column of 10 boxes and Box2D's 20-row
-//! pyramid stand for 10 s.
+//! pyramid stand for 10 s, with the exact contact path (block PGS).
 
 use mx2d::scene::Scene;
 use mx2d::world::World;
 
+/// The scene with the exact contact path (the scenes themselves use the
+/// soft step, tested in `tests/contact_soft_step.rs`).
 fn load(name: &str) -> World {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(name);
-    Scene::load(&path, &[]).unwrap_or_else(|e| panic!("{e}")).build_world().unwrap_or_else(|e| panic!("{e}"))
+    Scene::load(&path, &["contacts.solver=Exact".to_string()])
+        .unwrap_or_else(|e| panic!("{e}"))
+        .build_world()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// 10 s at dt = 1/60: no box moves more than 1 % of its size (1 m), the

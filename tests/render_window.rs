@@ -142,6 +142,82 @@ fn the_window_writes_the_headless_trace_byte_for_byte() {
     }
 }
 
+/// The window steps the same `Session` as `--headless`: the reactions and
+/// contacts files are the same bytes, the summary reports the same steps and
+/// energies (its timings differ), and a run that diverges (RK4 on the
+/// heavy-load chain, whose stiff modes need dt ≈ 2e-5) stops at the same step
+/// with the same trace and the headless exit status 3.
+#[test]
+fn the_window_runs_the_headless_session() {
+    if !window_test_enabled("the_window_runs_the_headless_session") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scenes = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes");
+    let run_both = |scene: &str, extra: &[&str], tag: &str| {
+        let mut outputs = Vec::new();
+        for windowed in [true, false] {
+            let name = |what: &str| dir.path().join(format!("{tag}_{windowed}_{what}"));
+            let (trace, reactions, contacts, summary) =
+                (name("trace.csv"), name("reactions.csv"), name("contacts.csv"), name("summary.json"));
+            let mut args: Vec<String> = vec!["run".into(), scenes.join(scene).display().to_string()];
+            args.extend(extra.iter().map(|s| s.to_string()));
+            for (flag, path) in
+                [("--trace", &trace), ("--reactions", &reactions), ("--contacts", &contacts), ("--summary", &summary)]
+            {
+                args.extend([flag.to_string(), path.display().to_string()]);
+            }
+            let code = if windowed {
+                let mut child = Command::new(env!("CARGO_BIN_EXE_mx2d"))
+                    .args(&args)
+                    .env("MX2D_WINDOW_TEST", "1")
+                    .env("MX2D_SCREENSHOT_DIR", dir.path())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let deadline = Instant::now() + Duration::from_secs(120);
+                while child.try_wait().unwrap().is_none() {
+                    assert!(Instant::now() < deadline, "{tag}: the window did not exit within 120 s");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                let out = child.wait_with_output().unwrap();
+                let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+                assert!(stderr.contains("window test: "), "{tag}: did it open a window?\n{stderr}");
+                out.status.code()
+            } else {
+                args.push("--headless".into());
+                Command::new(env!("CARGO_BIN_EXE_mx2d")).args(&args).output().unwrap().status.code()
+            };
+            let summary: serde_json::Value = serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+            outputs.push((
+                code,
+                std::fs::read(&trace).unwrap(),
+                std::fs::read(&reactions).unwrap(),
+                std::fs::read(&contacts).unwrap(),
+                summary,
+            ));
+        }
+        let (w, h) = (&outputs[0], &outputs[1]);
+        assert_eq!(w.0, h.0, "{tag}: exit status");
+        assert!(w.1 == h.1, "{tag}: traces differ");
+        assert!(w.2 == h.2, "{tag}: reactions differ");
+        assert!(w.3 == h.3, "{tag}: contacts differ");
+        for key in ["steps", "t_final", "energy_initial", "energy_final", "max_constraint_error", "stopped"] {
+            assert_eq!(w.4[key], h.4[key], "{tag}: summary {key}");
+        }
+        outputs.swap_remove(1)
+    };
+    let (code, _, reactions, _, summary) = run_both("ragdoll.ron", &["--steps", "60", "--every", "5"], "ragdoll");
+    assert_eq!(code, Some(0));
+    assert!(reactions.len() > 1000 && summary["steps"] == 60, "ragdoll: {} bytes of reactions", reactions.len());
+    let (code, trace, _, _, summary) =
+        run_both("heavy_load_chain.ron", &["--integrator", "rk4", "--steps", "200"], "diverging");
+    assert_eq!(code, Some(3), "a diverging run exits 3");
+    let stopped = summary["stopped"]["step"].as_u64().unwrap();
+    assert!(stopped < 200 && !trace.is_empty(), "stopped at step {stopped}");
+}
+
 #[test]
 fn without_a_display_mx2d_says_so_in_one_line() {
     let out =

@@ -22,26 +22,45 @@ pub fn block(
     (qa, va): ([f64; 3], [f64; 3]),
     b: Option<([f64; 3], [f64; 3])>,
 ) -> RowBlock {
-    let ra = DVec2::from_angle(qa[2]).rotate(anchor_a);
+    let mut out = RowBlock::default();
+    write_block(
+        anchor_a,
+        anchor_b,
+        (DVec2::from_angle(qa[2]), qa, va),
+        b.map(|(qb, vb)| (DVec2::from_angle(qb[2]), qb, vb)),
+        &mut out,
+    );
+    out
+}
+
+/// [`block`] with each body's rotation (cos φ, sin φ) given — the assembly
+/// computes it once per body instead of once per joint end (a body of a
+/// ladder or a chain carries two to four pins) — written in place.
+pub fn write_block(
+    anchor_a: DVec2,
+    anchor_b: DVec2,
+    (rot_a, qa, va): (DVec2, [f64; 3], [f64; 3]),
+    b: Option<(DVec2, [f64; 3], [f64; 3])>,
+    out: &mut RowBlock,
+) {
+    let ra = rot_a.rotate(anchor_a);
     let pa = DVec2::new(qa[0], qa[1]) + ra;
     let (rb, pb, wb) = match b {
-        Some((qb, vb)) => {
-            let rb = DVec2::from_angle(qb[2]).rotate(anchor_b);
+        Some((rot_b, qb, vb)) => {
+            let rb = rot_b.rotate(anchor_b);
             (rb, DVec2::new(qb[0], qb[1]) + rb, vb[2])
         }
         None => (DVec2::ZERO, anchor_b, 0.0),
     };
     let c = pa - pb;
     let gamma = -ra * (va[2] * va[2]) + rb * (wb * wb);
-    let mut block = RowBlock { rows: 2, ..Default::default() };
-    block.jac[0] = [[1.0, 0.0, -ra.y], [0.0, 1.0, ra.x], [0.0; 3]];
-    if b.is_some() {
-        block.jac[1] = [[-1.0, 0.0, rb.y], [0.0, -1.0, -rb.x], [0.0; 3]];
-    }
-    block.value = [c.x, c.y, 0.0];
-    block.holonomic = [true, true, false];
-    block.gamma = [gamma.x, gamma.y, 0.0];
-    block
+    out.rows = 2;
+    out.jac[0] = [[1.0, 0.0, -ra.y], [0.0, 1.0, ra.x], [0.0; 3]];
+    out.jac[1] = if b.is_some() { [[-1.0, 0.0, rb.y], [0.0, -1.0, -rb.x], [0.0; 3]] } else { [[0.0; 3]; 3] };
+    out.value = [c.x, c.y, 0.0];
+    out.holonomic = [true, true, false];
+    out.velocity_bias = [0.0; 3];
+    out.gamma = [gamma.x, gamma.y, 0.0];
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use glam::DVec2;
 use rayon::prelude::*;
 
 use super::{ConstraintSet, RowBlock};
@@ -59,6 +60,8 @@ pub struct ConstraintSystem {
     solver: ConstraintSolver,
     jac: SparseJacobian,
     blocks: Vec<RowBlock>,
+    /// (cos φ, sin φ) of every body at the last assembly (empty when few pins).
+    rotations: Vec<DVec2>,
     inv_mass: Vec<[f64; 3]>,
     rank_weights: Vec<[f64; 3]>,
     rhs: Vec<f64>,
@@ -92,18 +95,41 @@ fn body_state(x: &[f64], i: usize) -> [f64; 3] {
 
 impl ConstraintSystem {
     /// Evaluates every constraint's rows at (t, q, v) and fills J.
+    ///
+    /// Pins (revolute joints) are written in place with each body's rotation
+    /// computed once per assembly rather than once per joint end: in a
+    /// linkage a body carries two to four pins, and `sin_cos` was the largest
+    /// single cost of a small loop mechanism's step (issue 10).
     pub fn assemble(&mut self, scene: Scene, t: f64, q: &[f64], v: &[f64]) -> Result<(), SolverError> {
-        let eval = |c: &super::Constraint| {
-            let a = c.body_a.0;
-            let b = c.body_b.map(|h| (body_state(q, h.0), body_state(v, h.0)));
-            c.evaluate(t, (body_state(q, a), body_state(v, a)), b, scene.bodies, scene.surfaces)
-        };
         let items = scene.constraints.as_slice();
+        let pins = items.iter().filter(|c| matches!(c.kind, super::ConstraintKind::Revolute { .. })).count();
+        // a rotation per body pays when the pins' ends outnumber the bodies
+        self.rotations.clear();
+        if 2 * pins >= scene.bodies.len() {
+            self.rotations.extend((0..scene.bodies.len()).map(|i| DVec2::from_angle(q[3 * i + 2])));
+        }
+        let rotations = &self.rotations;
+        let eval = |c: &super::Constraint, out: &mut RowBlock| {
+            let a = c.body_a.0;
+            match (&c.kind, rotations.is_empty()) {
+                (super::ConstraintKind::Revolute { anchor_a, anchor_b }, false) => super::revolute::write_block(
+                    *anchor_a,
+                    *anchor_b,
+                    (rotations[a], body_state(q, a), body_state(v, a)),
+                    c.body_b.map(|h| (rotations[h.0], body_state(q, h.0), body_state(v, h.0))),
+                    out,
+                ),
+                _ => {
+                    let b = c.body_b.map(|h| (body_state(q, h.0), body_state(v, h.0)));
+                    *out = c.evaluate(t, (body_state(q, a), body_state(v, a)), b, scene.bodies, scene.surfaces);
+                }
+            }
+        };
+        self.blocks.resize(items.len(), RowBlock::default());
         if items.len() >= PARALLEL_ROWS {
-            items.par_iter().map(&eval).collect_into_vec(&mut self.blocks);
+            self.blocks.par_iter_mut().zip(items.par_iter()).for_each(|(out, c)| eval(c, out));
         } else {
-            self.blocks.clear();
-            self.blocks.extend(items.iter().map(&eval));
+            self.blocks.iter_mut().zip(items).for_each(|(out, c)| eval(c, out));
         }
         self.inv_mass.clear();
         self.inv_mass.extend(scene.bodies.iter().map(Body::inverse_mass));

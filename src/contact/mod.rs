@@ -36,6 +36,17 @@
 //!    deeper than the slop is projected out (positions only, nonlinear
 //!    Gauss–Seidel on the linearised gaps, Box2D v2.4's position solver).
 //!
+//! # The soft step
+//!
+//! `contacts.solver: SoftStep(...)` ([`ContactSolver::SoftStep`]) replaces
+//! the integrator and stages 2–4 by Box2D v3's soft step ([`soft_step`]):
+//! forces once per step, `broadphase` over the motion they predict, one
+//! `narrowphase` with a speculative margin, then sub-steps of velocity
+//! integration, warm start, soft solve, position integration and relax
+//! (`integrate` and `contact_solve` in `stage_ms`), and a restitution pass.
+//! Fast on tall stacks, at the price of soft contacts (a stack sags by the
+//! springs' deflection), no exact impact times, and no joints (refused).
+//!
 //! # Contacts and joints
 //!
 //! Joints stay exact: their rows keep the sparse direct solve
@@ -63,6 +74,7 @@ pub mod impact;
 pub mod material;
 pub mod narrowphase;
 pub mod resting;
+pub mod soft_step;
 pub mod toi;
 
 use std::collections::{HashMap, HashSet};
@@ -94,6 +106,19 @@ pub enum BroadphaseChoice {
     SweepAndPrune,
 }
 
+/// Which solver handles resting contact (scene field `contacts.solver`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum ContactSolver {
+    /// Time of impact, exact impacts, block PGS with position projection
+    /// (the stages above): closed forms to 1e-9, joints kept exact.
+    #[default]
+    Exact,
+    /// Box2D v3's soft step ([`soft_step`]): sub-steps, soft contacts,
+    /// warm start, relax and restitution passes; fast on tall stacks, no
+    /// exact impact times, stacks sag by the contact springs' deflection.
+    SoftStep(soft_step::SoftStepSettings),
+}
+
 /// Contact settings of a world (scene field `contacts`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ContactSettings {
@@ -123,6 +148,8 @@ pub struct ContactSettings {
     pub max_impact_events: usize,
     /// Contact material of each body, by body index (missing: the default material).
     pub body_materials: Vec<Material>,
+    /// The resting-contact solver.
+    pub solver: ContactSolver,
 }
 
 impl Default for ContactSettings {
@@ -139,6 +166,7 @@ impl Default for ContactSettings {
             joint_passes: 4,
             max_impact_events: 64,
             body_materials: Vec::new(),
+            solver: ContactSolver::Exact,
         }
     }
 }
@@ -231,6 +259,8 @@ pub struct ContactSet {
     hulls: Vec<Vec<DVec2>>,
     /// The integrator's [`resting::position_weight`], set by the world each step.
     pub position_weight: f64,
+    /// The soft-step solver's manifolds and buffers.
+    soft: soft_step::SoftState,
 }
 
 /// The grid broadphase's reusable buffers; a clone starts with empty ones.

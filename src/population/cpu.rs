@@ -1,8 +1,11 @@
 //! The CPU twin of `shaders/population.wgsl`: the same stages, kernel for
-//! kernel, as rayon loops over a structure of arrays in f32. Every loop
-//! writes only its own ball from buffers that no one writes meanwhile
-//! (Jacobi with double buffers), so the result is the same at every pool
-//! size (tested at 1, 2, 3, 7, 16 and 64 threads).
+//! kernel, as rayon loops over a structure of arrays in f32. Every per-ball
+//! loop writes only its own ball from buffers that no one writes meanwhile;
+//! the Gauss–Seidel position sweeps run one colour at a time, one task per
+//! cell, each writing only the balls of the 3 × 3 cells around its cell
+//! (disjoint within a colour: the proof is in [`crate::population`]). So the
+//! result is the same at every pool size (tested at 1, 2, 3, 7, 16 and 64
+//! threads).
 
 use glam::Vec2;
 use rayon::prelude::*;
@@ -15,6 +18,9 @@ use crate::gpu::GpuField;
 /// Balls per rayon task (below this the fork-join costs more than it saves).
 const CHUNK: usize = 512;
 
+/// Cells per rayon task in a colour of the Gauss–Seidel sweep.
+const CELL_CHUNK: usize = 64;
+
 /// A contact counts in the velocity pass when it overlapped before the
 /// position solve or its gap is below this fraction of the radii after it.
 pub const ACTIVE_SLOP: f32 = 1e-3;
@@ -26,7 +32,6 @@ pub(crate) struct Scratch {
     v_pre: Vec<Vec2>,
     x_pred: Vec<Vec2>,
     dx: Vec<Vec2>,
-    dx_next: Vec<Vec2>,
     v_new: Vec<Vec2>,
     omega_new: Vec<f32>,
     contacts: Vec<u32>,
@@ -37,6 +42,20 @@ pub(crate) struct Scratch {
     neighbour_count: Vec<u32>,
     obstacle_ids: Vec<u32>,
     obstacle_count: Vec<u32>,
+    /// The cells holding balls, by colour (`colour_of_cell`), rebuilt with
+    /// the grid.
+    colour_cells: [Vec<u32>; COLOURS],
+}
+
+/// Colours of the Gauss–Seidel sweep: a cell (cx, cy) has colour
+/// `(cy mod 3)·3 + (cx mod 3)`.
+pub const COLOURS: usize = 9;
+
+/// The colour of cell (cx, cy): rows of the bottom band first (see the
+/// proof in the module doc of [`crate::population`]).
+#[inline]
+pub fn colour_of_cell(cx: u32, cy: u32) -> usize {
+    (cy % 3 * 3 + cx % 3) as usize
 }
 
 /// Advances the population by `dt` (see the module doc of
@@ -44,7 +63,7 @@ pub(crate) struct Scratch {
 pub fn step(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     let n = pop.len();
     let s = &mut pop.scratch;
-    for v in [&mut s.acc, &mut s.v_pre, &mut s.x_pred, &mut s.dx, &mut s.dx_next, &mut s.v_new] {
+    for v in [&mut s.acc, &mut s.v_pre, &mut s.x_pred, &mut s.dx, &mut s.v_new] {
         v.resize(n, Vec2::ZERO);
     }
     s.omega_new.resize(n, 0.0);
@@ -68,10 +87,9 @@ pub fn step(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     for _ in 0..substeps {
         stabilize(pop);
         predict(pop, h);
-        count_contacts(pop, true);
+        count_contacts(pop);
         for _ in 0..pop.params.iterations {
-            solve_positions(pop, h, resting);
-            std::mem::swap(&mut pop.scratch.dx, &mut pop.scratch.dx_next);
+            sweep_positions(pop, Sweep::Solve { h, resting });
         }
         solve_velocities(pop, h, resting);
         finish_substep(pop, h);
@@ -191,6 +209,16 @@ pub(crate) fn build_grid(grid: &GridSpec, position: &[Vec2], states: &[u32], s: 
             *slot += 1;
         }
     }
+    // The occupied cells by colour, in cell order (the sweep's work lists).
+    for list in &mut s.colour_cells {
+        list.clear();
+    }
+    for c in 0..cells {
+        if s.cell_start[c + 1] > s.cell_start[c] {
+            let (cx, cy) = (c as u32 % grid.nx, c as u32 / grid.nx);
+            s.colour_cells[colour_of_cell(cx, cy)].push(c as u32);
+        }
+    }
 }
 
 /// Segments claim a ball only within a radius behind them (a ball deeper
@@ -308,12 +336,12 @@ fn predict(pop: &mut Population, h: f32) {
     );
 }
 
-/// Contacts of each ball at the predicted positions (or at the current ones,
-/// for the stabilisation), at least 1: the mass-splitting factor.
-fn count_contacts(pop: &mut Population, predicted: bool) {
+/// Contacts of each ball at the predicted positions, at least 1: the
+/// mass-splitting factor of the velocity pass (Jacobi).
+fn count_contacts(pop: &mut Population) {
     let s = &mut pop.scratch;
     let (radius, obstacles) = (&pop.radius, &pop.obstacles);
-    let x_pred = if predicted { &s.x_pred } else { &pop.position };
+    let x_pred = &s.x_pred;
     let (nb, nbc, ob, obc) = (&s.neighbours, &s.neighbour_count, &s.obstacle_ids, &s.obstacle_count);
     s.contacts.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, count)| {
         let (p, r) = (x_pred[i], radius[i]);
@@ -345,101 +373,175 @@ pub fn pair_normal(pa: Vec2, pb: Vec2) -> (Vec2, f32) {
     if d > 0.0 { (r / d, d) } else { (Vec2::X, 0.0) }
 }
 
-/// The position correction of ball `i` at the positions `at` (`x_pred + dx`,
-/// or `x` for the stabilisation): the balls' corrections (Jacobi, mass
-/// splitting) times the relaxation, then the ball is projected out of its
-/// obstacles in turn, in full: obstacles have infinite mass and take
-/// priority, so a pile cannot push a ball into a wall or a moving paddle.
-/// With `rebound`, new impacts get their rebound distance.
-#[allow(clippy::too_many_arguments)]
+/// The corrections of one Gauss–Seidel sweep, written in place by the
+/// threads of one colour at a time.
+///
+/// Safety argument (the colouring proof of the module doc of
+/// [`crate::population`]): the thread of cell C reads and writes only balls
+/// of the 3 × 3 cells around C (its own balls, and the neighbours listed
+/// from those cells at the grid build); two cells of one colour are at least
+/// 3 cells apart along x or y, so their 3 × 3 blocks share no cell and no
+/// ball. Within a colour no element is touched by two threads; colours are
+/// separated by the end of a rayon `for_each` (a join: happens-before).
+struct SharedCorrections<'a> {
+    ptr: *mut Vec2,
+    len: usize,
+    _slice: std::marker::PhantomData<&'a mut [Vec2]>,
+}
+
+// SAFETY: see the type's doc — the colouring makes the accesses of
+// concurrent threads disjoint.
+unsafe impl Sync for SharedCorrections<'_> {}
+unsafe impl Send for SharedCorrections<'_> {}
+
+impl<'a> SharedCorrections<'a> {
+    fn new(slice: &'a mut [Vec2]) -> Self {
+        SharedCorrections { ptr: slice.as_mut_ptr(), len: slice.len(), _slice: std::marker::PhantomData }
+    }
+    /// # Safety
+    /// No other thread writes element `i` meanwhile (the colouring).
+    #[inline]
+    unsafe fn get(&self, i: usize) -> Vec2 {
+        assert!(i < self.len);
+        // SAFETY: in bounds (checked); no concurrent writer (the caller).
+        unsafe { *self.ptr.add(i) }
+    }
+    /// # Safety
+    /// No other thread reads or writes element `i` meanwhile (the colouring).
+    #[inline]
+    unsafe fn add(&self, i: usize, v: Vec2) {
+        assert!(i < self.len);
+        // SAFETY: in bounds (checked); exclusive (the caller).
+        unsafe { *self.ptr.add(i) += v }
+    }
+}
+
+/// What a sweep of the position solve does.
+#[derive(Clone, Copy, Debug)]
+enum Sweep {
+    /// Pre-stabilisation: from the current positions, no rebound.
+    Stabilise,
+    /// The substep's solve: from the predicted positions, new impacts get
+    /// their rebound distance.
+    Solve {
+        /// Substep (s).
+        h: f32,
+        /// Resting speed (m/s).
+        resting: f32,
+    },
+}
+
+/// Ball `i`'s turn in a Gauss–Seidel sweep: each of its listed contacts is
+/// projected in full at the latest positions (`base + dx`), moving both
+/// balls by their inverse-mass shares (`k = w_a + w_b`; the pair's
+/// corrections are equal and opposite in momentum), then the ball is
+/// projected out of its obstacles in turn, in full (infinite mass,
+/// priority: a pile cannot push a ball into a wall or a moving paddle).
+///
+/// # Safety
+/// Called by the thread owning ball `i`'s cell while no thread of the same
+/// colour owns a cell adjacent to it (see [`SharedCorrections`]).
 #[inline]
-fn corrections(
-    pop: &Population,
-    i: usize,
-    at: impl Fn(usize) -> Vec2,
-    counts: &[u32],
-    v_pre: &[Vec2],
-    h: f32,
-    resting: f32,
-    rebound: bool,
-) -> Vec2 {
+unsafe fn solve_ball(pop: &Population, i: usize, base: &[Vec2], dx: &SharedCorrections<'_>, sweep: Sweep) {
     let s = &pop.scratch;
     let (position, radius, inv_mass, obstacles) = (&pop.position, &pop.radius, &pop.inv_mass, &pop.obstacles);
     let balls = pop.params.material;
+    let relaxation = pop.params.relaxation;
     let (r_i, w_i) = (radius[i], inv_mass[i]);
-    let p_i = at(i);
-    let mut delta = Vec2::ZERO;
+    // SAFETY (every get/add below): balls i and j lie in the 3 × 3 cells
+    // around i's cell, which this thread alone touches (the caller).
+    let at = |j: usize| base[j] + unsafe { dx.get(j) };
     for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
         let j = j as usize;
         let (a, b) = if i < j { (i, j) } else { (j, i) };
         let sum_r = radius[a] + radius[b];
-        let extra = if rebound {
-            let (n0, d0) = pair_normal(position[a], position[b]);
-            let vn_pre = (v_pre[a] - v_pre[b]).dot(n0);
-            contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting)
-        } else {
-            0.0
+        let extra = match sweep {
+            Sweep::Solve { h, resting } => {
+                let (n0, d0) = pair_normal(position[a], position[b]);
+                let vn_pre = (s.v_pre[a] - s.v_pre[b]).dot(n0);
+                contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting)
+            }
+            Sweep::Stabilise => 0.0,
         };
         let (n, d) = pair_normal(at(a), at(b));
-        let k = counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b];
-        let c = contact::position_correction(d - sum_r - extra, n, w_i, k);
-        delta += if i == a { c } else { -c };
-    }
-    // The correction is summed apart from the position (p − p_i would round
-    // it to the position's ulp and break the pairs' antisymmetry).
-    let mut correction = delta * pop.params.relaxation;
-    for &o in &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize] {
-        let o = &obstacles[o as usize];
-        let extra = if rebound {
-            let m = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
-            let start = o.contact(position[i]);
-            let vn_pre = (v_pre[i] - o.velocity_at(position[i] - start.normal * r_i)).dot(start.normal);
-            contact::rebound_distance(start.distance - r_i, vn_pre, h, m.restitution, resting)
-        } else {
-            0.0
-        };
-        let now = o.contact(p_i + correction);
-        if obstacle_in_reach(o, now.distance, r_i) {
-            correction += contact::position_correction(now.distance - r_i - extra, now.normal, w_i, w_i);
+        let k = inv_mass[a] + inv_mass[b];
+        let gap = d - sum_r - extra;
+        if gap < 0.0 && k > 0.0 {
+            // λ: the pair's position impulse per unit mass share.
+            let lambda = n * (-gap / k * relaxation);
+            unsafe {
+                dx.add(a, lambda * inv_mass[a]);
+                dx.add(b, -(lambda * inv_mass[b]));
+            }
         }
     }
-    correction
+    let mut p_i = at(i);
+    let mut correction = Vec2::ZERO;
+    for &o in &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize] {
+        let o = &obstacles[o as usize];
+        let extra = match sweep {
+            Sweep::Solve { h, resting } => {
+                let m = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
+                let start = o.contact(position[i]);
+                let vn_pre = (s.v_pre[i] - o.velocity_at(position[i] - start.normal * r_i)).dot(start.normal);
+                contact::rebound_distance(start.distance - r_i, vn_pre, h, m.restitution, resting)
+            }
+            Sweep::Stabilise => 0.0,
+        };
+        let now = o.contact(p_i);
+        if obstacle_in_reach(o, now.distance, r_i) {
+            let c = contact::position_correction(now.distance - r_i - extra, now.normal, w_i, w_i);
+            correction += c;
+            p_i += c;
+        }
+    }
+    if correction != Vec2::ZERO {
+        unsafe { dx.add(i, correction) };
+    }
+}
+
+/// One Gauss–Seidel sweep of the position solve over `base + dx`: the
+/// colours in order ([`colour_of_cell`]: the bottom band's rows first), in
+/// each the cells holding balls in parallel, in each cell its balls in
+/// index order. The same at every pool size: a ball's update reads only
+/// values of earlier colours or of earlier balls of its own cell.
+fn sweep_positions(pop: &mut Population, sweep: Sweep) {
+    let mut dx = std::mem::take(&mut pop.scratch.dx);
+    let base = match sweep {
+        Sweep::Stabilise => std::mem::take(&mut pop.position),
+        Sweep::Solve { .. } => std::mem::take(&mut pop.scratch.x_pred),
+    };
+    {
+        let p: &Population = pop;
+        let s = &p.scratch;
+        let shared = SharedCorrections::new(&mut dx);
+        for cells in &s.colour_cells {
+            cells.par_iter().with_min_len(CELL_CHUNK).for_each(|&c| {
+                let c = c as usize;
+                for &i in &s.sorted[s.cell_start[c] as usize..s.cell_start[c + 1] as usize] {
+                    // SAFETY: this thread owns cell c for the colour (the
+                    // colour's cells are distinct and 3 apart).
+                    unsafe { solve_ball(p, i as usize, &base, &shared, sweep) };
+                }
+            });
+        }
+    }
+    match sweep {
+        Sweep::Stabilise => pop.position = base,
+        Sweep::Solve { .. } => pop.scratch.x_pred = base,
+    }
+    pop.scratch.dx = dx;
 }
 
 /// Pre-stabilisation (Macklin et al. 2014, §4.4): overlaps left at the start
 /// of the substep are corrected in the positions only, before prediction,
 /// so that resolving them creates no velocity (no energy from old overlap).
+/// One Gauss–Seidel sweep from the current positions.
 fn stabilize(pop: &mut Population) {
-    count_contacts(pop, false);
-    let mut out = std::mem::take(&mut pop.scratch.x_pred);
-    {
-        let p: &Population = pop;
-        let counts = &p.scratch.contacts;
-        out.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, x)| {
-            *x = p.position[i];
-            if p.state[i] == state::ALIVE {
-                *x += corrections(p, i, |j| p.position[j], counts, &p.scratch.v_pre, 1.0, 0.0, false);
-            }
-        });
-    }
-    std::mem::swap(&mut pop.position, &mut out);
-    pop.scratch.x_pred = out;
-}
-
-/// One Jacobi position iteration: dx' = dx + ω Σ corrections.
-fn solve_positions(pop: &mut Population, h: f32, resting: f32) {
-    let mut out = std::mem::take(&mut pop.scratch.dx_next);
-    {
-        let p: &Population = pop;
-        let s = &p.scratch;
-        out.par_iter_mut().with_min_len(CHUNK).enumerate().for_each(|(i, dx)| {
-            *dx = s.dx[i];
-            if p.state[i] == state::ALIVE {
-                *dx += corrections(p, i, |j| s.x_pred[j] + s.dx[j], &s.contacts, &s.v_pre, h, resting, true);
-            }
-        });
-    }
-    pop.scratch.dx_next = out;
+    pop.scratch.dx.par_iter_mut().with_min_len(CHUNK).for_each(|d| *d = Vec2::ZERO);
+    sweep_positions(pop, Sweep::Stabilise);
+    let dx = &pop.scratch.dx;
+    pop.position.par_iter_mut().with_min_len(CHUNK).zip(dx.par_iter()).for_each(|(x, d)| *x += *d);
 }
 
 /// The velocity pass: v = v⁻ + dx/h, then restitution, friction and rolling

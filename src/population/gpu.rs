@@ -1,8 +1,9 @@
 //! The GPU backend of the population tier: `shaders/population.wgsl` on
 //! resident buffers. A step is one command encoder with one compute pass —
-//! release, fields, grid (count, [`PrefixSum`], scatter), neighbour lists,
-//! then per substep stabilise, predict, count, Jacobi position iterations
-//! (ping-pong bind groups), velocity pass, finish — and bounds. Nothing is
+//! release, fields, grid (count, [`PrefixSum`], scatter, cell sort),
+//! neighbour lists, then per substep a stabilisation sweep, predict, count,
+//! the Gauss–Seidel position sweeps (one dispatch per colour, the colour a
+//! pipeline constant), velocity pass, finish — and bounds. Nothing is
 //! read back during a step: [`GpuPopulation::read_back`] copies the balls to
 //! the host only when the caller asks (trace, summary).
 //!
@@ -16,6 +17,7 @@ use std::sync::Arc;
 use bytemuck::{Pod, Zeroable};
 use glam::{Vec2, Vec4};
 
+use super::cpu::COLOURS;
 use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Obstacle, Population, PopulationError};
 use crate::gpu::buffers::{GrowableBuffer, Readback};
 use crate::gpu::prefix_sum::PrefixSum;
@@ -63,13 +65,15 @@ struct Pipelines {
     apply_fields: wgpu::ComputePipeline,
     count_cells: wgpu::ComputePipeline,
     scatter: wgpu::ComputePipeline,
+    sort_cells: wgpu::ComputePipeline,
     find_neighbours: wgpu::ComputePipeline,
-    count_current: wgpu::ComputePipeline,
-    stabilise: wgpu::ComputePipeline,
+    /// One per colour (`cpu::COLOURS`), the colour a pipeline constant.
+    stabilise_colour: Vec<wgpu::ComputePipeline>,
     commit_stabilised: wgpu::ComputePipeline,
     predict: wgpu::ComputePipeline,
     count_predicted: wgpu::ComputePipeline,
-    solve_positions: wgpu::ComputePipeline,
+    /// One per colour.
+    solve_colour: Vec<wgpu::ComputePipeline>,
     solve_velocities: wgpu::ComputePipeline,
     finish_substep: wgpu::ComputePipeline,
     check_bounds: wgpu::ComputePipeline,
@@ -88,7 +92,7 @@ pub struct GpuPopulation {
     obstacles: wgpu::Buffer,
     obstacle_capacity: usize,
     counters: wgpu::Buffer,
-    /// Bind groups: corrections A→B and B→A.
+    /// The step's bind group (one: the sweeps correct in place).
     bind_groups: Vec<wgpu::BindGroup>,
     layout: wgpu::BindGroupLayout,
     others: Vec<wgpu::Buffer>,
@@ -115,6 +119,38 @@ pub fn read_backs_on_this_thread() -> u64 {
 
 fn gpu_error(e: GpuError) -> PopulationError {
     PopulationError::Gpu(e.to_string())
+}
+
+/// The pipeline of `entry_point` for one colour of the Gauss–Seidel sweep
+/// (the shader's `override COLOUR`), with validation errors named.
+fn colour_pipeline(
+    ctx: &GpuContext,
+    shader: &wgpu::ShaderModule,
+    entry_point: &'static str,
+    layout: &wgpu::PipelineLayout,
+    colour: usize,
+) -> Result<wgpu::ComputePipeline, PopulationError> {
+    let scope = ctx.device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let constants = [("COLOUR", colour as f64)];
+    let pipeline = ctx.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(entry_point),
+        layout: Some(layout),
+        module: shader,
+        entry_point: Some(entry_point),
+        compilation_options: wgpu::PipelineCompilationOptions { constants: &constants, ..Default::default() },
+        cache: None,
+    });
+    match pollster::block_on(scope.pop()) {
+        Some(error) => Err(PopulationError::Gpu(format!("kernel {entry_point} (colour {colour}): {error}"))),
+        None => Ok(pipeline),
+    }
+}
+
+/// Cells of colour `colour` (`cpu::colour_of_cell`) in a grid of `nx` × `ny`:
+/// the sweep kernel's invocations.
+fn colour_cells(nx: u32, ny: u32, colour: usize) -> u64 {
+    let (ox, oy) = (colour as u32 % 3, colour as u32 / 3);
+    u64::from((nx + 2 - ox) / 3) * u64::from((ny + 2 - oy) / 3)
 }
 
 impl GpuPopulation {
@@ -181,13 +217,17 @@ impl GpuPopulation {
             apply_fields: p("apply_fields")?,
             count_cells: p("count_cells")?,
             scatter: p("scatter")?,
+            sort_cells: p("sort_cells")?,
             find_neighbours: p("find_neighbours")?,
-            count_current: p("count_current")?,
-            stabilise: p("stabilise")?,
+            stabilise_colour: (0..COLOURS)
+                .map(|c| colour_pipeline(&ctx, &shader, "stabilise_colour", &pipeline_layout, c))
+                .collect::<Result<_, _>>()?,
             commit_stabilised: p("commit_stabilised")?,
             predict: p("predict")?,
             count_predicted: p("count_predicted")?,
-            solve_positions: p("solve_positions")?,
+            solve_colour: (0..COLOURS)
+                .map(|c| colour_pipeline(&ctx, &shader, "solve_colour", &pipeline_layout, c))
+                .collect::<Result<_, _>>()?,
             solve_velocities: p("solve_velocities")?,
             finish_substep: p("finish_substep")?,
             check_bounds: p("check_bounds")?,
@@ -288,13 +328,13 @@ impl GpuPopulation {
             n: n as u32,
             cells,
         };
-        gpu.bind_groups = vec![gpu.bind_group(false), gpu.bind_group(true)];
+        gpu.bind_groups = vec![gpu.bind_group()];
         Ok(gpu)
     }
 
-    fn bind_group(&self, swapped: bool) -> wgpu::BindGroup {
+    fn bind_group(&self) -> wgpu::BindGroup {
         let o = &self.others;
-        let (dx_in, dx_out) = if swapped { (&o[4], &o[3]) } else { (&o[3], &o[4]) };
+        let (dx_in, dx_out) = (&o[3], &o[4]);
         let buffers: [&wgpu::Buffer; 22] = [
             &self.params,
             &self.balls,
@@ -325,7 +365,7 @@ impl GpuPopulation {
             .map(|(k, b)| wgpu::BindGroupEntry { binding: k as u32, resource: b.as_entire_binding() })
             .collect();
         self.ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(if swapped { "population b->a" } else { "population a->b" }),
+            label: Some("population"),
             layout: &self.layout,
             entries: &entries,
         })
@@ -367,7 +407,7 @@ impl GpuPopulation {
             b.ensure(&ctx, (pop.obstacles.len() * size_of::<Obstacle>()) as u64).map_err(gpu_error)?;
             self.obstacles = b.get().clone();
             self.obstacle_capacity = pop.obstacles.len();
-            self.bind_groups = vec![self.bind_group(false), self.bind_group(true)];
+            self.bind_groups = vec![self.bind_group()];
         }
         if !pop.obstacles.is_empty() {
             ctx.queue.write_buffer(&self.obstacles, 0, bytemuck::cast_slice(&pop.obstacles));
@@ -402,6 +442,11 @@ impl GpuPopulation {
         };
         ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
         let (x, y) = ctx.dispatch_grid(u64::from(self.n).max(1)).map_err(gpu_error)?;
+        let cell_grid = ctx.dispatch_grid(self.cells.max(1)).map_err(gpu_error)?;
+        let colour_grids = (0..COLOURS)
+            .map(|c| ctx.dispatch_grid(colour_cells(g.nx, g.ny, c).max(1)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(gpu_error)?;
         let mut encoder =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("population step") });
         encoder.clear_buffer(&self.cell_start, 0, None);
@@ -412,31 +457,38 @@ impl GpuPopulation {
                 timestamp_writes: None,
             });
             let p = &self.pipelines;
-            let run = |pass: &mut wgpu::ComputePass<'_>, pipeline: &wgpu::ComputePipeline, group: usize| {
+            let group = &self.bind_groups[0];
+            let run = |pass: &mut wgpu::ComputePass<'_>, pipeline: &wgpu::ComputePipeline, (x, y): (u32, u32)| {
                 pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, &self.bind_groups[group], &[]);
+                pass.set_bind_group(0, group, &[]);
                 pass.dispatch_workgroups(x, y, 1);
             };
-            run(&mut pass, &p.release, 0);
-            run(&mut pass, &p.apply_fields, 0);
-            run(&mut pass, &p.count_cells, 0);
+            let balls = (x, y);
+            run(&mut pass, &p.release, balls);
+            run(&mut pass, &p.apply_fields, balls);
+            run(&mut pass, &p.count_cells, balls);
             self.prefix.encode(&ctx, &mut pass, self.cells + 1).map_err(gpu_error)?;
-            run(&mut pass, &p.scatter, 0);
-            run(&mut pass, &p.find_neighbours, 0);
-            for _ in 0..substeps {
-                run(&mut pass, &p.count_current, 0);
-                run(&mut pass, &p.stabilise, 0);
-                run(&mut pass, &p.commit_stabilised, 0);
-                run(&mut pass, &p.predict, 0);
-                run(&mut pass, &p.count_predicted, 0);
-                for k in 0..pop.params.iterations {
-                    run(&mut pass, &p.solve_positions, (k % 2) as usize);
+            run(&mut pass, &p.scatter, balls);
+            run(&mut pass, &p.sort_cells, cell_grid);
+            run(&mut pass, &p.find_neighbours, balls);
+            // One dispatch per colour, in colour order (cpu::sweep_positions).
+            let sweep = |pass: &mut wgpu::ComputePass<'_>, pipelines: &[wgpu::ComputePipeline]| {
+                for (pipeline, &grid) in pipelines.iter().zip(&colour_grids) {
+                    run(pass, pipeline, grid);
                 }
-                let current = (pop.params.iterations % 2) as usize;
-                run(&mut pass, &p.solve_velocities, current);
-                run(&mut pass, &p.finish_substep, current);
+            };
+            for _ in 0..substeps {
+                sweep(&mut pass, &p.stabilise_colour);
+                run(&mut pass, &p.commit_stabilised, balls);
+                run(&mut pass, &p.predict, balls);
+                run(&mut pass, &p.count_predicted, balls);
+                for _ in 0..pop.params.iterations {
+                    sweep(&mut pass, &p.solve_colour);
+                }
+                run(&mut pass, &p.solve_velocities, balls);
+                run(&mut pass, &p.finish_substep, balls);
             }
-            run(&mut pass, &p.check_bounds, 0);
+            run(&mut pass, &p.check_bounds, balls);
         }
         ctx.queue.submit([encoder.finish()]);
         ctx.check("population step").map_err(gpu_error)?;

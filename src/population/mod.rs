@@ -20,49 +20,72 @@
 //!    step: a fast pair must not meet unlisted) in the 3 × 3 cells around it, and the obstacles within `r_i + skin`
 //!    (fixed-capacity lists, [`MAX_NEIGHBOURS`], [`MAX_OBSTACLES`]; overflow
 //!    is counted and reported);
-//! 5. `substeps` × { `predict` (v += a h, x* = x + v h), `count_contacts`,
-//!    `iterations` × `solve_positions` (Jacobi, mass splitting), then
-//!    `solve_velocities` (restitution, friction, rolling resistance, spin,
-//!    new x, v, ω, angle) } — see [`contact`];
+//! 5. `substeps` × { `stabilise` (one Gauss–Seidel sweep from the current
+//!    positions, committed without velocity), `predict` (v += a h,
+//!    x* = x + v h), `count_contacts` (the velocity pass's mass splitting),
+//!    `iterations` × `sweep_positions` (cell-coloured Gauss–Seidel, below),
+//!    then `solve_velocities` (restitution, friction, rolling resistance,
+//!    spin, new x, v, ω, angle) } — see [`contact`];
 //! 6. `check_bounds` — balls leaving the world or entering a kill region are
 //!    removed and counted; a non-finite ball stops the run with its index.
 //!
 //! # Why this contact scheme
-//! A substepped position-based solve (small steps, XPBD style) with Jacobi
-//! iterations: every ball *gathers* its corrections from its own neighbour
-//! list and writes only itself, so there are no atomics and no graph
-//! colouring, the GPU and CPU run the same loop, and the result does not
-//! depend on the thread count. Mass splitting makes Jacobi safe (no
-//! overshoot, no explosion) and keeps the pair impulses antisymmetric
-//! (momentum conserved). Its quality cost: Jacobi propagates a correction by
-//! one ball per iteration, so in a tall pile a residual overlap remains
-//! that grows with the pile's height and with g h²/iterations: small steps
-//! beat iterations (XPBD), hence the default 16 substeps × 2 iterations.
-//! balls_box 10³ settles within the bounds on both backends
-//! (tested: KE/ball < 1e-3 of the initial over the tenth second, overlap
-//! < 2 % of r); 2·10³ (a pile 45 high) is borderline: overlap 1.2–1.4 % but
-//! late collapse events leave KE/ball 1e-4 to 3e-3 of the initial, by the
-//! run's rounding (its test is ignored); a 100-ball-high pile (balls_box
-//! 10⁴) does not settle: about 3 % of r at rest and KE/ball ~1e-3 of the initial at 10 s with
-//! the defaults; 2.4 % and 4e-3 with 32 substeps × 1 iteration; 5.8 % and
-//! 3 balls thrown out with over-relaxation ω = 1.5 (measured; its test is
-//! ignored). Restitution and friction act in a velocity pass after the
-//! positions (Müller et al. 2020), which removes the energy the projection
-//! would add — piles come to rest.
+//! A substepped position-based solve (small steps, XPBD style) whose
+//! position iterations are **cell-coloured Gauss–Seidel**: every contact is
+//! projected in full at the latest positions, both balls moved in place by
+//! their inverse-mass shares (`λ = −gap/(w_a + w_b)`, `Δx_a = λ w_a n`,
+//! `Δx_b = −λ w_b n`: equal and opposite momenta, so momentum is conserved),
+//! then the ball is projected out of its obstacles. A correction made low
+//! in a pile is seen by the balls above it in the same sweep, where Jacobi
+//! (the previous scheme) moved it one ball per iteration, with the
+//! mass-splitting share `1/(n_a + n_b)` ≈ 1/8 of the overlap per contact
+//! instead of the full projection.
 //!
-//! Tried for the tall pile and not kept (measured at 10⁴, 10 s): stack mass
-//! scaling (Macklin et al. 2014 §5.1; resting pairs' upper ball lighter in
-//! the position solve) brings the overlap to 1 % but feeds energy in: the
-//! velocity pass, one mass-split Jacobi sweep, cancels only a share of the
-//! upward velocity the scaled correction gives the upper balls (KE/ball
-//! 2.7 J, balls thrown out of the box). Warm-started accumulated position
-//! impulses λ per pair (Box2D's warm start at the position level, resting
-//! pairs only, an impact's λ dropped) stay stable but leave 3.4 % and
-//! KE/ball 0.09 J: a Jacobi sweep takes back only a share of a warm push
-//! that is no longer needed, and the pile keeps breathing. A solve that
-//! propagates down a column in one sweep (graph-coloured Gauss–Seidel in
-//! bottom-up cell order, or a velocity-level soft step with warm starting)
-//! is the way to 10⁴ — not done.
+//! **The colouring and why it is safe.** Cell (cx, cy) of the grid has colour
+//! `(cy mod 3)·3 + (cx mod 3)` (9 colours, [`cpu::colour_of_cell`]). A
+//! sweep runs the colours in order — the bottom row of every band of three
+//! rows first — and within a colour one thread per cell, which takes the
+//! cell's balls in index order and solves each one's listed contacts and
+//! obstacles. The neighbour lists are built from the 3 × 3 cells around a
+//! ball's cell at the grid build, so the thread of cell C reads and writes
+//! only balls whose (build-time) cells lie in the 3 × 3 block around C. Two
+//! distinct cells of one colour differ by a non-zero multiple of 3 in cx or
+//! in cy, so their blocks (cx − 1 … cx + 1, cy − 1 … cy + 1) share no cell,
+//! hence no ball: two threads of one colour never touch the same ball —
+//! and no two balls in same-colour cells can be a contact pair of two
+//! threads. Colours are separated by a join (rayon) or a dispatch boundary
+//! (GPU). The result is therefore the same at every pool size and on every
+//! run: a ball's update reads only what earlier colours, or earlier balls of
+//! its own cell, wrote. On the GPU a cell sort after the atomic scatter
+//! (`sort_cells`: each cell's short segment by ball index) gives the twin's
+//! order, so two GPU runs are bitwise identical and GPU = CPU up to the
+//! compilers' fused multiply-adds.
+//!
+//! The velocity pass stays Jacobi with mass splitting (restitution, friction,
+//! rolling resistance; Müller et al. 2020): it only sets the contacts'
+//! relative velocities from the positions' outcome, which removes the energy
+//! the projection would add — piles come to rest.
+//!
+//! **What it costs in quality, measured** (balls_box, 600 steps = 10 s,
+//! dt 1/60, `mx2d run --set population.substeps=S --set
+//! population.iterations=I`, overlap and KE per ball at 10 s, KE relative
+//! to the initial): a pile's residual overlap is its load over the solver's
+//! stiffness, ~N g h²/(share · iterations), so it grows with the pile's
+//! height N and with h². 10³ balls, 16 × 2: 0.08 % of r, KE 1e-5. 10⁴ balls
+//! (a pile 100 high), 16 × 2: **0.84 % of r, KE 2.8e-4** (the Jacobi
+//! solve left 3–3.4 % and ~1e-3: it did not settle); 16 × 1: 1.6 %, 4.7e-3;
+//! 8 × 2: 2.9 %, 1.5e-3; 8 × 1: 5.1 %, 3.8e-3. So 10⁴ settles at the same
+//! substeps as before, not with fewer: halving h² costs more overlap than
+//! Gauss–Seidel gains.
+//!
+//! Tried for the tall pile with the Jacobi solve and not kept (measured at
+//! 10⁴, 10 s): stack mass scaling (Macklin et al. 2014 §5.1; resting pairs'
+//! upper ball lighter in the position solve) brings the overlap to 1 % but
+//! feeds energy in (KE/ball 2.7 J, balls thrown out of the box).
+//! Warm-started accumulated position impulses λ per pair stay stable but
+//! leave 3.4 % and KE/ball 0.09 J. Over-relaxation ω = 1.5: 5.8 % and 3 balls
+//! thrown out. A velocity-level soft step with warm starting (Box2D v3) was
+//! not tried.
 //!
 //! # Memory
 //! [`CPU_BYTES_PER_BALL`] and `gpu::GPU_BYTES_PER_BALL` state what a ball

@@ -437,6 +437,13 @@ impl Scene {
             let constraint = self.build_constraint(&world, i, c)?;
             world.add_constraint(constraint).map_err(|m| self.error_at(&format!("constraints[{i}]"), m))?;
         }
+        if world.contacts.soft_step_settings().is_some() && !world.constraints.is_empty() {
+            return Err(self.error_at(
+                "contacts.solver",
+                "the soft-step contact solver does not handle constraints (joints, chains, rolling): \
+                 use the default solver (Exact), which keeps joints exact beside contacts",
+            ));
+        }
         if let Some(def) = &f.population {
             let built = Population::build(
                 def,
@@ -517,8 +524,13 @@ impl Scene {
         positive("contacts.resting_speed", c.resting_speed)?;
         positive("contacts.slop", c.slop)?;
         positive("contacts.tolerance", c.tolerance)?;
+        let solver = c.solver.as_ref().map(|d| d.solver()).unwrap_or_default();
+        if let crate::contact::ContactSolver::SoftStep(soft) = &solver {
+            soft.validate().map_err(|m| self.error_at("contacts.solver", m))?;
+        }
         let defaults = ContactSettings::default();
         world.contacts.settings = ContactSettings {
+            solver,
             enabled: true,
             mix: c.mix,
             broadphase: c.broadphase,

@@ -181,6 +181,72 @@ pub struct ContactsDef {
     /// Time-of-impact events per step at most; default 64.
     #[serde(default)]
     pub max_impact_events: Option<usize>,
+    /// Resting-contact solver: `Exact` (default) or `SoftStep(...)`.
+    #[serde(default)]
+    pub solver: Option<ContactSolverDef>,
+}
+
+/// The resting-contact solver as written in a scene (see
+/// `src/contact/soft_step.rs`); every `SoftStep` field is optional.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub enum ContactSolverDef {
+    /// Time of impact, exact impacts, block PGS (the default).
+    Exact,
+    /// Box2D v3's soft step.
+    SoftStep {
+        /// Sub-steps per step; default 4.
+        #[serde(default)]
+        substeps: Option<usize>,
+        /// Contact stiffness (Hz), body–body; twice it against static partners; default 30.
+        #[serde(default)]
+        hertz: Option<f64>,
+        /// Damping ratio of the contact spring; default 10.
+        #[serde(default)]
+        damping_ratio: Option<f64>,
+        /// Largest push-out speed (m/s); default 3.
+        #[serde(default)]
+        push_speed: Option<f64>,
+        /// Biased sweeps per sub-step; default 1.
+        #[serde(default)]
+        iterations: Option<usize>,
+        /// Relax sweeps per sub-step; default 1.
+        #[serde(default)]
+        relax_iterations: Option<usize>,
+        /// Speculative margin (m); default 4 × the slop.
+        #[serde(default)]
+        speculative: Option<f64>,
+    },
+}
+
+impl ContactSolverDef {
+    /// The solver these fields describe (not yet validated).
+    pub fn solver(&self) -> crate::contact::ContactSolver {
+        use crate::contact::soft_step::SoftStepSettings;
+        match *self {
+            ContactSolverDef::Exact => crate::contact::ContactSolver::Exact,
+            ContactSolverDef::SoftStep {
+                substeps,
+                hertz,
+                damping_ratio,
+                push_speed,
+                iterations,
+                relax_iterations,
+                speculative,
+            } => {
+                let d = SoftStepSettings::default();
+                crate::contact::ContactSolver::SoftStep(SoftStepSettings {
+                    substeps: substeps.unwrap_or(d.substeps),
+                    hertz: hertz.unwrap_or(d.hertz),
+                    damping_ratio: damping_ratio.unwrap_or(d.damping_ratio),
+                    push_speed: push_speed.unwrap_or(d.push_speed),
+                    iterations: iterations.unwrap_or(d.iterations),
+                    relax_iterations: relax_iterations.unwrap_or(d.relax_iterations),
+                    speculative: speculative.or(d.speculative),
+                })
+            }
+        }
+    }
 }
 
 /// A named contact material.

@@ -9,14 +9,19 @@
 //!   constraints that also touch the first body. Eliminating a simplicial node adds
 //!   no fill, so every tree of bodies (any graph whose constraint graph is chordal)
 //!   factors with zero fill, in linear time. Phase 2 orders what is left (the loops
-//!   and the paths between them) by approximate minimum degree on a quotient
-//!   graph (see `approximate_minimum_degree`): bounded fill on loops ("les équations ont seulement un terme en plus").
+//!   and the paths between them) by approximate minimum degree (SuiteSparse's AMD,
+//!   see the private module `ordering`): bounded fill on loops ("les équations ont
+//!   seulement un terme en plus").
 //!   The result (structure of L and a precomputed list of update targets) is reused
 //!   as long as the pattern version of A does not change.
 //! * **Numeric factorisation** ([`BlockLdl::factor`]): right-looking elimination
 //!   over flat arrays of 3×3 blocks; every update goes to a precomputed slot, so
 //!   there is no search and no allocation. Cost: Σ over pivots of (column length)²
-//!   block products, i.e. linear on chains and trees.
+//!   block products, i.e. linear on chains and trees. When the analysis finds long
+//!   columns (more than 4 block updates per block of
+//!   L: meshes of loops), the numeric factorisation and the solves run on
+//!   supernodes instead (the private module `supernodal`: dense panels, dense
+//!   products), with the same pivot rule ([`NumericKernel`] forces either).
 //! * **Redundant / singular constraints**: a first pass drops any pivot below
 //!   `pivot_tolerance × A_rr` and records the constraint (rank-revealing). If any
 //!   were found, A is refactored as A + ε·diag(A) (Tikhonov, scaled by the diagonal
@@ -51,6 +56,7 @@ use std::sync::Arc;
 
 use super::block::{self, Block, Pivot, SmallPivot, ZERO};
 use super::sparse::{BlockSparseSymmetric, ConstraintId, NO_BODY};
+use super::supernodal::Supernodal;
 use super::{SolveReport, SolverError, SolverSettings};
 
 /// Body incidence at or below which the simpliciality test scans a body's
@@ -103,6 +109,11 @@ pub struct BlockLdl {
     /// report costs no allocation step after step (issue 10).
     rank_deficient_shared: Arc<[ConstraintId]>,
     badly_scaled_shared: Arc<[ConstraintId]>,
+    /// The lists published before the current ones: which of several redundant
+    /// rows is dropped depends on the values when two pivots are near the
+    /// tolerance, so a step's stages may alternate between two lists; both are kept.
+    rank_deficient_prev: Arc<[ConstraintId]>,
+    badly_scaled_prev: Arc<[ConstraintId]>,
     /// Largest D⁻¹_rr · A_rr of the last pass (1 for a diagonal A; large when a
     /// pivot block is ill-conditioned, e.g. a body with J ≪ m·ℓ²).
     pivot_growth: f64,
@@ -117,7 +128,29 @@ pub struct BlockLdl {
     w4: Vec<[f64; 3]>,
     /// Row scales by constraint (padded rows 0), for the regularised refinement.
     scale_c: Vec<[f64; 3]>,
+    // ---- supernodal path
+    kernel: NumericKernel,
+    use_supernodal: bool,
+    sn: Supernodal,
 }
+
+/// Which numeric factorisation [`BlockLdl`] runs (module doc).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NumericKernel {
+    /// Chosen by the analysis from the structure of L: the supernodal one when
+    /// the block columns are long (loops), the block one otherwise.
+    #[default]
+    Auto,
+    /// Block elimination over 3×3 blocks with a precomputed update schedule.
+    Block,
+    /// Supernodal: dense panels, dense products (the private module `supernodal`).
+    Supernodal,
+}
+
+/// Auto selects the supernodal kernel when the block updates Σ m(m−1)/2 over
+/// the columns of L (m blocks each) exceed this many per block of L: columns
+/// averaging more than ~4 blocks, where dense panels beat block-by-block updates.
+const SUPERNODAL_UPDATES_PER_BLOCK: usize = 4;
 
 /// Outcome of a numeric factorisation.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -162,6 +195,32 @@ impl BlockLdl {
     /// Elimination order: `order()[p]` is the constraint eliminated at step p.
     pub fn order(&self) -> impl Iterator<Item = ConstraintId> + '_ {
         self.perm.iter().map(|&c| ConstraintId(c))
+    }
+
+    /// Selects the numeric kernel (the next factorisation analyses anew).
+    pub fn set_kernel(&mut self, kernel: NumericKernel) {
+        if kernel != self.kernel {
+            self.kernel = kernel;
+            self.analyzed_version = None;
+            self.factored = false;
+        }
+    }
+
+    /// Whether the last analysis chose the supernodal kernel.
+    pub fn is_supernodal(&self) -> bool {
+        self.use_supernodal
+    }
+
+    /// The supernodes of the last analysis as ranges of elimination positions
+    /// (see [`order`](Self::order)); empty on the block kernel.
+    pub fn supernodes(&self) -> Vec<std::ops::Range<usize>> {
+        if self.use_supernodal { self.sn.supernode_positions().collect() } else { Vec::new() }
+    }
+
+    /// Scalar entries stored by the supernodal factor (diagonal, L and the
+    /// explicit zeros of amalgamation); 0 on the block kernel.
+    pub fn supernodal_entries(&self) -> usize {
+        if self.use_supernodal { self.sn.stored_entries() } else { 0 }
     }
 
     /// True when `a`'s pattern is not the one analysed last.
@@ -275,7 +334,7 @@ impl BlockLdl {
 
         // ---- phase 2: approximate minimum degree on the quotient graph of the rest
         if order.len() < n {
-            approximate_minimum_degree(&adj_ptr, &adj, &mut eliminated, &mut order, &mut col_c_ptr, &mut col_c);
+            super::ordering::order_rest(&adj_ptr, &adj, &mut eliminated, &mut order, &mut col_c_ptr, &mut col_c);
         }
 
         // ---- structure of L by positions
@@ -301,6 +360,32 @@ impl BlockLdl {
         // graphs, so it is built target column by target column: column q2 is scattered
         // once into `slot` (row → index in row_idx) and every column p holding row q2
         // then finds its later rows by direct lookup instead of a binary search.
+        let updates: usize = (0..n)
+            .map(|p| {
+                let m = (self.col_ptr[p + 1] - self.col_ptr[p]) as usize;
+                m * m.saturating_sub(1) / 2
+            })
+            .sum();
+        self.use_supernodal = match self.kernel {
+            NumericKernel::Auto => updates > SUPERNODAL_UPDATES_PER_BLOCK * self.row_idx.len(),
+            NumericKernel::Block => false,
+            NumericKernel::Supernodal => true,
+        };
+        self.w.resize(1, ZERO);
+        self.dinv.resize(n, ZERO);
+        self.diag.resize(n, ZERO);
+        self.scale.resize(n, [0.0; 3]);
+        if self.use_supernodal {
+            self.sn.analyze(a, &self.perm, &self.col_ptr, &self.row_idx);
+            // the block schedule is not needed
+            self.tgt_ptr = Vec::new();
+            self.targets = Vec::new();
+            self.a_map = Vec::new();
+            self.a_tr = Vec::new();
+            self.lval = Vec::new();
+            return;
+        }
+        self.sn = Supernodal::default();
         self.tgt_ptr.clear();
         self.tgt_ptr.push(0);
         let mut total = 0u32;
@@ -424,12 +509,16 @@ impl BlockLdl {
     /// Copies the working lists to the shared ones handed out in reports, only
     /// if they changed.
     fn publish_lists(&mut self) {
-        if *self.rank_deficient_shared != *self.rank_deficient {
-            self.rank_deficient_shared = Arc::from(self.rank_deficient.as_slice());
+        fn publish(list: &[ConstraintId], shared: &mut Arc<[ConstraintId]>, prev: &mut Arc<[ConstraintId]>) {
+            if **shared != *list {
+                std::mem::swap(shared, prev);
+                if **shared != *list {
+                    *shared = Arc::from(list);
+                }
+            }
         }
-        if *self.badly_scaled_shared != *self.badly_scaled {
-            self.badly_scaled_shared = Arc::from(self.badly_scaled.as_slice());
-        }
+        publish(&self.rank_deficient, &mut self.rank_deficient_shared, &mut self.rank_deficient_prev);
+        publish(&self.badly_scaled, &mut self.badly_scaled_shared, &mut self.badly_scaled_prev);
     }
 
     /// Row scales: the diagonal of `a`; empty rows get the mean positive diagonal.
@@ -550,6 +639,16 @@ impl BlockLdl {
         mode: SmallPivot,
         record: bool,
     ) -> bool {
+        if self.use_supernodal {
+            let (rd, perm) = (&mut self.rank_deficient, &self.perm);
+            let (any_small, growth) = self.sn.numeric(a, perm, &self.scale, eps, thresh_rel, floor_rel, mode, |p| {
+                if record {
+                    rd.push(ConstraintId(perm[p]));
+                }
+            });
+            self.pivot_growth = growth;
+            return any_small;
+        }
         // constraints of at most 2 rows (revolute joints, contacts): 2×2 kernels
         if self.max_rows <= 2 {
             self.numeric_r::<2>(a, eps, thresh_rel, floor_rel, mode, record)
@@ -662,6 +761,10 @@ impl BlockLdl {
 
     /// Solves (L D Lᵀ) x = b in place on a padded vector indexed by constraint.
     fn solve_padded(&mut self, b: &mut [[f64; 3]]) {
+        if self.use_supernodal {
+            self.sn.solve_padded(&self.perm, b);
+            return;
+        }
         let n = self.n;
         let y = &mut self.x;
         y.resize(n, [0.0; 3]);
@@ -809,164 +912,6 @@ impl BlockLdl {
 }
 
 #[inline]
-/// Phase 2 of the ordering: approximate minimum degree (Amestoy, Davis & Duff) on
-/// the quotient graph of the constraints left by the leaf peeling.
-///
-/// The loop part of the graph (grids, meshes of bodies) is where the elimination of
-/// seed 003 §V-E creates fill; an explicit elimination graph then grows cliques that
-/// must be merged neighbour by neighbour (cost ~ Σ degree², and exact degrees). Here
-/// each eliminated constraint p becomes an *element* whose variable list L_p is the
-/// exact structure of column p of L (its neighbours in the elimination graph), and
-/// the elements adjacent to p are absorbed into it, so the graph never holds more
-/// than the original edges plus one list per live element. Degrees are the AMD upper
-/// bound |A_i| + |L_p∖i| + Σ_e |L_e∖L_p|, with the |L_e∖L_p| counted in one sweep;
-/// elements that become subsets of L_p are absorbed too (aggressive absorption).
-/// Only the *choice* of pivot is approximate: the column structures pushed to
-/// `col_c` are exact, so the fill closure that the update schedule relies on holds.
-fn approximate_minimum_degree(
-    adj_ptr: &[u32],
-    adj: &[u32],
-    eliminated: &mut [bool],
-    order: &mut Vec<u32>,
-    col_c_ptr: &mut Vec<u32>,
-    col_c: &mut Vec<u32>,
-) {
-    const NIL: u32 = u32::MAX;
-    let n = eliminated.len();
-    // variable → adjacent live variables (not yet covered by an element)
-    let mut av: Vec<Vec<u32>> = vec![Vec::new(); n];
-    // variable → adjacent elements
-    let mut ev: Vec<Vec<u32>> = vec![Vec::new(); n];
-    // element (indexed by its pivot) → its live variables
-    let mut le: Vec<Vec<u32>> = vec![Vec::new(); n];
-    let mut alive = vec![false; n];
-    let mut head = vec![NIL; n + 1];
-    let mut next = vec![NIL; n];
-    let mut prev = vec![NIL; n];
-    let mut deg = vec![0u32; n];
-    let insert = |c: u32, dg: u32, head: &mut [u32], next: &mut [u32], prev: &mut [u32]| {
-        let h = head[dg as usize];
-        next[c as usize] = h;
-        prev[c as usize] = NIL;
-        if h != NIL {
-            prev[h as usize] = c;
-        }
-        head[dg as usize] = c;
-    };
-    let remove = |c: u32, dg: u32, head: &mut [u32], next: &mut [u32], prev: &mut [u32]| {
-        let (p, nx) = (prev[c as usize], next[c as usize]);
-        if p != NIL {
-            next[p as usize] = nx;
-        } else {
-            head[dg as usize] = nx;
-        }
-        if nx != NIL {
-            prev[nx as usize] = p;
-        }
-    };
-    let mut remaining = 0usize;
-    for c in (0..n).rev() {
-        if eliminated[c] {
-            continue;
-        }
-        av[c].extend(adj[adj_ptr[c] as usize..adj_ptr[c + 1] as usize].iter().filter(|&&d| !eliminated[d as usize]));
-        deg[c] = av[c].len() as u32;
-        insert(c as u32, deg[c], &mut head, &mut next, &mut prev);
-        remaining += 1;
-    }
-    // in_lp[i] == p: variable i belongs to the element being formed at pivot p
-    let mut in_lp = vec![NIL; n];
-    // |L_e ∖ L_p| for elements e met while updating pivot p (valid when wstamp[e] == p)
-    let mut wstamp = vec![NIL; n];
-    let mut wcnt = vec![0u32; n];
-    let mut mindeg = 0usize;
-    while remaining > 0 {
-        while head[mindeg] == NIL {
-            mindeg += 1;
-        }
-        let v = head[mindeg];
-        let vu = v as usize;
-        remove(v, deg[vu], &mut head, &mut next, &mut prev);
-        eliminated[vu] = true;
-        remaining -= 1;
-        // L_v = (A_v ∪ ⋃_{e ∈ E_v} L_e) ∖ {v}; the elements of E_v are absorbed
-        let mut lp = std::mem::take(&mut le[vu]);
-        lp.clear();
-        in_lp[vu] = v;
-        for &u in &av[vu] {
-            if !eliminated[u as usize] && in_lp[u as usize] != v {
-                in_lp[u as usize] = v;
-                lp.push(u);
-            }
-        }
-        for &e in &ev[vu] {
-            let eu = e as usize;
-            if !alive[eu] {
-                continue;
-            }
-            for &u in &le[eu] {
-                if !eliminated[u as usize] && in_lp[u as usize] != v {
-                    in_lp[u as usize] = v;
-                    lp.push(u);
-                }
-            }
-            alive[eu] = false;
-            le[eu] = Vec::new();
-        }
-        av[vu] = Vec::new();
-        ev[vu] = Vec::new();
-        col_c.extend_from_slice(&lp);
-        col_c_ptr.push(col_c.len() as u32);
-        order.push(v);
-        // |L_e ∖ L_p| for every live element e next to L_p
-        for &i in &lp {
-            for &e in &ev[i as usize] {
-                let eu = e as usize;
-                if !alive[eu] {
-                    continue;
-                }
-                if wstamp[eu] != v {
-                    wstamp[eu] = v;
-                    wcnt[eu] = le[eu].len() as u32;
-                }
-                wcnt[eu] -= 1;
-            }
-        }
-        // element lists: drop dead elements and those inside L_p, add p; variable
-        // lists: drop v, dead variables and those now covered by L_p; new degrees
-        let lp_len = lp.len() as u32;
-        for &i in &lp {
-            let iu = i as usize;
-            let mut d_ext = 0u32;
-            ev[iu].retain(|&e| {
-                let eu = e as usize;
-                if !alive[eu] {
-                    return false;
-                }
-                if wcnt[eu] == 0 {
-                    // L_e ⊆ L_p: aggressive absorption
-                    alive[eu] = false;
-                    return false;
-                }
-                d_ext += wcnt[eu];
-                true
-            });
-            ev[iu].push(v);
-            av[iu].retain(|&j| !eliminated[j as usize] && in_lp[j as usize] != v);
-            let nd = (av[iu].len() as u32 + lp_len - 1 + d_ext).min(remaining as u32 - 1);
-            if nd != deg[iu] {
-                remove(i, deg[iu], &mut head, &mut next, &mut prev);
-                deg[iu] = nd;
-                insert(i, nd, &mut head, &mut next, &mut prev);
-            }
-            mindeg = mindeg.min(nd as usize);
-        }
-        // free absorbed elements' lists lazily: dead ones are never read again
-        alive[vu] = true;
-        le[vu] = lp;
-    }
-}
-
 fn add3(u: &[f64; 3], v: &[f64; 3]) -> [f64; 3] {
     [u[0] + v[0], u[1] + v[1], u[2] + v[2]]
 }

@@ -2,6 +2,14 @@
 //! ([`sparse`]), block-sparse Gaussian elimination ([`gauss`], seed 003 §V) and a
 //! dense reference ([`dense`]).
 //!
+//! The factorisation is analysed once per constraint graph: leaf peeling (zero
+//! fill on trees), then SuiteSparse's AMD on the loop part (`ordering`, via faer).
+//! Its numeric part runs one of two kernels ([`NumericKernel`]): block elimination
+//! over 3×3 blocks for short columns (chains, trees, single loops), or a
+//! supernodal LDLᵀ with dense panels (`supernodal`) when the columns of L are long
+//! (meshes of loops). Both apply the same scalar pivot rule, so rank decisions,
+//! regularisation and the reported constraints are the same.
+//!
 //! The convenience entry point is [`ConstraintSolver`]:
 //!
 //! ```
@@ -41,11 +49,13 @@
 pub mod block;
 pub mod dense;
 pub mod gauss;
+mod ordering;
 pub mod pgs;
 pub mod sparse;
+mod supernodal;
 
 pub use dense::{DenseLdl, dense_matrix};
-pub use gauss::{BlockLdl, FactorReport};
+pub use gauss::{BlockLdl, FactorReport, NumericKernel};
 pub use sparse::{BlockSparseSymmetric, ConstraintId, SparseJacobian};
 
 /// Errors of the solver: every one comes from inconsistent input, none from the

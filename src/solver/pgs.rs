@@ -46,8 +46,8 @@
 //! within 1 % drift (the weight has to travel 100 boxes down), 100 sweeps
 //! leave 6–12 cm of sag after 1 s. Over-relaxation (ω = 1.4, 1.7) and 4
 //! sub-steps of 25 sweeps were measured and did not help; Box2D v3's soft
-//! step (sub-steps with soft contacts and relaxation) is the known remedy
-//! and is not implemented here.
+//! step (sub-steps with soft contacts and relaxation) is the known remedy:
+//! [`crate::contact::soft_step`], selected per scene (`contacts.solver`).
 
 /// The rows of one contact: Jacobian blocks on its one or two bodies.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]

@@ -64,11 +64,12 @@ impl App {
         if let Some(note) = &self.population_note {
             lines.push(note.clone());
         }
-        if let Some(rec) = &self.recording {
-            lines.push(if rec.done {
-                format!("recorded {} steps: done", rec.steps)
+        if let Some(session) = &self.session {
+            let planned = session.planned_steps();
+            lines.push(if session.is_over(&self.world) {
+                format!("recorded {} of {planned} steps: done", self.world.step_count())
             } else {
-                format!("recording step {} of {}", self.world.step_count(), rec.steps)
+                format!("recording step {} of {planned}", self.world.step_count())
             });
         }
         if let Some(h) = &self.halted {

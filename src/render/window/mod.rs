@@ -21,14 +21,16 @@
 //! — the simulation's compute pass and the render pass meet in queue order,
 //! nothing is read back.
 //!
-//! # Recording (`--trace`, `--energy`)
-//! Steps are taken at the scene's fixed `dt` whatever the frame rate, so a
-//! windowed run writes the same rows as `mx2d run --headless`: the step
-//! count is the run's (`--steps`, `--duration`, the scene's), every K-th
-//! step and the last are recorded, and the stepping stops there (the window
-//! stays open on the last state). While recording, grabbing a body and R
-//! are off (they would change the run). Closing the window early keeps the
-//! rows written, with the last step taken.
+//! # Recording (`--trace`, `--energy`, `--summary`, … every output of `mx2d run`)
+//! Steps are taken at the scene's fixed `dt` whatever the frame rate, and
+//! each one goes through the same [`Session`] as `mx2d run --headless`
+//! (outputs, stop checks, summary): a windowed run writes the same rows,
+//! stops at the same step when it diverges (the window stays open on that
+//! state and the exit status is the headless one), and the step count is
+//! the run's (`--steps`, `--duration`, the scene's); the stepping stops
+//! there. While recording, grabbing a body and R are off (they would change
+//! the run). Closing the window early keeps the rows written, with the last
+//! step taken.
 //!
 //! Diagnostics go to stderr ([`crate::output::report`]); at exit the window
 //! reports its frames, the mean frame time split into simulate and draw, and
@@ -54,9 +56,6 @@ use winit::window::{Window, WindowId};
 
 use super::ball_energy::BallEnergyReader;
 mod hud;
-mod recording;
-
-use recording::Recording;
 
 use super::png::Offscreen;
 use super::{BallStyle, Camera, Extras, GpuBalls, Renderer, Style, draw_list, overlay};
@@ -64,7 +63,7 @@ use crate::gpu::GpuContext;
 use crate::load::{Anchor, Load};
 use crate::output::report;
 use crate::population::gpu::GpuPopulation;
-use crate::run::{Backend, RunOptions};
+use crate::run::{Backend, RunOptions, RunStop, Session};
 use crate::scene::Scene;
 use crate::world::World;
 
@@ -128,29 +127,32 @@ pub fn display_available() -> bool {
 pub const NO_DISPLAY: &str = "mx2d: no display (neither DISPLAY nor WAYLAND_DISPLAY is set); headless: \
      `mx2d run SCENE --headless [--frames DIR]`, `mx2d render SCENE --out FILE.png` (see `mx2d --help`)";
 
-/// Whether `options` asks for outputs the window can write (`--trace`,
-/// `--energy`) and none that only a headless run writes.
-pub fn can_record(options: &RunOptions) -> bool {
-    options.summary.is_none()
-        && options.snapshot.is_none()
-        && options.reactions.is_none()
-        && options.contacts.is_none()
-        && options.frames.is_none()
-        && options.energy_plot.is_none()
+/// Whether `options` asks for any output file: the window then steps a
+/// [`Session`] (a fixed number of steps, the headless rows and stops).
+pub fn records(options: &RunOptions) -> bool {
+    options.trace.is_some()
+        || options.energy.is_some()
+        || options.summary.is_some()
+        || options.snapshot.is_some()
+        || options.reactions.is_some()
+        || options.contacts.is_some()
+        || options.frames.is_some()
+        || options.energy_plot.is_some()
 }
 
 /// Opens a window on `scene` and runs until it is closed. `options`: the
-/// backend, `--dt`, `--integrator`, `--tolerance`, and the recording
-/// (`--trace`, `--energy`, `--every`, `--steps`, `--duration`).
-pub fn run(scene: Scene, size: (u32, u32), trails: bool, options: &RunOptions) -> anyhow::Result<()> {
-    anyhow::ensure!(can_record(options), "the window writes --trace and --energy only; run the others --headless");
-    let recording = Recording::open(&scene, options)?;
+/// backend, `--dt`, `--integrator`, `--tolerance`, and the outputs of
+/// `mx2d run` (`--trace`, `--energy`, `--summary`, `--every`, `--steps`, …).
+/// Returns why the run stopped early, if it did (a diverging step: the
+/// headless exit status applies).
+pub fn run(scene: Scene, size: (u32, u32), trails: bool, options: &RunOptions) -> anyhow::Result<Option<RunStop>> {
     let world = scene.build_world()?;
+    let session = if records(options) { Some(Session::open(&scene, options, &world)?) } else { None };
     let event_loop = EventLoop::new().map_err(|e| anyhow::anyhow!("{NO_DISPLAY}: {e}"))?;
     event_loop.set_control_flow(ControlFlow::Poll);
     let test = std::env::var("MX2D_WINDOW_TEST").as_deref() == Ok("1");
     let mut app = App::new(scene, world, size, test, options.clone(), false);
-    app.recording = recording;
+    app.session = session;
     if trails {
         app.trails = Some(vec![Vec::new(); app.world.bodies.len().min(TRAIL_BODIES)]);
     }
@@ -167,7 +169,7 @@ pub fn run_demo() -> anyhow::Result<()> {
     let test = std::env::var("MX2D_WINDOW_TEST").as_deref() == Ok("1");
     let mut app = App::new(scene, world, (1024, 768), test, RunOptions::default(), true);
     event_loop.run_app(&mut app).map_err(|e| anyhow::anyhow!("window: {e}"))?;
-    app.finish()
+    app.finish().map(|_| ())
 }
 
 /// Frame time totals, reported at exit.
@@ -234,7 +236,8 @@ struct App {
     ball_energy: BallEnergyReader,
     /// The balls' colour scales, computed once per world.
     ball_style: Option<BallStyle>,
-    recording: Option<Recording>,
+    /// The run's outputs and stop checks, when any output is asked for.
+    session: Option<Session>,
     stats: FrameStats,
 }
 
@@ -273,25 +276,30 @@ impl App {
             gpu_balls: None,
             ball_energy: BallEnergyReader::new(),
             ball_style: None,
-            recording: None,
+            session: None,
             stats: FrameStats::default(),
         }
     }
 
-    /// After the event loop: close the recording, report the frame times,
-    /// return the first failure.
-    fn finish(mut self) -> anyhow::Result<()> {
-        if let Some(rec) = &mut self.recording {
-            let closed = rec.close(&mut self.world);
-            if !rec.done {
+    /// After the event loop: end the session (the last rows, the summary),
+    /// report the frame times, return the first failure, else why the run
+    /// stopped early.
+    fn finish(mut self) -> anyhow::Result<Option<RunStop>> {
+        let mut stop = None;
+        if let Some(session) = self.session.take() {
+            let planned = session.planned_steps();
+            if !session.is_over(&self.world) {
                 report(&format!(
-                    "mx2d: window closed after step {} of {}: the files end there",
+                    "mx2d: window closed after step {} of {planned}: the files end there",
                     self.world.step_count(),
-                    rec.steps
                 ));
             }
-            if let Err(e) = closed {
-                self.failure.get_or_insert(e);
+            let adapter = self.gpu.as_ref().map_or_else(String::new, |g| g.renderer.context().summary());
+            match session.finish(&self.scene, &self.options, &mut self.world, adapter) {
+                Ok((_, s)) => stop = s,
+                Err(e) => {
+                    self.failure.get_or_insert(e);
+                }
             }
         }
         let s = &self.stats;
@@ -319,7 +327,7 @@ impl App {
         }
         match self.failure.take() {
             Some(e) => Err(e),
-            None => Ok(()),
+            None => Ok(stop),
         }
     }
 
@@ -421,9 +429,14 @@ impl App {
         let renderer = Renderer::new(ctx, format)?;
         self.size = (w, h);
         self.camera = Camera::fit_world(&self.world, w, h);
-        self.prepare_world();
-        if let Some(rec) = &mut self.recording {
-            rec.record(&mut self.world)?;
+        match &mut self.session {
+            Some(session) => {
+                session.begin(&mut self.world)?;
+                if let Some(stop) = session.stopped() {
+                    self.halted = Some(stop.to_string());
+                }
+            }
+            None => self.prepare_world(),
         }
         self.gpu = Some(Gpu { window, surface, config, renderer, screenshot: None });
         Ok(())
@@ -436,8 +449,8 @@ impl App {
     }
 
     fn reset(&mut self) {
-        if self.recording.is_some() {
-            self.halted.get_or_insert_with(|| "R is off while recording (--trace, --energy)".into());
+        if self.session.is_some() {
+            self.halted.get_or_insert_with(|| "R is off while recording (--trace, --energy, …)".into());
             return;
         }
         let Some(ctx) = self.gpu.as_ref().map(|g| g.renderer.context().clone()) else { return };
@@ -471,30 +484,29 @@ impl App {
                 *anchor = Anchor::World(target);
             }
         }
-        if self.recording.as_ref().is_some_and(|r| r.done) {
-            return;
-        }
-        let stepped = self.world.step();
-        if let Err(e) = &stepped {
-            self.halted = Some(e.to_string());
-            self.paused = true;
-        }
-        if let Some(rec) = &mut self.recording {
-            // A failed step ends the run with its state recorded, as headless.
-            let recorded = match stepped {
-                Ok(()) => rec.stepped(&mut self.world),
-                Err(_) => {
-                    let _ = self.world.sync_population();
-                    rec.done = true;
-                    rec.record(&mut self.world)
+        match &mut self.session {
+            Some(session) => {
+                if session.is_over(&self.world) {
+                    return;
                 }
-            };
-            if let Err(e) = recorded {
-                self.halted = Some(format!("recording: {e:#}"));
-                rec.done = true;
+                if let Err(e) = session.advance(&mut self.world) {
+                    self.halted = Some(format!("recording: {e:#}"));
+                    self.failure.get_or_insert(e);
+                    self.paused = true;
+                    return;
+                }
+                if let Some(stop) = session.stopped() {
+                    self.halted = Some(stop.to_string());
+                }
+                if session.is_over(&self.world) {
+                    self.paused = true;
+                }
             }
-            if rec.done {
-                self.paused = true;
+            None => {
+                if let Err(e) = self.world.step() {
+                    self.halted = Some(e.to_string());
+                    self.paused = true;
+                }
             }
         }
     }
@@ -512,7 +524,7 @@ impl App {
         while self.accumulator >= dt
             && started.elapsed() < budget
             && self.halted.is_none()
-            && !self.recording.as_ref().is_some_and(|r| r.done)
+            && !self.session.as_ref().is_some_and(|r| r.is_over(&self.world))
         {
             self.step_once();
             self.accumulator -= dt;
@@ -674,7 +686,7 @@ impl App {
             .iter()
             .position(|b| !b.fixed && b.shape.contains(DVec2::from_angle(-b.angle).rotate(p - b.position)));
         // Grabbing would change a recorded run: pan only.
-        let hit = hit.filter(|_| self.recording.is_none());
+        let hit = hit.filter(|_| self.session.is_none());
         self.drag = Some(match hit {
             Some(i) => {
                 let body = &self.world.bodies.as_slice()[i];
@@ -774,7 +786,7 @@ impl ApplicationHandler for App {
                         self.key(event_loop, &Key::Character(c.into()));
                     }
                 }
-                let recording = self.recording.as_ref().is_some_and(|r| !r.done && self.halted.is_none());
+                let recording = self.session.as_ref().is_some_and(|r| !r.is_over(&self.world) && self.halted.is_none());
                 if self.test && self.frames >= test_frames() && !recording {
                     match self.screenshot() {
                         Ok(path) => {

@@ -1,12 +1,17 @@
-//! Running a scene headless: the loop behind `mx2d run`, with its outputs.
+//! Running a scene: the options of `mx2d run`, why a run stops, and the
+//! headless loop; the loop's body — outputs, stop checks, summary — is a
+//! [`Session`], shared with the window.
+
+pub mod session;
+
+pub use session::Session;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
 
 use crate::integrator::Method;
-use crate::output::{CsvWriter, ENERGY_HEADER, PopulationSummary, REACTIONS_HEADER, Stopped, Summary, TRACE_HEADER};
+use crate::output::Summary;
 use crate::population::gpu::GpuPopulation;
 use crate::scene::{MAX_STEPS, Scene};
 use crate::world::{SimulationError, World};
@@ -253,7 +258,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             }
         },
     };
-    let steps = planned_steps(scene, options).map_err(anyhow::Error::msg)?;
+    planned_steps(scene, options).map_err(anyhow::Error::msg)?;
     check_distinct_outputs(options).map_err(anyhow::Error::msg)?;
     let population_gpu = match (options.backend, &world.population) {
         (Backend::Gpu, Some(pop)) => Some(
@@ -291,48 +296,9 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         anyhow::ensure!(tol.is_finite() && tol > 0.0 && tol < 1.0, "--tolerance must be in (0, 1), got {tol}");
         world.set_tolerance(tol);
     }
-    let every = options.every.unwrap_or(1).max(1);
-    let open = |p: &Option<PathBuf>, header: &str| -> anyhow::Result<Option<CsvWriter>> {
-        Ok(p.as_ref().map(|p| CsvWriter::create(p, header)).transpose()?)
-    };
-    let mut recorder = Recorder {
-        trace: open(&options.trace, TRACE_HEADER)?,
-        energy: open(&options.energy, ENERGY_HEADER)?,
-        reactions: open(&options.reactions, REACTIONS_HEADER)?,
-        contacts: open(&options.contacts, crate::output::CONTACTS_HEADER)?,
-        snapshot: match (&options.snapshot, &world.population) {
-            (Some(p), Some(pop)) => Some(crate::population::snapshot::SnapshotWriter::create(p, pop.len())?),
-            (Some(p), None) => anyhow::bail!("--snapshot {}: the scene has no population to record", p.display()),
-            (None, _) => None,
-        },
-        pictures: crate::render::headless::RunPictures::open(
-            &world,
-            &scene.file.name,
-            options.frames.as_deref(),
-            options.frame_size,
-            options.energy_plot.as_deref(),
-        )?,
-    };
-    // An initial state the constraints cannot be projected onto stops the
-    // run like a failed step (exit 3) at step 0, with the outputs of step 0
-    // kept — with or without --reactions.
-    let prepared = world.prepare();
-    let energy_initial = world.energy();
-    let population_initial = world.population.as_ref().map(|p| p.stats());
-    let initial_constraint_error = world.constraint_error();
-    let mut error: Option<RunStop> = prepared.err().map(RunStop::from);
-    let recorded = recorder.record(&mut world)?;
-    if error.is_none() {
-        error = recorded.err();
-    }
-    if error.is_none() {
-        error = energy_check(&world, energy_initial);
-    }
-    // The constraint error bound: violated by more than 1000 × the scene's
-    // extent, a joint no longer means anything (it is ~1e-12 with the
-    // projection, and drifts to a fraction of the extent without it).
-    let extent = world.bodies.iter().map(|b| b.position.length() + b.radius()).fold(0.0, f64::max);
-    let constraint_bound = 1e3 * extent;
+    let mut session = Session::open(scene, options, &world)?;
+    session.begin(&mut world)?;
+    let steps = session.planned_steps();
     let bar = if options.progress && steps >= 1000 {
         let bar = indicatif::ProgressBar::new(steps);
         bar.set_style(
@@ -343,207 +309,23 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
     } else {
         None
     };
-    let started = Instant::now();
-    let steps = if error.is_some() { 0 } else { steps };
     let stop_requested = || options.stop.as_ref().map_or(0, |s| s.load(Ordering::Relaxed));
-    let mut overlap_seen = population_initial.map_or(0.0, |s| s.max_overlap_ratio);
-    for k in 1..=steps {
+    while !session.is_over(&world) {
         let signal = stop_requested();
         if signal != 0 {
-            // The rows of the last complete step, unless just written.
-            if (k - 1) % every != 0 {
-                recorder.record(&mut world)?.ok();
-            }
-            error = Some(RunStop::Signal { step: world.step_count(), time: world.time(), signal });
+            session.interrupt(&mut world, signal)?;
             break;
         }
-        let stepped = world.step().map_err(RunStop::from).and_then(|()| {
-            let e = world.max_constraint_error();
-            match energy_check(&world, energy_initial) {
-                Some(stop) => Err(stop),
-                None if e.is_nan() || e > constraint_bound => Err(RunStop::ConstraintError {
-                    step: world.step_count(),
-                    time: world.time(),
-                    error: e,
-                    bound: constraint_bound,
-                }),
-                None => Ok(()),
-            }
-        });
-        if let Err(e) = stepped {
-            error = Some(e);
-            // Keep the state that diverged in the trace: it shows what went
-            // wrong (reactions may no longer be computable: keep the rest).
-            let _ = world.sync_population();
-            recorder.record(&mut world)?.ok();
-            break;
-        }
-        if k % every == 0 || k == steps {
-            if world.population.is_some()
-                && (recorder.trace.is_some() || recorder.energy.is_some() || recorder.snapshot.is_some())
-            {
-                if let Err(e) = world.sync_population() {
-                    error = Some(e.into());
-                    break;
-                }
-                if let Some(pop) = &world.population {
-                    overlap_seen = overlap_seen.max(pop.stats().max_overlap_ratio);
-                }
-            }
-            if let Err(e) = recorder.record(&mut world)? {
-                error = Some(e);
-                break;
-            }
-        }
+        session.advance(&mut world)?;
         if let Some(bar) = &bar
-            && k % 256 == 0
+            && world.step_count() % 256 == 0
         {
-            bar.set_position(k);
+            bar.set_position(world.step_count());
         }
     }
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
-    let wall_ms = started.elapsed().as_secs_f64() * 1e3;
-    recorder.flush()?;
-    if let Err(e) = world.sync_population() {
-        error.get_or_insert(e.into());
-    }
-    let taken_steps = world.step_count();
-    let population = match (&world.population, population_initial) {
-        (Some(pop), Some(initial)) => {
-            let last = pop.stats();
-            let stage = world.stage_times().get(crate::world::Stage::StepPopulation).as_secs_f64() * 1e3;
-            Some(PopulationSummary {
-                balls: pop.len(),
-                backend: world.population_backend().into(),
-                ms_per_step: if taken_steps > 0 { stage / taken_steps as f64 } else { 0.0 },
-                substeps: pop.params.substeps,
-                iterations: pop.params.iterations,
-                initial,
-                last,
-                escaped: last.escaped,
-                kinetic_per_ball: last.kinetic_per_ball,
-                max_overlap_ratio: last.max_overlap_ratio,
-                // The step's own reduction over every substep, and the
-                // recorded samples (the initial state, the end).
-                max_overlap_ratio_seen: overlap_seen.max(last.max_overlap_ratio).max(f64::from(pop.max_overlap_seen)),
-            })
-        }
-        _ => None,
-    };
-    recorder.pictures.finish()?;
-    let energy_final = world.energy();
-    let taken = world.step_count();
-    let stats = world.integrator_stats();
-    let summary = Summary {
-        scene: scene.file.name.clone(),
-        integrator: world.integrator().name().to_string(),
-        bodies: world.bodies.len(),
-        steps: taken,
-        substeps: stats.steps,
-        rejected_steps: stats.rejected,
-        newton_iterations: stats.newton_iterations,
-        jacobians: stats.jacobians,
-        tolerance: world.tolerance(),
-        dt: world.dt,
-        t_final: world.time(),
-        wall_ms,
-        ms_per_step: if taken > 0 { wall_ms / taken as f64 } else { 0.0 },
-        energy_initial: energy_initial.total,
-        energy_final: energy_final.total,
-        work_nonconservative: energy_final.work,
-        energy_balance_error: (energy_final.balance() - energy_initial.balance()).abs(),
-        max_constraint_error: world.max_constraint_error().max(initial_constraint_error),
-        max_penetration: world.contacts.max_penetration(),
-        backend: if world.population.is_some() { world.population_backend() } else { world.field_backend() }.into(),
-        adapter,
-        stage_ms: world.stage_times().as_list().iter().map(|(n, d)| (n.to_string(), d.as_secs_f64() * 1e3)).collect(),
-        stopped: error.as_ref().map(|e| Stopped {
-            step: e.step(),
-            body: match e {
-                RunStop::Simulation(SimulationError::Diverged { body, .. }) => Some(body.clone()),
-                _ => None,
-            },
-            message: e.to_string(),
-        }),
-        warnings: world.warnings().cloned().collect(),
-        population,
-    };
-    if let Some(p) = &options.summary {
-        summary.write(p)?;
-    }
+    let (summary, error) = session.finish(scene, options, &mut world, adapter)?;
     Ok(RunOutcome { summary, world, error })
-}
-
-/// A stop when the energy or the work is no longer finite (a body at 1e308
-/// under gravity, a force applied at an absurd point): the numbers reported
-/// would be meaningless.
-fn energy_check(world: &World, initial: crate::world::Energy) -> Option<RunStop> {
-    let e = world.energy();
-    let (step, time) = (world.step_count(), world.time());
-    if !initial.total.is_finite() || !e.total.is_finite() {
-        let value = if initial.total.is_finite() { e.total } else { initial.total };
-        return Some(RunStop::NonFiniteEnergy { step, time, what: "energy", value });
-    }
-    (!e.work.is_finite()).then_some(RunStop::NonFiniteEnergy {
-        step,
-        time,
-        what: "non-conservative work",
-        value: e.work,
-    })
-}
-
-/// The CSV outputs of a run, each optional.
-struct Recorder {
-    trace: Option<CsvWriter>,
-    energy: Option<CsvWriter>,
-    reactions: Option<CsvWriter>,
-    contacts: Option<CsvWriter>,
-    /// `--snapshot`: binary population frames.
-    snapshot: Option<crate::population::snapshot::SnapshotWriter>,
-    /// `--frames` and `--energy-plot` (src/render/headless.rs).
-    pictures: crate::render::headless::RunPictures,
-}
-
-impl Recorder {
-    /// Writes the rows of the world's current step to every open file. The
-    /// outer error is an output error (naming the file); the inner one a
-    /// reaction that cannot be computed, which stops the run like a step.
-    fn record(&mut self, world: &mut World) -> anyhow::Result<Result<(), RunStop>> {
-        if let Some(t) = &mut self.trace {
-            t.trace_rows(world)?;
-        }
-        if let Some(e) = &mut self.energy {
-            let error = world.constraint_error();
-            e.energy_row(world, error)?;
-        }
-        if let Some(r) = &mut self.reactions {
-            match world.reactions() {
-                Ok(reactions) => r.reaction_rows(world, &reactions)?,
-                Err(source) => {
-                    let (step, time) = (world.step_count(), world.time());
-                    return Ok(Err(SimulationError::Constraints { step, time, source }.into()));
-                }
-            }
-        }
-        if let Some(c) = &mut self.contacts {
-            c.contact_rows(world)?;
-        }
-        if let (Some(s), Some(pop)) = (&mut self.snapshot, &world.population) {
-            s.frame(world.step_count(), world.time(), pop)?;
-        }
-        self.pictures.record(world)?;
-        Ok(Ok(()))
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        for w in [&mut self.trace, &mut self.energy, &mut self.reactions, &mut self.contacts].into_iter().flatten() {
-            w.flush()?;
-        }
-        if let Some(s) = &mut self.snapshot {
-            s.flush()?;
-        }
-        Ok(())
-    }
 }

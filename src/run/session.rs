@@ -1,0 +1,363 @@
+//! One run of a world, headless ([`super::run_scene`]) or in a window
+//! ([`crate::render::window`]): the files it writes, the checks after every
+//! step that stop a run gone wrong, and the summary at the end — one loop
+//! body for both, so a windowed run writes what `--headless` writes and
+//! stops where it stops.
+//!
+//! ```text
+//! Session::open      check the outputs, create the files (nothing stepped)
+//! Session::begin     project the initial state, record step 0
+//! Session::advance   one step, the stop checks, the rows of a recorded step
+//! Session::interrupt a signal: the last complete step recorded, then stop
+//! Session::finish    the last rows, flush, the summary (and --summary)
+//! ```
+
+use std::time::{Duration, Instant};
+
+use super::{RunOptions, RunStop, check_distinct_outputs, planned_steps};
+use crate::output::{CsvWriter, ENERGY_HEADER, PopulationSummary, REACTIONS_HEADER, Stopped, Summary, TRACE_HEADER};
+use crate::population::PopulationStats;
+use crate::scene::Scene;
+use crate::world::{Energy, SimulationError, World};
+
+/// A run in progress: its outputs, its stop checks, its counters.
+pub struct Session {
+    recorder: Recorder,
+    every: u64,
+    planned: u64,
+    energy_initial: Energy,
+    population_initial: Option<PopulationStats>,
+    initial_constraint_error: f64,
+    constraint_bound: f64,
+    overlap_seen: f64,
+    last_recorded: Option<u64>,
+    stop: Option<RunStop>,
+    /// Time spent inside [`advance`](Self::advance) (the summary's `wall_ms`).
+    stepping: Duration,
+}
+
+impl Session {
+    /// Checks the options (step count, distinct output files) and creates
+    /// the output files for `world`, before anything is stepped.
+    pub fn open(scene: &Scene, options: &RunOptions, world: &World) -> anyhow::Result<Session> {
+        let planned = planned_steps(scene, options).map_err(anyhow::Error::msg)?;
+        check_distinct_outputs(options).map_err(anyhow::Error::msg)?;
+        let open = |p: &Option<std::path::PathBuf>, header: &str| -> anyhow::Result<Option<CsvWriter>> {
+            Ok(p.as_ref().map(|p| CsvWriter::create(p, header)).transpose()?)
+        };
+        let recorder = Recorder {
+            trace: open(&options.trace, TRACE_HEADER)?,
+            energy: open(&options.energy, ENERGY_HEADER)?,
+            reactions: open(&options.reactions, REACTIONS_HEADER)?,
+            contacts: open(&options.contacts, crate::output::CONTACTS_HEADER)?,
+            snapshot: match (&options.snapshot, &world.population) {
+                (Some(p), Some(pop)) => Some(crate::population::snapshot::SnapshotWriter::create(p, pop.len())?),
+                (Some(p), None) => anyhow::bail!("--snapshot {}: the scene has no population to record", p.display()),
+                (None, _) => None,
+            },
+            pictures: crate::render::headless::RunPictures::open(
+                world,
+                &scene.file.name,
+                options.frames.as_deref(),
+                options.frame_size,
+                options.energy_plot.as_deref(),
+            )?,
+        };
+        Ok(Session {
+            recorder,
+            every: options.every.unwrap_or(1).max(1),
+            planned,
+            energy_initial: Energy::default(),
+            population_initial: None,
+            initial_constraint_error: 0.0,
+            constraint_bound: f64::INFINITY,
+            overlap_seen: 0.0,
+            last_recorded: None,
+            stop: None,
+            stepping: Duration::ZERO,
+        })
+    }
+
+    /// Projects the initial state onto the constraints and records step 0.
+    /// An initial state that cannot be projected stops the run like a failed
+    /// step (exit 3) at step 0, with the outputs of step 0 kept. Call once,
+    /// after the world is on its backends.
+    pub fn begin(&mut self, world: &mut World) -> anyhow::Result<()> {
+        let prepared = world.prepare();
+        self.energy_initial = world.energy();
+        self.population_initial = world.population.as_ref().map(|p| p.stats());
+        self.overlap_seen = self.population_initial.map_or(0.0, |s| s.max_overlap_ratio);
+        self.initial_constraint_error = world.constraint_error();
+        // Violated by more than 1000 × the scene's extent, a joint no longer
+        // means anything (it is ~1e-12 with the projection, and drifts to a
+        // fraction of the extent without it).
+        let extent = world.bodies.iter().map(|b| b.position.length() + b.radius()).fold(0.0, f64::max);
+        self.constraint_bound = 1e3 * extent;
+        self.stop = prepared.err().map(RunStop::from);
+        let recorded = self.record(world)?;
+        if self.stop.is_none() {
+            self.stop = recorded.err();
+        }
+        if self.stop.is_none() {
+            self.stop = energy_check(world, self.energy_initial);
+        }
+        Ok(())
+    }
+
+    /// The number of steps the run takes unless it stops.
+    pub fn planned_steps(&self) -> u64 {
+        self.planned
+    }
+
+    /// Why the run stopped early, if it did.
+    pub fn stopped(&self) -> Option<&RunStop> {
+        self.stop.as_ref()
+    }
+
+    /// Whether no step is left: stopped, or the planned steps taken.
+    pub fn is_over(&self, world: &World) -> bool {
+        self.stop.is_some() || world.step_count() >= self.planned
+    }
+
+    /// One step, the checks that stop a diverging run (a failed step, a
+    /// non-finite energy, a constraint error past the bound), and the rows
+    /// of a recorded step (every K-th and the last). A stopped run records
+    /// the state that went wrong: it shows what happened. The error is an
+    /// output error (naming the file); a stop is kept in
+    /// [`stopped`](Self::stopped).
+    pub fn advance(&mut self, world: &mut World) -> anyhow::Result<()> {
+        if self.is_over(world) {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let result = self.advance_inner(world);
+        self.stepping += started.elapsed();
+        result
+    }
+
+    fn advance_inner(&mut self, world: &mut World) -> anyhow::Result<()> {
+        let stepped = world.step().map_err(RunStop::from).and_then(|()| self.check(world));
+        if let Err(stop) = stepped {
+            self.stop = Some(stop);
+            // reactions may no longer be computable: keep the rest
+            let _ = world.sync_population();
+            self.record(world)?.ok();
+            return Ok(());
+        }
+        let k = world.step_count();
+        if k.is_multiple_of(self.every) || k >= self.planned {
+            if world.population.is_some()
+                && (self.recorder.trace.is_some() || self.recorder.energy.is_some() || self.recorder.snapshot.is_some())
+            {
+                if let Err(e) = world.sync_population() {
+                    self.stop = Some(e.into());
+                    return Ok(());
+                }
+                if let Some(pop) = &world.population {
+                    self.overlap_seen = self.overlap_seen.max(pop.stats().max_overlap_ratio);
+                }
+            }
+            if let Err(stop) = self.record(world)? {
+                self.stop = Some(stop);
+            }
+        }
+        Ok(())
+    }
+
+    fn check(&self, world: &World) -> Result<(), RunStop> {
+        if let Some(stop) = energy_check(world, self.energy_initial) {
+            return Err(stop);
+        }
+        let e = world.max_constraint_error();
+        if e.is_nan() || e > self.constraint_bound {
+            return Err(RunStop::ConstraintError {
+                step: world.step_count(),
+                time: world.time(),
+                error: e,
+                bound: self.constraint_bound,
+            });
+        }
+        Ok(())
+    }
+
+    /// A signal asked the run to stop: the last complete step is recorded
+    /// (unless it just was) and the run is over.
+    pub fn interrupt(&mut self, world: &mut World, signal: usize) -> anyhow::Result<()> {
+        if self.last_recorded != Some(world.step_count()) {
+            self.record(world)?.ok();
+        }
+        self.stop = Some(RunStop::Signal { step: world.step_count(), time: world.time(), signal });
+        Ok(())
+    }
+
+    /// Ends the run: the last step taken is recorded if it was not (a window
+    /// closed early), the files are flushed, the summary is built (and
+    /// written to `--summary`). `adapter` names the GPU used, if any.
+    pub fn finish(
+        mut self,
+        scene: &Scene,
+        options: &RunOptions,
+        world: &mut World,
+        adapter: String,
+    ) -> anyhow::Result<(Summary, Option<RunStop>)> {
+        if self.last_recorded != Some(world.step_count()) {
+            let _ = world.sync_population();
+            self.record(world)?.ok();
+        }
+        self.recorder.flush()?;
+        let mut error = self.stop.take();
+        if let Err(e) = world.sync_population() {
+            error.get_or_insert(e.into());
+        }
+        let wall_ms = self.stepping.as_secs_f64() * 1e3;
+        let taken = world.step_count();
+        let population = match (&world.population, self.population_initial) {
+            (Some(pop), Some(initial)) => {
+                let last = pop.stats();
+                let stage = world.stage_times().get(crate::world::Stage::StepPopulation).as_secs_f64() * 1e3;
+                Some(PopulationSummary {
+                    balls: pop.len(),
+                    backend: world.population_backend().into(),
+                    ms_per_step: if taken > 0 { stage / taken as f64 } else { 0.0 },
+                    substeps: pop.params.substeps,
+                    iterations: pop.params.iterations,
+                    initial,
+                    last,
+                    escaped: last.escaped,
+                    kinetic_per_ball: last.kinetic_per_ball,
+                    max_overlap_ratio: last.max_overlap_ratio,
+                    // The step's own reduction over every substep, and the
+                    // recorded samples (the initial state, the end).
+                    max_overlap_ratio_seen: self
+                        .overlap_seen
+                        .max(last.max_overlap_ratio)
+                        .max(f64::from(pop.max_overlap_seen)),
+                })
+            }
+            _ => None,
+        };
+        self.recorder.pictures.finish()?;
+        let energy_final = world.energy();
+        let stats = world.integrator_stats();
+        let summary = Summary {
+            scene: scene.file.name.clone(),
+            integrator: world.integrator().name().to_string(),
+            bodies: world.bodies.len(),
+            steps: taken,
+            substeps: stats.steps,
+            rejected_steps: stats.rejected,
+            newton_iterations: stats.newton_iterations,
+            jacobians: stats.jacobians,
+            tolerance: world.tolerance(),
+            dt: world.dt,
+            t_final: world.time(),
+            wall_ms,
+            ms_per_step: if taken > 0 { wall_ms / taken as f64 } else { 0.0 },
+            energy_initial: self.energy_initial.total,
+            energy_final: energy_final.total,
+            work_nonconservative: energy_final.work,
+            energy_balance_error: (energy_final.balance() - self.energy_initial.balance()).abs(),
+            max_constraint_error: world.max_constraint_error().max(self.initial_constraint_error),
+            max_penetration: world.contacts.max_penetration(),
+            backend: if world.population.is_some() { world.population_backend() } else { world.field_backend() }.into(),
+            adapter,
+            stage_ms: world
+                .stage_times()
+                .as_list()
+                .iter()
+                .map(|(n, d)| (n.to_string(), d.as_secs_f64() * 1e3))
+                .collect(),
+            stopped: error.as_ref().map(|e| Stopped {
+                step: e.step(),
+                body: match e {
+                    RunStop::Simulation(SimulationError::Diverged { body, .. }) => Some(body.clone()),
+                    _ => None,
+                },
+                message: e.to_string(),
+            }),
+            warnings: world.warnings().cloned().collect(),
+            population,
+        };
+        if let Some(p) = &options.summary {
+            summary.write(p)?;
+        }
+        Ok((summary, error))
+    }
+
+    /// Writes the rows of the world's current step to every open file. The
+    /// outer error is an output error; the inner one a reaction that cannot
+    /// be computed, which stops the run like a step.
+    fn record(&mut self, world: &mut World) -> anyhow::Result<Result<(), RunStop>> {
+        self.last_recorded = Some(world.step_count());
+        self.recorder.record(world)
+    }
+}
+
+/// A stop when the energy or the work is no longer finite (a body at 1e308
+/// under gravity, a force applied at an absurd point): the numbers reported
+/// would be meaningless.
+fn energy_check(world: &World, initial: Energy) -> Option<RunStop> {
+    let e = world.energy();
+    let (step, time) = (world.step_count(), world.time());
+    if !initial.total.is_finite() || !e.total.is_finite() {
+        let value = if initial.total.is_finite() { e.total } else { initial.total };
+        return Some(RunStop::NonFiniteEnergy { step, time, what: "energy", value });
+    }
+    (!e.work.is_finite()).then_some(RunStop::NonFiniteEnergy {
+        step,
+        time,
+        what: "non-conservative work",
+        value: e.work,
+    })
+}
+
+/// The outputs of a run, each optional.
+struct Recorder {
+    trace: Option<CsvWriter>,
+    energy: Option<CsvWriter>,
+    reactions: Option<CsvWriter>,
+    contacts: Option<CsvWriter>,
+    /// `--snapshot`: binary population frames.
+    snapshot: Option<crate::population::snapshot::SnapshotWriter>,
+    /// `--frames` and `--energy-plot` (src/render/headless.rs).
+    pictures: crate::render::headless::RunPictures,
+}
+
+impl Recorder {
+    fn record(&mut self, world: &mut World) -> anyhow::Result<Result<(), RunStop>> {
+        if let Some(t) = &mut self.trace {
+            t.trace_rows(world)?;
+        }
+        if let Some(e) = &mut self.energy {
+            let error = world.constraint_error();
+            e.energy_row(world, error)?;
+        }
+        if let Some(r) = &mut self.reactions {
+            match world.reactions() {
+                Ok(reactions) => r.reaction_rows(world, &reactions)?,
+                Err(source) => {
+                    let (step, time) = (world.step_count(), world.time());
+                    return Ok(Err(SimulationError::Constraints { step, time, source }.into()));
+                }
+            }
+        }
+        if let Some(c) = &mut self.contacts {
+            c.contact_rows(world)?;
+        }
+        if let (Some(s), Some(pop)) = (&mut self.snapshot, &world.population) {
+            s.frame(world.step_count(), world.time(), pop)?;
+        }
+        self.pictures.record(world)?;
+        Ok(Ok(()))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        for w in [&mut self.trace, &mut self.energy, &mut self.reactions, &mut self.contacts].into_iter().flatten() {
+            w.flush()?;
+        }
+        if let Some(s) = &mut self.snapshot {
+            s.flush()?;
+        }
+        Ok(())
+    }
+}
