@@ -7,18 +7,27 @@
 //! the second party (body b or the surface) to the first (body a)**; the gap
 //! is the signed distance along it, negative when overlapping.
 //!
-//! Pair families, one file each: [`circle`] (circle–circle exact, circle–polygon
-//! exact by Voronoi regions), [`polygon`] (polygon–polygon by reference-face
-//! clipping, Box2D's manifold, up to 2 points), [`surface`] (any shape against
-//! the static surfaces). Boxes and bars are polygons; a bar of zero width gets
-//! a half-width of 1e-6·length so that its edge normals are defined. Ellipses
-//! and superellipses against *bodies* other than circles are, for now,
-//! approximated by their 64-vertex inscribed outline (error ≤ R(1 − cos π/64)
-//! ≈ 1.2e-3 R); against surfaces and circles they are exact to 1e-12 (support
-//! function iteration, see [`surface`]). The outlines are built once per body
-//! and kept by the contact set ([`collide_hulls`]); the clipping finds each
-//! face's deepest vertex by walking (rotating calipers) on outlines, so a
-//! 64-gon against a 64-gon costs O(64 + 64), not O(64²).
+//! Pair families, one file each, and how exact each is:
+//!
+//! | pair | file | method | tolerance |
+//! |---|---|---|---|
+//! | circle–circle (a point mass is a circle of radius 0) | [`circle`] | line of centres | exact (round-off) |
+//! | circle–polygon (box, bar, polygon) | [`circle`] | Voronoi regions of the polygon | exact |
+//! | polygon–polygon | [`polygon`] | reference-face clipping (Box2D's manifold, up to 2 points); apart with two corners nearest, their exact closest points (1 point) | exact |
+//! | ellipse or superellipse against any body shape | [`smooth`] | GJK ([`gjk`]) or EPA for a start, then Newton on the common-normal condition of the two support functions, safeguarded by bisection (1 point) | normal 1e-13 rad, gap 1e-12 relative; superellipse exponent < 2 or > 2: still converges, linearly near its axis points |
+//! | any shape against a static surface | [`surface`] | polygon vertices against the surface's signed distance; circles by the closest point; curved shapes by support-point iteration | exact / 1e-12 |
+//!
+//! Boxes and bars are polygons; a bar of zero width gets a half-width of
+//! 1e-6·length so that its edge normals are defined. The polygons' vertices
+//! are built once per body and kept by the contact set ([`collide_hulls`]);
+//! curved shapes keep nothing (their support functions are closed forms).
+//! Each pair type is tested against a brute-force sampling of both outlines
+//! (10⁵ points per curved outline, `tests/contact_narrowphase.rs`).
+//!
+//! Degenerate inputs give a defined normal: coincident centres of two
+//! circles take +y; of curved shapes, EPA's nearest face (or the line of
+//! centres, or +y); shapes touching at one point have gap 0 and the normal
+//! of the touching point.
 
 pub mod circle;
 pub mod gjk;
