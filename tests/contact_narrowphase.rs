@@ -63,7 +63,7 @@ fn sat(a: &[DVec2], b: &[DVec2]) -> (f64, DVec2) {
         };
         let n0 = normal(0);
         let mut j = (0..other.len()).min_by(|&x, &y| other[x].dot(n0).total_cmp(&other[y].dot(n0))).unwrap();
-        for i in 0..reference.len() {
+        for (i, &vertex) in reference.iter().enumerate() {
             let m = normal(i);
             for _ in 0..other.len() {
                 let next = (j + 1) % other.len();
@@ -73,7 +73,7 @@ fn sat(a: &[DVec2], b: &[DVec2]) -> (f64, DVec2) {
                     break;
                 }
             }
-            let s = (other[j] - reference[i]).dot(m);
+            let s = (other[j] - vertex).dot(m);
             if s > best.0 {
                 best = (s, sign * m);
             }

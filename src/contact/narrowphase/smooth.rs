@@ -321,11 +321,12 @@ pub fn collide_convex(a: &Shape, pa: &Pose, b: &Shape, pb: &Pose, margin: f64, o
     let best = maximize_near(&party_a, &party_b, origin, polygon.as_ref(), theta0);
     let e = eval(&party_a, &party_b, origin, best);
     let gap = e.s;
-    if !(gap <= margin) {
-        if gap.is_nan() {
-            // A defined normal for the caller to report: keep the NaN gap.
-            out.push(ManifoldPoint { point: origin, normal: DVec2::Y, gap, feature: 0 });
-        }
+    if gap.is_nan() {
+        // A defined normal for the caller to report: keep the NaN gap.
+        out.push(ManifoldPoint { point: origin, normal: DVec2::Y, gap, feature: 0 });
+        return;
+    }
+    if gap > margin {
         return;
     }
     let normal = DVec2::from_angle(best);
