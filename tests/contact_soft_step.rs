@@ -213,3 +213,89 @@ fn soft_step_bad_settings_and_joints_are_refused_at_their_position() {
     let line = chain.lines().position(|l| l.contains("SoftStep")).unwrap() + 1;
     assert_eq!(e.line, line, "{e}");
 }
+
+/// Adds a ball (radius `r`, mass `m`) at `p` with velocity `v`.
+fn ball(w: &mut World, name: &str, r: f64, m: f64, p: DVec2, v: DVec2) {
+    let b = Body::builder(name, Shape::Circle { radius: r }).mass(m).position(p).velocity(v).build().unwrap();
+    w.add_body(b).unwrap();
+}
+
+/// A world for `bodies` frictionless bodies of restitution `restitution`
+/// (mix: max), soft step with Box2D's defaults, the floor y = 0 when `floor`.
+fn soft_world(g: f64, restitution: f64, bodies: usize, floor: bool) -> World {
+    let mut w = World::new(DVec2::new(0.0, -g));
+    w.dt = 1.0 / 60.0;
+    if floor {
+        let mut s = Surface::new(SurfaceGeometry::Line { point: DVec2::ZERO, normal: DVec2::Y });
+        s.restitution = restitution;
+        w.surfaces.push(s);
+    }
+    let material = Material { restitution, ..Default::default() };
+    w.contacts.settings = ContactSettings {
+        enabled: true,
+        mix: mx2d::contact::MixRule::Max,
+        body_materials: vec![material; bodies],
+        solver: ContactSolver::SoftStep(SoftStepSettings::default()),
+        ..Default::default()
+    };
+    w
+}
+
+/// A ball dropped from 3 m onto the floor with e = 0.5: at the step where it
+/// turns, its velocity after the step is −e times the one at the start of
+/// that step (the soft step's restitution law: Newton's on the start-of-step
+/// normal velocity, as Box2D's). The restitution pass sets the normal
+/// velocity exactly (one point through the centre: no rotation), so only
+/// round-off is left: 1e-12 relative. Two bounces, and it never sinks
+/// below the slop.
+#[test]
+fn soft_step_restitution_reverses_the_start_of_step_velocity() {
+    let e = 0.5;
+    let mut w = soft_world(10.0, e, 1, true);
+    ball(&mut w, "ball", 0.5, 1.0, DVec2::new(0.0, 3.0), DVec2::ZERO);
+    let slop = w.contacts.slop(w.bodies.as_slice());
+    let mut bounces = 0;
+    for _ in 0..240 {
+        let before = w.bodies.as_slice()[0].velocity.y;
+        w.step().unwrap();
+        let b = &w.bodies.as_slice()[0];
+        assert!(b.position.y > 0.5 - slop, "sank to {}", b.position.y);
+        if before < -1.0 && b.velocity.y > 0.0 {
+            assert!((b.velocity.y + e * before).abs() <= 1e-12 * before.abs(), "{} after {before}", b.velocity.y);
+            bounces += 1;
+        }
+    }
+    assert!(bounces >= 2, "{bounces} bounces");
+}
+
+/// No tunnelling at dt = 1/60: a ball of radius 5 cm fired at 1000 m/s (17 m
+/// per step) at the floor from 1 m stops on it (e = 0), and one fired at a
+/// resting ball 1 m away hits it instead of passing through; the impulses
+/// are equal and opposite, so momentum is kept to round-off (1e-12 relative).
+#[test]
+fn soft_step_fast_balls_do_not_tunnel() {
+    let mut w = soft_world(10.0, 0.0, 1, true);
+    ball(&mut w, "bullet", 0.05, 1.0, DVec2::new(0.0, 1.0), DVec2::new(0.0, -1000.0));
+    let slop = w.contacts.slop(w.bodies.as_slice());
+    for _ in 0..30 {
+        w.step().unwrap();
+        let y = w.bodies.as_slice()[0].position.y;
+        assert!(y > 0.05 - slop, "the bullet went through the floor: y = {y}");
+    }
+    let mut w = soft_world(0.0, 0.0, 2, false);
+    ball(&mut w, "bullet", 0.05, 1.0, DVec2::ZERO, DVec2::new(1000.0, 0.0));
+    ball(&mut w, "target", 0.05, 1.0, DVec2::new(1.0, 0.0), DVec2::ZERO);
+    for _ in 0..3 {
+        w.step().unwrap();
+        let (a, b) = (&w.bodies.as_slice()[0], &w.bodies.as_slice()[1]);
+        assert!(
+            a.position.x < b.position.x,
+            "the bullet passed through the target: {} vs {}",
+            a.position.x,
+            b.position.x
+        );
+        let p = a.velocity * a.mass + b.velocity * b.mass;
+        assert!((p - DVec2::new(1000.0, 0.0)).length() <= 1e-12 * 1000.0, "momentum {p}");
+    }
+    assert!(w.bodies.as_slice()[1].velocity.x > 400.0, "the target was hit");
+}

@@ -6,7 +6,9 @@
 //!
 //! One broadphase and one narrowphase per step, at the positions of the
 //! start of the step, with a speculative margin (contacts up to
-//! `speculative` apart are kept and may close within the step, never more).
+//! `speculative` apart, plus what the pair can close at its start-of-step
+//! speeds, are kept and may close within the step, never more: a fast body
+//! does not tunnel).
 //! Then `substeps` sub-steps of h = dt / substeps, each
 //!
 //! 1. **integrate velocities**: v += h·F/m with the world's forces
@@ -546,7 +548,17 @@ impl ContactSet {
         let mut prev = 0usize;
         for k in 0..self.pairs.len() {
             let pair = self.pairs[k];
-            self.collide_pair(bodies, surfaces, pair, q, margin);
+            // The pair's reach over the step: the speculative margin plus how
+            // far the two can close at their start-of-step speeds (centre
+            // speed + spin × bounding radius), so that a fast body meets a
+            // thin one or a surface as a speculative contact instead of
+            // passing through it between two narrowphases.
+            let speed = |i: usize| {
+                let r = bodies[i].shape.bounding_radius();
+                DVec2::new(v[3 * i], v[3 * i + 1]).length() + v[3 * i + 2].abs() * r
+            };
+            let closing = speed(pair.a) + if let Partner::Body(j) = pair.b { speed(j) } else { 0.0 };
+            self.collide_pair(bodies, surfaces, pair, q, margin + dt * closing);
             if self.scratch.is_empty() {
                 continue;
             }
