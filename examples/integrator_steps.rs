@@ -10,18 +10,24 @@
 //! Default scenes: `scenes/linkage_loops.ron` (99 bars, 132 pins, 33 loops)
 //! and `scenes/heavy_load_chain.ron` (ten 1 g links under a 1000 kg load).
 //!
-//! Accuracy: the largest distance of any body's centre from the reference
-//! motion at the sample times (every 0.1 s), divided by the mechanism's
-//! extent (the largest distance of a body point from the origin at t = 0).
+//! Accuracy: the mass-weighted RMS distance of the bodies' centres from the
+//! reference motion, √(Σ mᵢ |Δxᵢ|² / Σ mᵢ), largest over the sample times
+//! (every 0.1 s), divided by the mechanism's extent (the largest distance of
+//! a body point from the origin at t = 0). Mass-weighted because the motion
+//! is what carries the mass: the heavy-load chain's 1 g links keep undamped
+//! transverse vibrations of ~1e4 rad/s (amplitude ~1e-4 m) that no two step
+//! sizes resolve alike and that an L-stable method damps away, while the
+//! load's path converges.
 //! The reference is RK4 at the first dt = 0.1/n (n = 1000, 2000, 5000, …)
-//! that agrees with RK4 at 2 dt to 1e-7 of the extent (printed).
+//! that agrees with RK4 at 2 dt to 1e-5 of the extent (printed): 100×
+//! below the accuracy asked for.
 //!
 //! Fixed-step methods try dt = 0.1/n for n = 1, 2, 5, 10, 20, … (the
 //! samples fall on steps); the adaptive ones (`dopri5`, `sdirk3`) keep
 //! dt = 0.1 s as the largest step and try tolerances 1e-2, 1e-3, …: the
 //! first setting within 1e-3 is reported. A setting whose run diverges
-//! (the step reports an error) counts as failed. A run is abandoned once a
-//! finer setting would cost more than `BUDGET_S` of CPU time.
+//! (the step reports an error) counts as failed. A run is abandoned past
+//! `BUDGET_S` of CPU time, and so are the finer settings after it.
 //!
 //! Times are CPU seconds of the process per simulated second (the machine
 //! is shared: wall time would measure the other jobs), one run each.
@@ -36,7 +42,7 @@ use mx2d::integrator::Method;
 use mx2d::scene::Scene;
 
 /// CPU seconds one setting may take before finer settings are skipped.
-const BUDGET_S: f64 = 60.0;
+const BUDGET_S: f64 = 40.0;
 /// Sample interval (s).
 const SAMPLE: f64 = 0.1;
 /// The accuracy asked for, relative to the extent.
@@ -68,6 +74,9 @@ fn run(scene: &Scene, method: Method, dt: f64, tolerance: Option<f64>) -> Result
             w.step().map_err(|e| e.to_string())?;
         }
         samples.push(w.bodies.iter().map(|b| b.position).collect());
+        if cpu_time::cpu_seconds() - cpu0 > BUDGET_S {
+            return Err(format!("over {BUDGET_S} CPU s at t = {:.2} s", w.time()));
+        }
     }
     let stats = w.integrator_stats();
     Ok(Run {
@@ -79,11 +88,17 @@ fn run(scene: &Scene, method: Method, dt: f64, tolerance: Option<f64>) -> Result
     })
 }
 
-fn error(a: &Run, b: &Run) -> f64 {
+/// The largest, over the samples, mass-weighted RMS distance between the
+/// bodies' centres of two runs: √(Σ mᵢ |Δxᵢ|² / Σ mᵢ).
+fn error(a: &Run, b: &Run, masses: &[f64]) -> f64 {
+    let total: f64 = masses.iter().sum();
     a.samples
         .iter()
         .zip(&b.samples)
-        .flat_map(|(x, y)| x.iter().zip(y).map(|(p, q)| (*p - *q).length()))
+        .map(|(x, y)| {
+            let sum: f64 = x.iter().zip(y).zip(masses).map(|((p, q), m)| m * (*p - *q).length_squared()).sum();
+            (sum / total).sqrt()
+        })
         .fold(0.0, f64::max)
 }
 
@@ -91,7 +106,7 @@ fn main() -> Result<(), String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut paths: Vec<String> = std::env::args().skip(1).collect();
     if paths.is_empty() {
-        paths = vec!["scenes/linkage_loops.ron".into(), "scenes/heavy_load_chain.ron".into()];
+        paths = vec!["scenes/heavy_load_chain.ron".into(), "scenes/linkage_loops.ron".into()];
     }
     println!(
         "| scene | integrator | setting | error / extent | steps (substeps) | Newton iterations | CPU s per simulated s |"
@@ -101,14 +116,15 @@ fn main() -> Result<(), String> {
         let scene = Scene::load(&root.join(p), &[]).map_err(|e| e.to_string())?;
         let world = scene.build_world().map_err(|e| e.to_string())?;
         let extent = world.bodies.iter().map(|b| b.position.length() + b.radius()).fold(0.0, f64::max);
+        let masses: Vec<f64> = world.bodies.iter().map(|b| b.mass).collect();
         let duration = scene.file.duration.unwrap_or(1.0);
         let mut reference = None;
         let mut previous: Option<Run> = None;
-        for n in [1000u32, 2000, 5000, 10_000, 20_000, 50_000, 100_000] {
+        for n in [1000u32, 2000, 5000, 10_000, 20_000, 50_000] {
             let r = run(&scene, Method::Rk4, SAMPLE / f64::from(n), None).ok();
             if let (Some(a), Some(b)) = (&previous, &r) {
-                let check = error(a, b) / extent;
-                if check <= 1e-7 {
+                let check = error(a, b, &masses) / extent;
+                if check <= 1e-5 {
                     eprintln!(
                         "{p}: reference RK4 dt {:.1e}, agrees with 2 dt to {check:.1e} of the extent ({extent:.2} m)",
                         SAMPLE / f64::from(n)
@@ -141,10 +157,10 @@ fn main() -> Result<(), String> {
                 }
                 let r = run(&scene, method, *dt, *tol);
                 let (cpu, ok) = match &r {
-                    Ok(r) => (r.cpu_s, error(r, &reference) / extent <= ACCURACY),
+                    Ok(r) => (r.cpu_s, error(r, &reference, &masses) / extent <= ACCURACY),
                     Err(e) => {
                         why = format!("{label}: {e}");
-                        (last_cpu, false)
+                        (if e.starts_with("over ") { f64::INFINITY } else { last_cpu }, false)
                     }
                 };
                 if k > 0 {
@@ -161,7 +177,7 @@ fn main() -> Result<(), String> {
                     "| {} | {} | {label} | {:.1e} | {} ({}) | {} | {:.3} |",
                     scene.file.name,
                     method.name(),
-                    error(&r, &reference) / extent,
+                    error(&r, &reference, &masses) / extent,
                     r.steps,
                     r.substeps,
                     r.newton,
