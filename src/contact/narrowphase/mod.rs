@@ -82,6 +82,11 @@ pub fn hull(shape: &Shape) -> Option<Vec<DVec2>> {
     }
 }
 
+/// Whether [`hull`] gives the shape's vertices (polygon, box, bar).
+pub fn hull_is_polygon(shape: &Shape) -> bool {
+    matches!(shape, Shape::Polygon { .. } | Shape::Box { .. } | Shape::Bar { .. })
+}
+
 /// Vertices used for a curved shape against a polygon or another curved
 /// shape (see the module docs): its outline with 64 vertices; the polygon's
 /// own vertices otherwise; empty for a circle (handled exactly).
