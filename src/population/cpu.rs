@@ -742,3 +742,47 @@ pub(crate) fn stats(pop: &Population) -> PopulationStats {
         list_overflow: pop.list_overflow,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The premises of the Gauss–Seidel sweep's safety argument
+    /// ([`SharedCorrections`]) on a pile in motion: every listed pair's
+    /// cells (at the grid build) are adjacent or equal, so a cell's thread
+    /// touches only the 3 × 3 block around its cell; and two distinct cells
+    /// of one colour are at least 3 apart along x or y, so their blocks are
+    /// disjoint. Either failing would make the sweep a data race.
+    #[test]
+    fn listed_pairs_stay_in_the_three_by_three_block_of_their_cell() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron"))
+            .expect("scenes/balls_box.ron");
+        let scene = crate::scene::Scene::parse_with_overrides(&text, "balls_box.ron", &["population.count=600".into()])
+            .expect("balls_box parses");
+        let mut pop = scene.build_world().expect("balls_box builds").population.expect("a population");
+        let mut pairs = 0usize;
+        for _ in 0..40 {
+            step(&mut pop, 1.0 / 60.0).expect("a finite step");
+            let (s, nx) = (&pop.scratch, pop.grid.nx);
+            let coords = |c: u32| ((c % nx) as i64, (c / nx) as i64);
+            for i in 0..pop.len() {
+                for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
+                    let ((xi, yi), (xj, yj)) = (coords(s.cell_of[i]), coords(s.cell_of[j as usize]));
+                    assert!((xi - xj).abs() <= 1 && (yi - yj).abs() <= 1, "pair {i}, {j}: cells not adjacent");
+                    pairs += 1;
+                }
+            }
+            for (colour, cells) in s.colour_cells.iter().enumerate() {
+                for (k, &a) in cells.iter().enumerate() {
+                    let (xa, ya) = coords(a);
+                    assert_eq!(colour_of_cell(xa as u32, ya as u32), colour);
+                    for &b in &cells[k + 1..] {
+                        let (xb, yb) = coords(b);
+                        assert!((xa - xb).abs() >= 3 || (ya - yb).abs() >= 3, "cells {a} and {b} share a block");
+                    }
+                }
+            }
+        }
+        assert!(pairs > 1000, "only {pairs} listed pairs: the test would prove little");
+    }
+}

@@ -78,6 +78,18 @@
 //! substeps as before, not with fewer: halving h² costs more overlap than
 //! Gauss–Seidel gains.
 //!
+//! **What it costs in time**: 16 substeps of three sweeps (a stabilisation,
+//! two solves) of 9 colours each, each pair projected from both of its
+//! balls, plus four per-ball passes. In one run of `benches/peers/run.sh`
+//! (2 cores, loaded) the CPU twin took 4.2× Box2D v3's ms/step at 10⁴ and
+//! 4.4× at 10⁵ (the Jacobi solve: 3.8× at 10⁴) — the issue's ≤ 0.3× is not
+//! met. Not done: re-sorting the ball arrays by cell (10⁵ is memory bound),
+//! fewer rayon barriers (a profile under load puts ~30 % of the time in the
+//! workers' sleep/wake: 432 colour barriers per step). On the GPU each
+//! colour is a dispatch: 432 per step for the position solve (Jacobi: 48),
+//! launch overhead that a real GPU's 10⁶ ≤ 1 ms/step target cannot afford
+//! at 16 substeps (not measured on one: no GPU machine for this work).
+//!
 //! Tried for the tall pile with the Jacobi solve and not kept (measured at
 //! 10⁴, 10 s): stack mass scaling (Macklin et al. 2014 §5.1; resting pairs'
 //! upper ball lighter in the position solve) brings the overlap to 1 % but

@@ -14,6 +14,13 @@ pub(super) fn support(a: f64, b: f64, d: DVec2) -> DVec2 {
     let s = (a * a * d.x * d.x + b * b * d.y * d.y).sqrt();
     DVec2::new(a * a * d.x, b * b * d.y) / s
 }
+/// Radius of curvature at the support point of unit direction d:
+/// ρ = a²b²/(a²dx² + b²dy²)^{3/2} (r for a circle).
+pub(super) fn support_radius_of_curvature(a: f64, b: f64, d: DVec2) -> f64 {
+    let d = d.normalize_or(DVec2::X);
+    let s2 = a * a * d.x * d.x + b * b * d.y * d.y;
+    a * a * b * b / (s2 * s2.sqrt())
+}
 /// Exact Euclidean signed distance: the closest point is found by Newton on
 /// the parametric angle (Eberly's formulation, started from the two
 /// quadrant-safe guesses and polished by the generic parametric search).

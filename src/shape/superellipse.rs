@@ -30,6 +30,20 @@ pub(super) fn support(a: f64, b: f64, n: f64, d: DVec2) -> DVec2 {
     let norm = (u.abs().powf(m) + w.abs().powf(m)).powf(1.0 / n);
     DVec2::new(a * u.signum() * u.abs().powf(e) / norm, b * w.signum() * w.abs().powf(e) / norm)
 }
+/// Radius of curvature at the outline point `p`, from the implicit form
+/// F = |x/a|ⁿ + |y/b|ⁿ: κ = (F_xx F_y² + F_yy F_x²)/|∇F|³ (F_xy = 0), ρ = 1/κ.
+/// On the axes κ = 0 for n > 2 (ρ = ∞, flat points) and κ = ∞ for n < 2
+/// (ρ = 0, pointed tips).
+pub(super) fn radius_of_curvature_at(a: f64, b: f64, n: f64, p: DVec2) -> f64 {
+    let (x, y) = ((p.x / a).abs(), (p.y / b).abs());
+    let (fx, fy) = (n / a * x.powf(n - 1.0), n / b * y.powf(n - 1.0));
+    let (fxx, fyy) = (n * (n - 1.0) / (a * a) * x.powf(n - 2.0), n * (n - 1.0) / (b * b) * y.powf(n - 2.0));
+    let g2 = fx * fx + fy * fy;
+    // 0·∞ (n < 2 on an axis) is an infinite curvature: the term that is infinite wins.
+    let term = |f2: f64, s: f64| if s.is_infinite() && f2 > 0.0 { f64::INFINITY } else { s * f2 };
+    let kappa = (term(fy * fy, fxx) + term(fx * fx, fyy)) / (g2 * g2.sqrt());
+    1.0 / kappa
+}
 /// Parametrisation x = a·sgn(cos t)|cos t|^{2/n}, y = b·sgn(sin t)|sin t|^{2/n}.
 pub(super) fn point(a: f64, b: f64, n: f64, t: f64) -> DVec2 {
     let (s, c) = t.sin_cos();

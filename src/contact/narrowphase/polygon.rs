@@ -118,6 +118,20 @@ fn collide_world(
     let size = a.iter().map(|v| v.length()).fold(0.0, f64::max);
     let tol = 1e-3 * size;
     let start = out.len();
+    // Apart with two corners nearest each other, the best face normal
+    // understates the distance (the true axis lies between face normals) and
+    // the incident face may clip away entirely: the exact closest points then
+    // make one point (Box2D v3's segment-distance case).
+    if sa.max(sb) > 0.0 {
+        let (dist, pa, pb, feature) = closest_points(va, vb);
+        if dist > sa.max(sb) + 1e-9 * size && dist > 0.0 {
+            if dist <= margin {
+                let normal = (pa - pb) / dist;
+                out.push(ManifoldPoint { point: 0.5 * (pa + pb), normal, gap: dist, feature: 0x2000_0000 | feature });
+            }
+            return;
+        }
+    }
     if sb > sa + tol {
         clip(vb, nb, eb, va, na, margin, out);
         // The reference was b: the normal already points from b to a.
@@ -130,6 +144,31 @@ fn collide_world(
             p.feature |= 0x4000_0000;
         }
     }
+}
+
+/// Closest points of two disjoint convex polygons' outlines (world
+/// vertices): the nearest vertex–edge pair either way, by a full scan
+/// (polygons here have few vertices). Returns (distance, point on a, point
+/// on b, the two features' indices).
+fn closest_points(va: &[DVec2], vb: &[DVec2]) -> (f64, DVec2, DVec2, u32) {
+    let mut best = (f64::INFINITY, DVec2::ZERO, DVec2::ZERO, 0u32);
+    for (from, to, a_is_vertex) in [(va, vb, true), (vb, va, false)] {
+        for (i, &p) in from.iter().enumerate() {
+            for j in 0..to.len() {
+                let (q0, q1) = (to[j], to[(j + 1) % to.len()]);
+                let e = q1 - q0;
+                let t =
+                    if e.length_squared() > 0.0 { ((p - q0).dot(e) / e.length_squared()).clamp(0.0, 1.0) } else { 0.0 };
+                let q = q0 + e * t;
+                let d = (p - q).length();
+                if d < best.0 {
+                    let feature = ((i as u32) << 12) | j as u32 | if a_is_vertex { 0 } else { 0x0100_0000 };
+                    best = if a_is_vertex { (d, p, q, feature) } else { (d, q, p, feature) };
+                }
+            }
+        }
+    }
+    best
 }
 
 /// Clips the incident face of `inc` against reference edge `edge` of `refp`;
