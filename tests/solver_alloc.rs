@@ -160,3 +160,22 @@ fn linkage_steps_allocate_nothing() {
     }
     assert_eq!(allocations() - before, 0, "allocations in 20 RK4 steps of the linkage");
 }
+
+/// The soft-step contact path in steady state: the 10-box stack
+/// (`scenes/box_stack.ron`, soft step) resting on the floor. Once the contact
+/// buffers (broadphase sweep, manifolds, warm-start arrays) have grown, a step
+/// allocates nothing on the stepping thread. The warm-up (2 s) lets the stack
+/// settle so that the set of contacts — and so every buffer size — is steady.
+#[test]
+fn resting_stack_soft_steps_allocate_nothing() {
+    let scene = Scene::load(std::path::Path::new("scenes/box_stack.ron"), &[]).expect("scene");
+    let mut world = scene.build_world().expect("world");
+    for _ in 0..120 {
+        world.step().expect("step");
+    }
+    let before = allocations();
+    for _ in 0..20 {
+        world.step().expect("step");
+    }
+    assert_eq!(allocations() - before, 0, "allocations in 20 soft steps of the resting stack");
+}

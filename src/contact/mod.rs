@@ -255,6 +255,7 @@ pub struct ContactSet {
     aabbs: Vec<Aabb>,
     body_pairs: Vec<[u32; 2]>,
     grid: GridCache,
+    sweep: SweepCache,
     /// Each body's [`narrowphase::outline_hull`], body frame (built once).
     hulls: Vec<Vec<DVec2>>,
     /// The integrator's [`resting::position_weight`], set by the world each step.
@@ -276,6 +277,23 @@ impl Clone for GridCache {
 impl std::fmt::Debug for GridCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("GridBroadphase")
+    }
+}
+
+/// The sweep-and-prune's reusable buffers (kept between steps: no per-step
+/// allocation once they have grown); a clone starts with empty ones.
+#[derive(Default)]
+struct SweepCache(SweepAndPrune);
+
+impl Clone for SweepCache {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
+}
+
+impl std::fmt::Debug for SweepCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SweepAndPrune")
     }
 }
 
@@ -396,7 +414,7 @@ impl ContactSet {
         if bodies.len() > 1 {
             match choice {
                 BroadphaseChoice::Grid => self.grid.0.find_pairs(&self.aabbs, &mut out),
-                _ => SweepAndPrune::new().find_pairs(&self.aabbs, &mut out),
+                _ => self.sweep.0.find_pairs(&self.aabbs, &mut out),
             }
         } else {
             out.clear();
@@ -438,6 +456,17 @@ impl ContactSet {
                 margin,
                 &mut self.scratch,
             ),
+            // Polygons against the cached outline (the very vertices
+            // `narrowphase::hull` would build: no allocation per pair).
+            Partner::Surface(s) if narrowphase::hull_is_polygon(&bodies[pair.a].shape) => {
+                narrowphase::surface::collide_polygon_surface(
+                    &self.hulls[pair.a],
+                    &pose(pair.a),
+                    &surfaces[s].geometry,
+                    margin,
+                    &mut self.scratch,
+                )
+            }
             Partner::Surface(s) => narrowphase::surface::collide_surface(
                 &bodies[pair.a].shape,
                 &pose(pair.a),

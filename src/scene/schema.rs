@@ -187,7 +187,7 @@ pub struct ContactsDef {
 }
 
 /// The resting-contact solver as written in a scene (see
-/// `src/contact/soft_step.rs`); every `SoftStep` field is optional.
+/// `src/contact/soft_step/`); every `SoftStep` field is optional.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub enum ContactSolverDef {

@@ -93,6 +93,11 @@ pub fn hull(shape: &Shape) -> Option<Vec<DVec2>> {
     }
 }
 
+/// Whether [`hull`] gives the shape's vertices (polygon, box, bar).
+pub fn hull_is_polygon(shape: &Shape) -> bool {
+    matches!(shape, Shape::Polygon { .. } | Shape::Box { .. } | Shape::Bar { .. })
+}
+
 /// Whether a shape is met through its support function and curvature
 /// ([`smooth`]) rather than as a circle or a polygon.
 pub fn is_smooth_curved(shape: &Shape) -> bool {

@@ -18,6 +18,7 @@
 use super::{ManifoldPoint, Pose, hull};
 use crate::shape::Shape;
 use crate::surface::SurfaceGeometry;
+use glam::DVec2;
 
 /// Contact points of `shape` at `pose` against `surface`, gap ≤ `margin`.
 pub fn collide_surface(
@@ -28,6 +29,24 @@ pub fn collide_surface(
     out: &mut Vec<ManifoldPoint>,
 ) {
     if let Some(h) = hull(shape) {
+        collide_polygon_surface(&h, pose, surface, margin, out);
+        return;
+    }
+    collide_round_surface(shape, pose, surface, margin, out);
+}
+
+/// [`collide_surface`] for a polygon given by its vertices `hull` (body
+/// frame, as [`hull`] gives them; the contact set passes its cached copy so
+/// that a step allocates nothing): its two deepest vertices within `margin`.
+pub fn collide_polygon_surface(
+    hull: &[DVec2],
+    pose: &Pose,
+    surface: &SurfaceGeometry,
+    margin: f64,
+    out: &mut Vec<ManifoldPoint>,
+) {
+    {
+        let h = hull;
         let mut best: [Option<ManifoldPoint>; 2] = [None, None];
         for (i, &v) in h.iter().enumerate() {
             let w = pose.apply(v);
@@ -60,8 +79,18 @@ pub fn collide_surface(
             }
         }
         out.extend(best.into_iter().flatten());
-        return;
     }
+}
+
+/// [`collide_surface`] for the round shapes (circle exactly, the other
+/// curved shapes by support-point iteration).
+fn collide_round_surface(
+    shape: &Shape,
+    pose: &Pose,
+    surface: &SurfaceGeometry,
+    margin: f64,
+    out: &mut Vec<ManifoldPoint>,
+) {
     if let Shape::Circle { radius } = shape {
         let c = surface.closest(pose.position);
         let gap = c.distance - radius;

@@ -1,0 +1,371 @@
+//! The soft contact constraints: points and manifolds (arrays streamed by
+//! the sweeps), their graph colouring, and the passes over one manifold
+//! (warm start, solve with bias, relax, restitution).
+
+use glam::DVec2;
+
+use super::{BodyDelta, SoftState};
+use crate::body::Body;
+use crate::contact::{Pair, Partner};
+use crate::shape::Shape;
+
+/// No second body (a surface).
+pub(super) const NONE: u32 = u32::MAX;
+
+/// One point of a soft manifold.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct SoftPoint {
+    /// Unit normal from the partner to body a.
+    pub(super) normal: DVec2,
+    /// Anchor on a, from its centre (world frame, start of the step).
+    pub(super) ra: DVec2,
+    /// Anchor on b (zero for a surface).
+    pub(super) rb: DVec2,
+    /// Gap at the start of the step (m).
+    pub(super) base_separation: f64,
+    /// 1 / (normal effective mass⁻¹).
+    pub(super) normal_mass: f64,
+    /// 1 / (tangent effective mass⁻¹).
+    pub(super) tangent_mass: f64,
+    /// Normal impulse of the last sub-step (N·s).
+    pub(super) normal_impulse: f64,
+    /// Tangent impulse of the last sub-step (N·s).
+    pub(super) tangent_impulse: f64,
+    /// Normal impulse summed over the sub-steps (N·s).
+    pub(super) total_normal: f64,
+    /// Tangent impulse summed over the sub-steps (N·s).
+    pub(super) total_tangent: f64,
+    /// Normal velocity at the start of the step (m/s).
+    pub(super) relative_velocity: f64,
+    /// Static (μ_s) or kinetic (μ_k) friction for this step.
+    pub(super) friction: f64,
+}
+
+/// What a manifold is, for warm starting and output (kept apart from
+/// [`SoftManifold`] so that the sweeps stream less memory).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct SoftInfo {
+    pub(super) key: (usize, Partner),
+    pub(super) material: crate::contact::Material,
+    pub(super) features: [u32; 2],
+}
+
+/// The soft constraint of one pair (up to 2 points): only what the sweeps use.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct SoftManifold {
+    pub(super) a: u32,
+    pub(super) b: u32,
+    pub(super) inv_mass_a: f64,
+    pub(super) inv_inertia_a: f64,
+    pub(super) inv_mass_b: f64,
+    pub(super) inv_inertia_b: f64,
+    pub(super) dynamic_a: bool,
+    pub(super) dynamic_b: bool,
+    pub(super) restitution: f64,
+    pub(super) rolling_resistance: f64,
+    pub(super) rolling_mass: f64,
+    pub(super) rolling_impulse: f64,
+    pub(super) total_rolling: f64,
+    /// Body–body (soft) or against a static surface/fixed body (twice as stiff).
+    pub(super) static_partner: bool,
+    pub(super) count: u8,
+    pub(super) points: [SoftPoint; 2],
+}
+
+pub(super) fn cross(a: DVec2, b: DVec2) -> f64 {
+    a.x * b.y - a.y * b.x
+}
+
+/// ω × r for a scalar ω.
+pub(super) fn cross_sv(w: f64, r: DVec2) -> DVec2 {
+    DVec2::new(-w * r.y, w * r.x)
+}
+
+pub(super) fn round(shape: &Shape) -> bool {
+    matches!(shape, Shape::Circle { .. } | Shape::Ellipse { .. } | Shape::Superellipse { .. })
+}
+
+/// Colours kept in a body's bit mask; the rest go to one sequential colour.
+pub(super) const MAX_COLOURS: u16 = 63;
+
+/// Greedy colouring of manifolds (see the module docs): returns each one's
+/// colour, [`MAX_COLOURS`] meaning the sequential overflow colour.
+pub(super) fn colour_manifolds(manifolds: &[SoftManifold], used: &mut Vec<u64>, bodies: usize, out: &mut Vec<u16>) {
+    used.clear();
+    used.resize(bodies, 0);
+    out.clear();
+    for m in manifolds {
+        let mut taken = 0u64;
+        if m.dynamic_a {
+            taken |= used[m.a as usize];
+        }
+        if m.dynamic_b {
+            taken |= used[m.b as usize];
+        }
+        let c = (!taken).trailing_zeros() as u16;
+        if c >= MAX_COLOURS {
+            out.push(MAX_COLOURS);
+            continue;
+        }
+        if m.dynamic_a {
+            used[m.a as usize] |= 1 << c;
+        }
+        if m.dynamic_b {
+            used[m.b as usize] |= 1 << c;
+        }
+        out.push(c);
+    }
+}
+
+/// Body velocities shared by the threads of one colour: each manifold of a
+/// colour touches only its own dynamic bodies' entries, and no two manifolds
+/// of a colour share one, so accesses are disjoint (as
+/// `crate::solver::pgs`'s shared velocities). Fixed bodies and surfaces are
+/// only read.
+pub(super) struct Shared {
+    pub(super) ptr: *mut f64,
+    pub(super) len: usize,
+}
+
+// SAFETY: see the type's docs; colours are swept one after the other.
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    #[inline]
+    pub(super) fn get(&self, body: u32) -> (DVec2, f64) {
+        if body == NONE {
+            return (DVec2::ZERO, 0.0);
+        }
+        let i = 3 * body as usize;
+        assert!(i + 2 < self.len);
+        // SAFETY: in bounds; no other thread writes these entries (type docs).
+        unsafe { (DVec2::new(self.ptr.add(i).read(), self.ptr.add(i + 1).read()), self.ptr.add(i + 2).read()) }
+    }
+
+    #[inline]
+    pub(super) fn set(&self, body: u32, v: DVec2, w: f64) {
+        let i = 3 * body as usize;
+        assert!(i + 2 < self.len);
+        // SAFETY: in bounds; no other thread reads or writes these entries.
+        unsafe {
+            self.ptr.add(i).write(v.x);
+            self.ptr.add(i + 1).write(v.y);
+            self.ptr.add(i + 2).write(w);
+        }
+    }
+}
+
+/// Which pass of a sub-step.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pass {
+    WarmStart,
+    Solve,
+    Relax,
+    /// The last relax sweep of a sub-step, which also adds the sub-step's
+    /// impulses to the step totals (one pass fewer over the manifolds).
+    RelaxAccumulate,
+    Restitution,
+}
+
+impl SoftManifold {
+    /// One pass on this manifold, reading and writing its bodies' velocities.
+    #[inline]
+    pub(super) fn run(&mut self, pass: Pass, v: &Shared, delta: &[BodyDelta], st: &SoftState, threshold: f64) {
+        let (mut va, mut wa) = v.get(self.a);
+        let (mut vb, mut wb) = v.get(self.b);
+        let (ma, ia, mb, ib) = (self.inv_mass_a, self.inv_inertia_a, self.inv_mass_b, self.inv_inertia_b);
+        let apply = |p: DVec2, ra: DVec2, rb: DVec2, va: &mut DVec2, wa: &mut f64, vb: &mut DVec2, wb: &mut f64| {
+            *va += ma * p;
+            *wa += ia * cross(ra, p);
+            *vb -= mb * p;
+            *wb -= ib * cross(rb, p);
+        };
+        match pass {
+            Pass::WarmStart => {
+                for p in &self.points[..self.count as usize] {
+                    let t = p.normal.perp();
+                    let imp = p.normal_impulse * p.normal + p.tangent_impulse * t;
+                    apply(imp, p.ra, p.rb, &mut va, &mut wa, &mut vb, &mut wb);
+                }
+                wa += ia * self.rolling_impulse;
+                wb -= ib * self.rolling_impulse;
+            }
+            Pass::Solve | Pass::Relax | Pass::RelaxAccumulate => {
+                let use_bias = pass == Pass::Solve;
+                let soft = if self.static_partner { st.static_soft } else { st.soft };
+                let (da, db) = (delta_of(delta, self.a), delta_of(delta, self.b));
+                let inv_h = 1.0 / st.h;
+                let mut total_normal = 0.0;
+                for p in &mut self.points[..self.count as usize] {
+                    let s = p.base_separation + p.normal.dot(moved(&da, p.ra) - moved(&db, p.rb));
+                    // Speculative (s > 0): may close the gap within the
+                    // sub-step, no more. Penetrating: the soft spring's
+                    // target speed, at most `push_speed`, mass and impulse
+                    // scaled (Catto's soft step); relax: rigid, no bias.
+                    let (bias, mass_scale, impulse_scale) = if s > 0.0 {
+                        (s * inv_h, 1.0, 0.0)
+                    } else if use_bias {
+                        (
+                            (soft.mass_scale * soft.bias_rate * s).max(-st.push_speed),
+                            soft.mass_scale,
+                            soft.impulse_scale,
+                        )
+                    } else {
+                        (0.0, 1.0, 0.0)
+                    };
+                    let dv = va + cross_sv(wa, p.ra) - vb - cross_sv(wb, p.rb);
+                    let vn = dv.dot(p.normal);
+                    let impulse = -p.normal_mass * (mass_scale * vn + bias) - impulse_scale * p.normal_impulse;
+                    let new = (p.normal_impulse + impulse).max(0.0);
+                    let d = new - p.normal_impulse;
+                    p.normal_impulse = new;
+                    total_normal += new;
+                    apply(d * p.normal, p.ra, p.rb, &mut va, &mut wa, &mut vb, &mut wb);
+                }
+                for p in &mut self.points[..self.count as usize] {
+                    let t = p.normal.perp();
+                    let dv = va + cross_sv(wa, p.ra) - vb - cross_sv(wb, p.rb);
+                    let vt = dv.dot(t);
+                    let bound = p.friction * p.normal_impulse;
+                    let new = (p.tangent_impulse - p.tangent_mass * vt).clamp(-bound, bound);
+                    let d = new - p.tangent_impulse;
+                    p.tangent_impulse = new;
+                    apply(d * t, p.ra, p.rb, &mut va, &mut wa, &mut vb, &mut wb);
+                }
+                let accumulate = pass == Pass::RelaxAccumulate;
+                if self.rolling_mass > 0.0 {
+                    let bound = self.rolling_resistance * total_normal;
+                    let new = (self.rolling_impulse - self.rolling_mass * (wa - wb)).clamp(-bound, bound);
+                    let d = new - self.rolling_impulse;
+                    self.rolling_impulse = new;
+                    wa += ia * d;
+                    wb -= ib * d;
+                }
+                if accumulate {
+                    self.accumulate();
+                }
+            }
+            Pass::Restitution => {
+                if self.restitution == 0.0 {
+                    return;
+                }
+                for p in &mut self.points[..self.count as usize] {
+                    // No impulse over the step: a speculative point that never touched.
+                    if p.relative_velocity > -threshold || p.total_normal == 0.0 {
+                        continue;
+                    }
+                    let dv = va + cross_sv(wa, p.ra) - vb - cross_sv(wb, p.rb);
+                    let vn = dv.dot(p.normal);
+                    let impulse = -p.normal_mass * (vn + self.restitution * p.relative_velocity);
+                    let new = (p.normal_impulse + impulse).max(0.0);
+                    let d = new - p.normal_impulse;
+                    p.normal_impulse = new;
+                    p.total_normal += d;
+                    apply(d * p.normal, p.ra, p.rb, &mut va, &mut wa, &mut vb, &mut wb);
+                }
+            }
+        }
+        if self.dynamic_a {
+            v.set(self.a, va, wa);
+        }
+        if self.dynamic_b {
+            v.set(self.b, vb, wb);
+        }
+    }
+
+    /// Adds this sub-step's impulses to the step totals.
+    pub(super) fn accumulate(&mut self) {
+        for p in &mut self.points[..self.count as usize] {
+            p.total_normal += p.normal_impulse;
+            p.total_tangent += p.tangent_impulse;
+        }
+        self.total_rolling += self.rolling_impulse;
+    }
+}
+
+pub(super) fn delta_of(delta: &[BodyDelta], body: u32) -> BodyDelta {
+    if body == NONE { [0.0, 0.0, 1.0, 0.0] } else { delta[body as usize] }
+}
+
+pub(super) fn moved(d: &BodyDelta, r: DVec2) -> DVec2 {
+    DVec2::new(d[0] + d[2] * r.x - d[3] * r.y - r.x, d[1] + d[3] * r.x + d[2] * r.y - r.y)
+}
+
+/// A manifold of up to 2 narrowphase points of one pair.
+pub(super) fn new_manifold(
+    bodies: &[Body],
+    pair: Pair,
+    material: &crate::contact::Material,
+    q: &[f64],
+    v: &[f64],
+    points: &[crate::contact::narrowphase::ManifoldPoint],
+    resting_speed: f64,
+) -> SoftManifold {
+    let inv = |i: usize| {
+        let b = &bodies[i];
+        if b.fixed { (0.0, 0.0) } else { (1.0 / b.mass, if b.inertia > 0.0 { 1.0 / b.inertia } else { 0.0 }) }
+    };
+    let a = pair.a;
+    let (ma, ia) = inv(a);
+    let (b, mb, ib, fixed_b) = match pair.b {
+        Partner::Body(j) => {
+            let (mb, ib) = inv(j);
+            (j as u32, mb, ib, bodies[j].fixed)
+        }
+        Partner::Surface(_) => (NONE, 0.0, 0.0, true),
+    };
+    let centre = |i: u32| if i == NONE { DVec2::ZERO } else { DVec2::new(q[3 * i as usize], q[3 * i as usize + 1]) };
+    let vel = |i: u32| {
+        if i == NONE {
+            (DVec2::ZERO, 0.0)
+        } else {
+            let k = 3 * i as usize;
+            (DVec2::new(v[k], v[k + 1]), v[k + 2])
+        }
+    };
+    let (va, wa) = vel(a as u32);
+    let (vb, wb) = vel(b);
+    let mut m = SoftManifold {
+        a: a as u32,
+        b,
+        inv_mass_a: ma,
+        inv_inertia_a: ia,
+        inv_mass_b: mb,
+        inv_inertia_b: ib,
+        dynamic_a: !bodies[a].fixed,
+        dynamic_b: b != NONE && !bodies[b as usize].fixed,
+        restitution: material.restitution,
+        rolling_resistance: material.rolling_resistance,
+        static_partner: bodies[a].fixed || fixed_b,
+        count: points.len().min(2) as u8,
+        ..SoftManifold::default()
+    };
+    let round_pair = round(&bodies[a].shape) || matches!(pair.b, Partner::Body(j) if round(&bodies[j].shape));
+    if material.rolling_resistance > 0.0 && round_pair && ia + ib > 0.0 {
+        m.rolling_mass = 1.0 / (ia + ib);
+    }
+    for (p, mp) in m.points.iter_mut().zip(points) {
+        let n = mp.normal;
+        let t = n.perp();
+        let ra = mp.point - centre(a as u32);
+        let rb = if b == NONE { DVec2::ZERO } else { mp.point - centre(b) };
+        let kn = ma + mb + ia * cross(ra, n).powi(2) + ib * cross(rb, n).powi(2);
+        let kt = ma + mb + ia * cross(ra, t).powi(2) + ib * cross(rb, t).powi(2);
+        let dv = va + cross_sv(wa, ra) - vb - cross_sv(wb, rb);
+        // Static friction for a point that does not slip at the start of the
+        // step, kinetic for one that does (faster than gravity gives in a step).
+        let slipping = dv.dot(t).abs() > resting_speed;
+        *p = SoftPoint {
+            normal: n,
+            ra,
+            rb,
+            base_separation: mp.gap,
+            normal_mass: if kn > 0.0 { 1.0 / kn } else { 0.0 },
+            tangent_mass: if kt > 0.0 { 1.0 / kt } else { 0.0 },
+            relative_velocity: dv.dot(n),
+            friction: if slipping { material.kinetic() } else { material.friction },
+            ..SoftPoint::default()
+        };
+    }
+    m
+}

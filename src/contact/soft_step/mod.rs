@@ -1,0 +1,148 @@
+//! The soft-step contact solver (scene `contacts: Contacts(solver: SoftStep(...))`):
+//! Box2D v3's scheme (Catto, "Solver2D", 2024) on the mechanism tier's
+//! bodies, f64, graph-coloured for rayon.
+//!
+//! # The step
+//!
+//! One broadphase and one narrowphase per step, at the positions of the
+//! start of the step, with a speculative margin (contacts up to
+//! `speculative` apart, plus what the pair can close at its start-of-step
+//! speeds, are kept and may close within the step, never more: a fast body
+//! does not tunnel).
+//! Then `substeps` sub-steps of h = dt / substeps, each
+//!
+//! 1. **integrate velocities**: v += h·F/m with the world's forces
+//!    (gravity, fields, loads) evaluated once at the start of the step;
+//! 2. **warm start**: the impulses of the previous sub-step (of the previous
+//!    step for the first one, matched by contact identity) are applied again;
+//! 3. **solve** (`iterations` sweeps, with bias): each contact point is a
+//!    *soft* constraint — a damped spring of frequency `hertz` and damping
+//!    ratio `damping_ratio` on the contact's effective mass (Catto's
+//!    "soft step": bias rate ω/(2ζ + hω), mass scale hω(2ζ + hω)/(1 + hω(2ζ + hω)),
+//!    impulse scale 1/(1 + hω(2ζ + hω)), ω = 2π·hertz), so that penetration
+//!    is pushed out at a bounded speed (`push_speed`) instead of at once;
+//!    a positive gap s only lets the contact approach by s/h (speculative);
+//!    then Coulomb friction per point, |λₜ| ≤ μ λₙ, and rolling resistance
+//!    |λᵣ| ≤ μᵣ Σλₙ for round shapes;
+//! 4. **integrate positions**: x += h·v, φ += h·ω;
+//! 5. **relax** (`relax_iterations` sweeps, no bias, rigid): the velocity
+//!    the bias added is taken out again, so that pushing out of an overlap
+//!    does not turn into a bounce.
+//!
+//! After the sub-steps, a **restitution** pass gives each point that
+//! approached faster than the resting speed at the start of the step the
+//! Newton rebound −e·uₙ (Box2D's relative-velocity restitution), and the
+//! impulses are kept for the next step's warm start.
+//!
+//! Separation during the step is not recomputed by the narrowphase: each
+//! point keeps its anchors rₐ, r_b (world frame, start of the step), and the
+//! current separation is s₀ + n·[(Δxₐ + (R(Δφₐ) − I) rₐ) − (Δx_b + (R(Δφ_b) − I) r_b)]
+//! (Box2D v3's relative-anchor update): exact for translations, first-order
+//! in the contact's sliding over the step.
+//!
+//! # Why, and what it costs in quality
+//!
+//! Projected Gauss–Seidel converges like a diffusion on a tall stack: the
+//! weight of the top has to travel the whole height, 1,000 sweeps for the
+//! 100-row pyramid ([`crate::solver::pgs`]). Sub-stepping with soft contacts
+//! converges in time instead of in iterations: one sweep per sub-step, the
+//! spring carries the load down over a few steps, and warm starting keeps it
+//! there. The price is that contacts are springs: a contact carrying a load W
+//! with effective mass mₙ rests at a penetration W/(mₙ ω²) (the spring's static
+//! deflection), so a tall stack sags, more at the bottom, and the stack is
+//! only as stiff as `hertz` allows (at most a quarter of the sub-step rate is
+//! used, as Box2D does, since a stiffer spring is not resolved by the
+//! sub-step). Impacts have no exact time of impact (the speculative margin
+//! stops them at the surface within a step instead), the restitution is
+//! Newton's law on the start-of-step velocity, and static friction is
+//! approximate (μ_s for a point that did not slip at the start of the step,
+//! μ_k otherwise). For exact contacts (closed forms to 1e-9, exact impact
+//! times) keep the default solver `Exact`.
+//!
+//! # Joints
+//!
+//! Refused: a scene with constraints (joints, rolling, curve contacts) and
+//! the soft step is an error at `check` (positioned at `contacts.solver`),
+//! and [`crate::world::World::step`] stops with a contact error if
+//! constraints were added in code. Joints keep their exact projection only in
+//! the exact contact path; alternating the exact projection with sub-steps
+//! would need one projection per sub-step (the cost the soft step exists to
+//! avoid).
+//!
+//! # Parallelism
+//!
+//! Manifolds are coloured (`manifold::colour_manifolds`, greedy, fixed bodies and
+//! surfaces ignored, as Box2D v3's graph colouring): the manifolds of one
+//! colour share no dynamic body. A colour of at least
+//! [`crate::solver::pgs::PARALLEL_COLOUR_MIN`] manifolds is split over the
+//! rayon pool; each manifold reads and writes only its own bodies' velocities,
+//! so the result is bitwise the same at every pool size.
+
+//!
+//! # Files
+//!
+//! - `settings.rs`: [`SoftStepSettings`] (scene fields, validation) and
+//!   [`Softness`] (Catto's soft-constraint coefficients);
+//! - `manifold.rs`: the contact constraint arrays (points, manifolds), their
+//!   colouring and the prepare / warm-start / solve / relax / restitution
+//!   passes over one manifold;
+//! - `step.rs`: the step driver on [`ContactSet`] that
+//!   [`crate::world::World`] calls stage by stage.
+
+mod manifold;
+mod settings;
+mod step;
+
+pub use settings::{SoftStepSettings, Softness};
+
+use manifold::{SoftInfo, SoftManifold};
+
+use super::Partner;
+
+impl Default for Partner {
+    fn default() -> Self {
+        Partner::Surface(0)
+    }
+}
+
+/// Per-body motion since the start of the step: Δx, Δy, cos Δφ, sin Δφ.
+pub type BodyDelta = [f64; 4];
+
+/// Solver state kept between steps (buffers reused: no per-step allocation
+/// once they have grown).
+#[derive(Clone, Debug, Default)]
+pub struct SoftState {
+    /// Manifolds in colour order.
+    manifolds: Vec<SoftManifold>,
+    /// The previous step's manifolds in key order (warm start).
+    previous: Vec<SoftManifold>,
+    /// Their identities.
+    previous_info: Vec<SoftInfo>,
+    /// Fresh manifolds in key order, before colouring.
+    fresh: Vec<SoftManifold>,
+    /// Their identities.
+    info: Vec<SoftInfo>,
+    /// Some manifold has a restitution: the restitution pass is needed.
+    bouncy: bool,
+    /// (start, len, parallel) of each colour in `manifolds`.
+    colours: Vec<(usize, usize, bool)>,
+    /// Colour of each fresh manifold.
+    colour_of: Vec<u16>,
+    /// Key-order index of each manifold in colour order.
+    order: Vec<u32>,
+    /// Colour masks per body.
+    used: Vec<u64>,
+    /// Body motion since the start of the step.
+    delta: Vec<BodyDelta>,
+    /// Positions at the start of the step.
+    q0: Vec<f64>,
+    /// Accelerations F/m at the start of the step (3 per body).
+    acceleration: Vec<f64>,
+    /// Positions the forces alone would reach by the end of the step.
+    predicted: Vec<f64>,
+    /// Sub-step (s) and its softness for body–body / static contacts.
+    h: f64,
+    soft: Softness,
+    static_soft: Softness,
+    push_speed: f64,
+}

@@ -1,0 +1,288 @@
+//! The soft-step driver: what [`crate::world::World`] calls, stage by stage
+//! (prepare, warm start, solve, integrate positions, relax, restitution,
+//! finish).
+
+use super::manifold::{
+    MAX_COLOURS, Pass, Shared, SoftInfo, SoftManifold, colour_manifolds, delta_of, moved, new_manifold,
+};
+use glam::DVec2;
+
+use super::{SoftStepSettings, Softness};
+use crate::body::Body;
+use crate::contact::{Contact, ContactError, ContactSet, Pair, Partner};
+use crate::surface::Surface;
+
+impl ContactSet {
+    /// The soft-step settings, when that is the contact solver.
+    pub fn soft_step_settings(&self) -> Option<SoftStepSettings> {
+        match self.settings.solver {
+            crate::contact::ContactSolver::SoftStep(s) if self.settings.enabled => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Soft step, once per step: narrowphase at the start-of-step positions
+    /// `q` (velocities `v`) with the speculative margin, the manifolds with
+    /// their effective masses, friction and warm-start impulses (matched by
+    /// pair and feature with the previous step, both in pair order: no
+    /// hashing), and their colouring. Call after [`ContactSet::broadphase`].
+    pub fn soft_prepare(
+        &mut self,
+        bodies: &[Body],
+        surfaces: &[Surface],
+        q: &[f64],
+        v: &[f64],
+        dt: f64,
+        resting_speed: f64,
+    ) -> Result<(), ContactError> {
+        let Some(settings) = self.soft_step_settings() else { return Ok(()) };
+        let slop = self.slop(bodies);
+        let margin = settings.speculative.unwrap_or(4.0 * slop);
+        self.ensure_hulls(bodies);
+        let h = dt / settings.substeps as f64;
+        // A spring stiffer than a quarter of the sub-step rate is not
+        // resolved by the sub-step (Box2D caps it the same way).
+        let hertz = settings.hertz.min(0.25 / h);
+        let mut soft = std::mem::take(&mut self.soft);
+        soft.h = h;
+        soft.soft = Softness::new(hertz, settings.damping_ratio, h);
+        soft.static_soft = Softness::new(2.0 * hertz, settings.damping_ratio, h);
+        soft.push_speed = settings.push_speed;
+        soft.q0.clear();
+        soft.q0.extend_from_slice(q);
+        soft.delta.clear();
+        soft.delta.resize(bodies.len(), [0.0, 0.0, 1.0, 0.0]);
+        // Pair order = key order, so that matching with the previous step is a merge.
+        self.pairs.sort_unstable();
+        std::mem::swap(&mut soft.previous, &mut soft.fresh);
+        std::mem::swap(&mut soft.previous_info, &mut soft.info);
+        soft.fresh.clear();
+        soft.info.clear();
+        soft.bouncy = false;
+        let mut prev = 0usize;
+        for k in 0..self.pairs.len() {
+            let pair = self.pairs[k];
+            // The pair's reach over the step: the speculative margin plus how
+            // far the two can close at their start-of-step speeds (centre
+            // speed + spin × bounding radius), so that a fast body meets a
+            // thin one or a surface as a speculative contact instead of
+            // passing through it between two narrowphases.
+            let speed = |i: usize| {
+                let r = bodies[i].shape.bounding_radius();
+                DVec2::new(v[3 * i], v[3 * i + 1]).length() + v[3 * i + 2].abs() * r
+            };
+            let closing = speed(pair.a) + if let Partner::Body(j) = pair.b { speed(j) } else { 0.0 };
+            self.collide_pair(bodies, surfaces, pair, q, margin + dt * closing);
+            if self.scratch.is_empty() {
+                continue;
+            }
+            let material = self.mixed(surfaces, pair.a, pair.b);
+            let key = (pair.a, pair.b);
+            while prev < soft.previous.len() && soft.previous_info[prev].key < key {
+                prev += 1;
+            }
+            let first_prev = prev;
+            for chunk in self.scratch.chunks(2) {
+                for m in chunk {
+                    if !(m.gap.is_finite() && m.normal.is_finite() && m.point.is_finite()) {
+                        self.soft = soft;
+                        return Err(self.error(bodies, pair, "the contact gap or normal is not finite (NaN state)"));
+                    }
+                }
+                let mut man = new_manifold(bodies, pair, &material, q, v, chunk, resting_speed);
+                let mut features = [0u32; 2];
+                for (f, m) in features.iter_mut().zip(chunk) {
+                    *f = m.feature;
+                }
+                // Warm start: the previous step's points of this pair with the same feature.
+                let mut j = first_prev;
+                while j < soft.previous.len() && soft.previous_info[j].key == key {
+                    let (old, old_info) = (&soft.previous[j], &soft.previous_info[j]);
+                    for (p, f) in man.points[..man.count as usize].iter_mut().zip(features) {
+                        let found = (0..old.count as usize).find(|&i| old_info.features[i] == f);
+                        if let Some(o) = found.map(|i| &old.points[i]) {
+                            let bound = p.friction * o.normal_impulse;
+                            p.normal_impulse = o.normal_impulse;
+                            p.tangent_impulse = o.tangent_impulse.clamp(-bound, bound);
+                        }
+                    }
+                    man.rolling_impulse = old.rolling_impulse;
+                    j += 1;
+                }
+                soft.bouncy |= man.restitution > 0.0;
+                soft.fresh.push(man);
+                soft.info.push(SoftInfo { key, material, features });
+            }
+        }
+        // Colour, then lay the manifolds out colour by colour.
+        colour_manifolds(&soft.fresh, &mut soft.used, bodies.len(), &mut soft.colour_of);
+        let mut counts = [0usize; MAX_COLOURS as usize + 1];
+        for &c in &soft.colour_of {
+            counts[c as usize] += 1;
+        }
+        soft.colours.clear();
+        let mut starts = [0usize; MAX_COLOURS as usize + 1];
+        let mut offset = 0;
+        for (c, &n) in counts.iter().enumerate() {
+            starts[c] = offset;
+            if n > 0 {
+                soft.colours.push((offset, n, c < MAX_COLOURS as usize));
+            }
+            offset += n;
+        }
+        soft.manifolds.clear();
+        soft.manifolds.resize(soft.fresh.len(), SoftManifold::default());
+        soft.order.clear();
+        soft.order.resize(soft.fresh.len(), 0);
+        for (k, (m, &c)) in soft.fresh.iter().zip(&soft.colour_of).enumerate() {
+            soft.manifolds[starts[c as usize]] = *m;
+            soft.order[starts[c as usize]] = k as u32;
+            starts[c as usize] += 1;
+        }
+        self.soft = soft;
+        Ok(())
+    }
+
+    /// Manifolds in the largest colour swept on the pool (0 if none) at the
+    /// last [`ContactSet::soft_prepare`]: tests check the parallel path is taken.
+    pub fn soft_largest_colour(&self) -> usize {
+        self.soft.colours.iter().filter(|c| c.2).map(|c| c.1).max().unwrap_or(0)
+    }
+
+    fn soft_pass(&mut self, pass: Pass, v: &mut [f64], threshold: f64) {
+        use rayon::prelude::*;
+        let parallel = rayon::current_num_threads() > 1;
+        let shared = Shared { ptr: v.as_mut_ptr(), len: v.len() };
+        let mut manifolds = std::mem::take(&mut self.soft.manifolds);
+        let st = &self.soft;
+        let delta = &st.delta;
+        for &(start, len, colourable) in &st.colours {
+            let slice = &mut manifolds[start..start + len];
+            if parallel && colourable && len >= crate::solver::pgs::PARALLEL_COLOUR_MIN {
+                let shared = &shared;
+                slice.par_chunks_mut(64).for_each(|chunk| {
+                    for m in chunk {
+                        m.run(pass, shared, delta, st, threshold);
+                    }
+                });
+            } else {
+                for m in slice {
+                    m.run(pass, &shared, delta, st, threshold);
+                }
+            }
+        }
+        self.soft.manifolds = manifolds;
+    }
+
+    /// Sub-step pass: the stored impulses applied again.
+    pub fn soft_warm_start(&mut self, v: &mut [f64]) {
+        self.soft_pass(Pass::WarmStart, v, 0.0);
+    }
+
+    /// Sub-step pass: the soft solve (`relax` false, with bias) or the relax
+    /// (rigid, no bias), `sweeps` times.
+    pub fn soft_solve(&mut self, v: &mut [f64], relax: bool, sweeps: usize) {
+        for k in 0..sweeps {
+            let pass = match (relax, k + 1 == sweeps) {
+                (false, _) => Pass::Solve,
+                (true, false) => Pass::Relax,
+                (true, true) => Pass::RelaxAccumulate,
+            };
+            self.soft_pass(pass, v, 0.0);
+        }
+        if relax && sweeps == 0 {
+            for m in &mut self.soft.manifolds {
+                m.accumulate();
+            }
+        }
+    }
+
+    /// After the sub-steps: Newton's restitution for points that approached
+    /// faster than `threshold` at the start of the step.
+    pub fn soft_restitution(&mut self, v: &mut [f64], threshold: f64) {
+        if self.soft.bouncy {
+            self.soft_pass(Pass::Restitution, v, threshold);
+        }
+    }
+
+    /// Integrates positions over one sub-step (q += h·v, every body, fixed
+    /// ones with their own velocity) and updates the motion since the start
+    /// of the step.
+    pub fn soft_integrate_positions(&mut self, q: &mut [f64], v: &[f64]) {
+        let h = self.soft.h;
+        let q0 = &self.soft.q0;
+        for (i, d) in self.soft.delta.iter_mut().enumerate() {
+            for k in 0..3 {
+                q[3 * i + k] += h * v[3 * i + k];
+            }
+            let dphi = q[3 * i + 2] - q0[3 * i + 2];
+            *d = [q[3 * i] - q0[3 * i], q[3 * i + 1] - q0[3 * i + 1], dphi.cos(), dphi.sin()];
+        }
+    }
+
+    /// The sub-step length of the current step (s).
+    pub fn soft_substep(&self) -> f64 {
+        self.soft.h
+    }
+
+    /// Takes the buffers for the start-of-step accelerations and the
+    /// predicted end positions (reused from step to step; give them back
+    /// with [`ContactSet::soft_put_buffers`]).
+    pub fn soft_take_buffers(&mut self) -> (Vec<f64>, Vec<f64>) {
+        (std::mem::take(&mut self.soft.acceleration), std::mem::take(&mut self.soft.predicted))
+    }
+
+    /// Gives the buffers back.
+    pub fn soft_put_buffers(&mut self, acceleration: Vec<f64>, predicted: Vec<f64>) {
+        self.soft.acceleration = acceleration;
+        self.soft.predicted = predicted;
+    }
+
+    /// After the step: the contacts for output (impulses summed over the
+    /// sub-steps, gap at the end of the step), the largest penetration, and
+    /// the manifolds kept in pair order for the next warm start. A
+    /// non-finite impulse is an error naming the pair.
+    pub fn soft_finish(&mut self, bodies: &[Body]) -> Result<(), ContactError> {
+        let mut soft = std::mem::take(&mut self.soft);
+        self.contacts.clear();
+        let mut deepest: f64 = 0.0;
+        let mut bad = None;
+        // Back to key order (fresh) with the solved impulses, for the next
+        // step's warm start and for output in pair order.
+        for (m, &k) in soft.manifolds.iter().zip(&soft.order) {
+            soft.fresh[k as usize] = *m;
+        }
+        for (m, info) in soft.fresh.iter().zip(&soft.info) {
+            let (da, db) = (delta_of(&soft.delta, m.a), delta_of(&soft.delta, m.b));
+            let pair = Pair { a: info.key.0, b: info.key.1 };
+            for (p, &feature) in m.points[..m.count as usize].iter().zip(&info.features) {
+                let s = p.base_separation + p.normal.dot(moved(&da, p.ra) - moved(&db, p.rb));
+                if !(p.total_normal.is_finite() && p.total_tangent.is_finite() && s.is_finite()) {
+                    bad.get_or_insert(pair);
+                }
+                if p.total_normal > 0.0 {
+                    deepest = deepest.max(-s);
+                }
+                let centre = DVec2::new(soft.q0[3 * m.a as usize], soft.q0[3 * m.a as usize + 1]);
+                self.contacts.push(Contact {
+                    body_a: pair.a,
+                    partner: pair.b,
+                    manifold: crate::contact::narrowphase::ManifoldPoint {
+                        point: centre + p.ra + DVec2::new(da[0], da[1]),
+                        normal: p.normal,
+                        gap: s,
+                        feature,
+                    },
+                    material: info.material,
+                    impulse: [p.total_normal, p.total_tangent, m.total_rolling],
+                });
+            }
+        }
+        self.max_penetration = self.max_penetration.max(deepest);
+        self.soft = soft;
+        match bad {
+            Some(pair) => Err(self.error(bodies, pair, "the contact impulse is not finite")),
+            None => Ok(()),
+        }
+    }
+}
