@@ -10,21 +10,12 @@
 //!
 //! Extra arguments are `--set` overrides, e.g. `contacts.iterations=20`.
 
+#[path = "common/cpu_time.rs"]
+mod cpu_time;
+
 use std::time::Instant;
 
 use mx2d::scene::Scene;
-
-/// CPU time of every thread of this process so far (s), from
-/// `/proc/self/task/*/schedstat` (first field: ns on a CPU); 0 elsewhere.
-fn cpu_seconds() -> f64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0.0 };
-    tasks
-        .filter_map(|t| t.ok())
-        .filter_map(|t| std::fs::read_to_string(t.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next().and_then(|x| x.parse::<f64>().ok()))
-        .sum::<f64>()
-        * 1e-9
-}
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -36,14 +27,14 @@ fn main() -> Result<(), String> {
     let scene = Scene::load(&path, &sets).map_err(|e| e.to_string())?;
     let mut w = scene.build_world().map_err(|e| e.to_string())?;
     let start: Vec<_> = w.bodies.iter().map(|b| b.position).collect();
-    let (wall, cpu) = (Instant::now(), cpu_seconds());
+    let (wall, cpu) = (Instant::now(), cpu_time::cpu_seconds());
     let mut steps = 0u64;
     while w.time() < seconds - 1e-9 {
         w.step().map_err(|e| e.to_string())?;
         steps += 1;
     }
     let wall_ms = wall.elapsed().as_secs_f64() * 1e3 / steps as f64;
-    let cpu_ms = (cpu_seconds() - cpu) * 1e3 / steps as f64;
+    let cpu_ms = (cpu_time::cpu_seconds() - cpu) * 1e3 / steps as f64;
     let drift = w.bodies.iter().zip(&start).map(|(b, p)| (b.position - *p).length()).fold(0.0, f64::max);
     let kinetic = w.bodies.iter().map(|b| b.kinetic_energy()).fold(0.0, f64::max);
     let slop = w.contacts.slop(w.bodies.as_slice());

@@ -26,19 +26,9 @@ fn scene(name: &str, sets: &[&str]) -> Scene {
 /// slop (0.5 % of a box's bounding radius, 3.5 mm), and each box ends with
 /// less than 1e-6 J (the bounds, as for the exact path).
 fn stands(name: &str) {
-    let mut w = scene(name, &[]).build_world().unwrap_or_else(|e| panic!("{e}"));
+    let w = scene(name, &[]).build_world().unwrap_or_else(|e| panic!("{e}"));
     assert!(w.contacts.soft_step_settings().is_some(), "{name} uses the soft step");
-    let start: Vec<_> = w.bodies.iter().map(|b| b.position).collect();
-    while w.time() < 10.0 - 1e-9 {
-        w.step().unwrap_or_else(|e| panic!("{name}: {e}"));
-    }
-    let slop = w.contacts.slop(w.bodies.as_slice());
-    assert!(w.contacts.max_penetration() < slop, "{name}: penetration {} ≥ slop {slop}", w.contacts.max_penetration());
-    for (b, p0) in w.bodies.iter().zip(&start) {
-        let moved = (b.position - *p0).length();
-        assert!(moved < 0.01, "{name}: {} moved {moved} m", b.name);
-        assert!(b.kinetic_energy() < 1e-6, "{name}: {} keeps {} J", b.name, b.kinetic_energy());
-    }
+    common::stacks::assert_stands_ten_seconds(name, w);
 }
 
 #[test]

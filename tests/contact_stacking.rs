@@ -1,6 +1,8 @@
 //! Stacking (issue 7, priority 3): a column of 10 boxes and Box2D's 20-row
 //! pyramid stand for 10 s, with the exact contact path (block PGS).
 
+mod common;
+
 use mx2d::scene::Scene;
 use mx2d::world::World;
 
@@ -14,22 +16,9 @@ fn load(name: &str) -> World {
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// 10 s at dt = 1/60: no box moves more than 1 % of its size (1 m), the
-/// penetration stays below the slop (0.5 % of a box's bounding radius), and
-/// each box ends with less than 1e-6 J of kinetic energy (the issue's bounds).
+/// 10 s at dt = 1/60 within the issue's bounds (`common::stacks`).
 fn stands(name: &str) {
-    let mut w = load(name);
-    let start: Vec<_> = w.bodies.iter().map(|b| b.position).collect();
-    while w.time() < 10.0 - 1e-9 {
-        w.step().unwrap_or_else(|e| panic!("{name}: {e}"));
-    }
-    let slop = w.contacts.slop(w.bodies.as_slice());
-    assert!(w.contacts.max_penetration() < slop, "{name}: penetration {} ≥ slop {slop}", w.contacts.max_penetration());
-    for (b, p0) in w.bodies.iter().zip(&start) {
-        let moved = (b.position - *p0).length();
-        assert!(moved < 0.01, "{name}: {} moved {moved} m", b.name);
-        assert!(b.kinetic_energy() < 1e-6, "{name}: {} keeps {} J", b.name, b.kinetic_energy());
-    }
+    common::stacks::assert_stands_ten_seconds(name, load(name));
 }
 
 #[test]

@@ -24,6 +24,12 @@ fn window_test_enabled(name: &str) -> bool {
 
 /// Runs the binary with `args`, killing it after two minutes.
 fn run_window(args: &[&str], screenshots: &Path) -> (bool, String, String) {
+    let (code, stdout, stderr) = run_window_status(args, screenshots);
+    (code == Some(0), stdout, stderr)
+}
+
+/// [`run_window`] with the exit status.
+fn run_window_status(args: &[&str], screenshots: &Path) -> (Option<i32>, String, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mx2d"))
         .args(args)
         .env("MX2D_WINDOW_TEST", "1")
@@ -41,7 +47,7 @@ fn run_window(args: &[&str], screenshots: &Path) -> (bool, String, String) {
         std::thread::sleep(Duration::from_millis(50));
     }
     let out = child.wait_with_output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+    (out.status.code(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
 }
 
 fn check_screenshot(dir: &Path) {
@@ -168,23 +174,10 @@ fn the_window_runs_the_headless_session() {
                 args.extend([flag.to_string(), path.display().to_string()]);
             }
             let code = if windowed {
-                let mut child = Command::new(env!("CARGO_BIN_EXE_mx2d"))
-                    .args(&args)
-                    .env("MX2D_WINDOW_TEST", "1")
-                    .env("MX2D_SCREENSHOT_DIR", dir.path())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                let deadline = Instant::now() + Duration::from_secs(120);
-                while child.try_wait().unwrap().is_none() {
-                    assert!(Instant::now() < deadline, "{tag}: the window did not exit within 120 s");
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                let out = child.wait_with_output().unwrap();
-                let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                let (code, _, stderr) = run_window_status(&args, dir.path());
                 assert!(stderr.contains("window test: "), "{tag}: did it open a window?\n{stderr}");
-                out.status.code()
+                code
             } else {
                 args.push("--headless".into());
                 Command::new(env!("CARGO_BIN_EXE_mx2d")).args(&args).output().unwrap().status.code()

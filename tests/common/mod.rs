@@ -146,4 +146,5 @@ pub fn gpu(options: mx2d::gpu::GpuOptions) -> Option<mx2d::gpu::GpuContext> {
 }
 
 pub mod solver_gen;
+pub mod stacks;
 pub mod threads;
