@@ -98,9 +98,11 @@
 //!   and `mx2d run SCENE --headless --frames DIR` draw offscreen on any wgpu
 //!   adapter, Mesa's software lavapipe included.
 //! - *Does watching change the run?* No: the window takes fixed steps of
-//!   `dt` whatever the frame rate, so `mx2d run SCENE --trace F` in a window,
-//!   with `--frames` or `--headless` writes the same bytes; with the GPU
-//!   backend the balls are drawn from its buffers, never read back for a frame.
+//!   `dt` whatever the frame rate and steps the same [`run::Session`] as a
+//!   headless run, so `mx2d run SCENE --trace F` (or any other output) in a
+//!   window, with `--frames` or `--headless` writes the same bytes and stops
+//!   at the same step; with the GPU backend the balls are drawn from its
+//!   buffers, never read back for a frame.
 //! - *The GPU path says it cannot run.* Without any Vulkan/Metal/DX12 adapter the
 //!   CPU twins run and the reason is printed once; `MX2D_REQUIRE_GPU=1` turns
 //!   that into an error (CI sets it, with Mesa's lavapipe installed).

@@ -66,7 +66,7 @@ impl SourceMap {
     }
 
     /// Checks that `text` is exactly one RON value, without comments and
-    /// nesting at most [`MAX_DEPTH`] deep (what `--set PATH=VALUE` may put
+    /// nesting at most `MAX_DEPTH` deep (what `--set PATH=VALUE` may put
     /// into a scene: anything else could comment out or add to its
     /// surroundings).
     pub fn check_single_value(text: &str) -> Result<(), String> {

@@ -259,7 +259,7 @@ fn dynamic(inv_mass: &[f64], i: usize) -> bool {
 /// not depend on their order. Returns the contact indices grouped by colour
 /// (colour by colour; within a colour in input order). Fixed bodies do not
 /// count (no impulse changes their velocity). A contact finding all
-/// [`MAX_COLOURS`] taken goes to a last colour that is swept sequentially
+/// `MAX_COLOURS` taken goes to a last colour that is swept sequentially
 /// (`true` in the second field).
 pub fn colour(blocks: &[ContactBlock], inv_mass: &[f64]) -> Vec<(Vec<usize>, bool)> {
     let bodies = inv_mass.len() / 3;

@@ -86,7 +86,7 @@
 //! - `manifold.rs`: the contact constraint arrays (points, manifolds), their
 //!   colouring and the prepare / warm-start / solve / relax / restitution
 //!   passes over one manifold;
-//! - `step.rs`: the step driver on [`ContactSet`] that
+//! - `step.rs`: the step driver on [`ContactSet`](super::ContactSet) that
 //!   [`crate::world::World`] calls stage by stage.
 
 mod manifold;

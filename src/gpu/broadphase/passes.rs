@@ -29,7 +29,7 @@ impl GpuGridBroadphase {
 
     /// As [`run`](Self::run), and the time of each pass of the final run
     /// (count, each level of the scan — see
-    /// [`profiled_pass_names`](super::prefix_sum::profiled_pass_names) — scatter, pair emission). Without timestamp queries each
+    /// [`profiled_pass_names`](crate::gpu::prefix_sum::profiled_pass_names) — scatter, pair emission). Without timestamp queries each
     /// pass is submitted and waited for on its own and timed by the wall
     /// clock ([`TimingSource::Wall`]): an upper bound, not a kernel time.
     pub fn run_profiled(&mut self, ctx: &GpuContext) -> Result<(GpuPairsReport, PassTimings), GpuError> {
