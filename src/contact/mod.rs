@@ -254,8 +254,8 @@ pub struct ContactSet {
     scratch: Vec<ManifoldPoint>,
     aabbs: Vec<Aabb>,
     body_pairs: Vec<[u32; 2]>,
-    grid: GridCache,
-    sweep: SweepCache,
+    grid: Scratch<GridBroadphase>,
+    sweep: Scratch<SweepAndPrune>,
     /// Each body's [`narrowphase::outline_hull`], body frame (built once).
     hulls: Vec<Vec<DVec2>>,
     /// The integrator's [`resting::position_weight`], set by the world each step.
@@ -264,36 +264,20 @@ pub struct ContactSet {
     soft: soft_step::SoftState,
 }
 
-/// The grid broadphase's reusable buffers; a clone starts with empty ones.
-#[derive(Default)]
-struct GridCache(GridBroadphase);
-
-impl Clone for GridCache {
-    fn clone(&self) -> Self {
-        Self::default()
-    }
-}
-
-impl std::fmt::Debug for GridCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("GridBroadphase")
-    }
-}
-
-/// The sweep-and-prune's reusable buffers (kept between steps: no per-step
+/// A broadphase's reusable buffers (kept between steps: no per-step
 /// allocation once they have grown); a clone starts with empty ones.
 #[derive(Default)]
-struct SweepCache(SweepAndPrune);
+struct Scratch<T>(T);
 
-impl Clone for SweepCache {
+impl<T: Default> Clone for Scratch<T> {
     fn clone(&self) -> Self {
         Self::default()
     }
 }
 
-impl std::fmt::Debug for SweepCache {
+impl<T> std::fmt::Debug for Scratch<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SweepAndPrune")
+        f.write_str(std::any::type_name::<T>())
     }
 }
 
