@@ -207,6 +207,21 @@ pub enum SmallPivot {
 /// [`SmallPivot::Floor`].
 #[inline(always)]
 pub fn ldl_inverse(s: &Block, thresh: &[f64; 3], floor: &[f64; 3], mode: SmallPivot) -> (Block, [Pivot; 3]) {
+    let (inv, piv, _) = ldl_inverse_pivots(s, thresh, floor, mode);
+    (inv, piv)
+}
+
+/// [`ldl_inverse`], also returning the three scalar pivots `d_r` of the block as
+/// computed (before any drop or floor): the solver's continuous regularisation
+/// weighs the exact and the regularised solutions by the smallest relative pivot
+/// `d_r / A_rr` (module doc of `solver`, "Continuity at the rank threshold").
+#[inline(always)]
+pub fn ldl_inverse_pivots(
+    s: &Block,
+    thresh: &[f64; 3],
+    floor: &[f64; 3],
+    mode: SmallPivot,
+) -> (Block, [Pivot; 3], [f64; 3]) {
     let mut piv = [Pivot::Ok; 3];
     // inverse pivots; 0 means "dropped row" (infinite pivot)
     let fix = |d: f64, r: usize, piv: &mut [Pivot; 3]| -> f64 {
@@ -241,7 +256,7 @@ pub fn ldl_inverse(s: &Block, thresh: &[f64; 3], floor: &[f64; 3], mode: SmallPi
     let a11 = i1 + m21 * m21 * i2;
     let a12 = m21 * i2;
     let a22 = i2;
-    ([a00, a01, a02, a01, a11, a12, a02, a12, a22], piv)
+    ([a00, a01, a02, a01, a11, a12, a02, a12, a22], piv, [d0, d1, d2])
 }
 
 #[cfg(test)]

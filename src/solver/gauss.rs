@@ -29,6 +29,10 @@
 //!   λ ← λ + (A + εD)⁻¹(b − Aλ). For a consistent b this converges to the solution of
 //!   A λ = b with the least Σ A_rr λ_r² — the mass-weighted minimal norm of
 //!   DESIGN.md "Physics conventions" — so Jᵀλ (the forces) is the unique one.
+//!   When no row is dependent but the smallest relative pivot lies in the band
+//!   (τ, K·τ) above the threshold, both factors are computed and λ blends the
+//!   exact and the regularised solutions (module doc of `solver`, "Continuity at
+//!   the rank threshold"), so that λ is a continuous function of the system.
 //! * **Scale-invariant rank decisions** ([`BlockLdl::factor_with_metric`], issue 10).
 //!   The pivot test `d_r <= tol × A_rr` is invariant to the units of each constraint
 //!   row (A → S A S for a diagonal S leaves d_r / A_rr unchanged) but not to the mass
@@ -56,7 +60,7 @@ use std::sync::Arc;
 
 use super::block::{self, Block, Pivot, SmallPivot, ZERO};
 use super::sparse::{BlockSparseSymmetric, ConstraintId, NO_BODY};
-use super::supernodal::Supernodal;
+use super::supernodal::{Supernodal, SupernodalValues};
 use super::{SolveReport, SolverError, SolverSettings};
 
 /// Body incidence at or below which the simpliciality test scans a body's
@@ -117,6 +121,18 @@ pub struct BlockLdl {
     /// Largest D⁻¹_rr · A_rr of the last pass (1 for a diagonal A; large when a
     /// pivot block is ill-conditioned, e.g. a body with J ≪ m·ℓ²).
     pivot_growth: f64,
+    /// Weight of the regularised solution (module doc of `solver`, "Continuity at
+    /// the rank threshold"): 0 exact, 1 regularised, between: a blend of the two,
+    /// the exact factor then kept in `exact_*`.
+    blend_weight: f64,
+    /// The exact factor of a system in the band (values only; the structure is
+    /// the current one) and its pivot growth.
+    exact_dinv: Vec<Block>,
+    exact_lval: Vec<Block>,
+    exact_sn: SupernodalValues,
+    exact_growth: f64,
+    /// λ of the exact factor in a blended solve.
+    lambda_exact: Vec<f64>,
     factored: bool,
     // ---- scratch
     w: Vec<Block>,
@@ -161,8 +177,13 @@ pub struct FactorReport {
     /// others: redundant constraints, or singular configurations. Sorted.
     pub rank_deficient: Arc<[ConstraintId]>,
     /// Whether the factor is of A + ε·diag(A) (true when `rank_deficient` or
-    /// `badly_scaled` is not empty).
+    /// `badly_scaled` is not empty, or when `regularization_weight` > 0).
     pub regularized: bool,
+    /// Weight w of the regularised solution in λ = (1 − w)·λ_exact + w·λ_regularised
+    /// (module doc of `solver`, "Continuity at the rank threshold"): 0 for a
+    /// well-conditioned system, 1 when a row was found dependent, in between
+    /// when the smallest relative pivot lies in the band above the threshold.
+    pub regularization_weight: f64,
     /// Constraints whose rows are independent (the rank metric G is regular) but
     /// where A = J M⁻¹ Jᵀ is singular to working precision: inertia ratios too
     /// extreme for f64 normal equations (J/(m·ℓ²) ≲ 1e-12 on several bodies of a
@@ -487,12 +508,16 @@ impl BlockLdl {
         self.rank_deficient.clear();
         self.badly_scaled.clear();
         self.regularized = false;
+        self.blend_weight = 0.0;
         self.compute_scales(a);
         // pass 1: exact elimination, dependent rows dropped and recorded
         let tol = settings.pivot_tolerance;
-        let found = self.numeric(a, 0.0, tol, 0.0, SmallPivot::Drop, true);
+        let (found, min_rel_pivot) = self.numeric(a, 0.0, tol, 0.0, SmallPivot::Drop, true);
         if found {
             self.regularize(a, settings);
+        } else {
+            // no row dependent, but maybe one close to it: blend (module doc of `solver`)
+            self.blend_with_regularised(a, settings, super::regularization_weight(min_rel_pivot, settings));
         }
         self.rank_deficient.sort_unstable();
         self.rank_deficient.dedup();
@@ -503,6 +528,7 @@ impl BlockLdl {
             rank_deficient: self.rank_deficient_shared.clone(),
             regularized: self.regularized,
             badly_scaled: self.badly_scaled_shared.clone(),
+            regularization_weight: self.blend_weight,
         })
     }
 
@@ -560,8 +586,44 @@ impl BlockLdl {
     /// Pass 2 of [`factor`](Self::factor): A + ε diag(A), static pivot floor ε·scale.
     fn regularize(&mut self, a: &BlockSparseSymmetric, settings: &SolverSettings) {
         self.regularized = true;
+        self.blend_weight = 1.0;
         let eps = settings.regularization;
         self.numeric(a, eps, 0.1 * eps, eps, SmallPivot::Floor, false);
+    }
+
+    /// After an exact factorisation of `a` with no dependent row: if the weight
+    /// `w` of the regularised solution is not 0 (smallest relative pivot in the
+    /// band (τ, K·τ)), keeps the exact factor aside, computes the regularised one
+    /// too and sets the blend weight (module doc of `solver`, "Continuity at the
+    /// rank threshold"). Otherwise leaves the exact factor alone.
+    fn blend_with_regularised(&mut self, a: &BlockSparseSymmetric, settings: &SolverSettings, w: f64) {
+        if w == 0.0 {
+            return;
+        }
+        // keep the exact values (copies into kept buffers: allocation only the
+        // first time a system of this size enters the band)
+        self.exact_growth = self.pivot_growth;
+        if self.use_supernodal {
+            self.sn.save_values(&mut self.exact_sn);
+        } else {
+            self.exact_dinv.clear();
+            self.exact_dinv.extend_from_slice(&self.dinv);
+            self.exact_lval.clear();
+            self.exact_lval.extend_from_slice(&self.lval);
+        }
+        self.regularize(a, settings);
+        self.blend_weight = w;
+    }
+
+    /// Exchanges the current (regularised) factor values with the kept exact ones.
+    fn swap_exact(&mut self) {
+        if self.use_supernodal {
+            self.sn.swap_values(&mut self.exact_sn);
+        } else {
+            std::mem::swap(&mut self.dinv, &mut self.exact_dinv);
+            std::mem::swap(&mut self.lval, &mut self.exact_lval);
+        }
+        std::mem::swap(&mut self.pivot_growth, &mut self.exact_growth);
     }
 
     /// [`factor`](Self::factor) with the rank decided in a second metric when the
@@ -590,16 +652,25 @@ impl BlockLdl {
         self.rank_deficient.clear();
         self.badly_scaled.clear();
         self.regularized = false;
+        self.blend_weight = 0.0;
         self.compute_scales(a);
         let tol = settings.pivot_tolerance;
-        if self.numeric(a, 0.0, tol, 0.0, SmallPivot::Drop, false) {
+        let (small, rho_a) = self.numeric(a, 0.0, tol, 0.0, SmallPivot::Drop, false);
+        // G is consulted when A's smallest relative pivot is below K²·τ; the
+        // blend weight is G's times a gate that falls continuously from 1 at
+        // K·τ to 0 at K²·τ, so λ stays continuous where G starts or stops
+        // being consulted (the two metrics' relative pivots differ by the ratio
+        // of their weights, a few units on ordinary bodies)
+        let band = settings.regularization_band;
+        let gate = super::band_weight(rho_a, tol * band.max(1.0), band);
+        if small || gate > 0.0 {
             let g = metric()?;
             if g.n_blocks() != self.n || g.off.len() != a.off.len() || g.rows != a.rows {
                 return Err(SolverError::NotFactored);
             }
             // rank decision in the metric G (scales from G's own diagonal)
             self.compute_scales(g);
-            let dependent = self.numeric(g, 0.0, tol, 0.0, SmallPivot::Drop, true);
+            let (dependent, rho_g) = self.numeric(g, 0.0, tol, 0.0, SmallPivot::Drop, true);
             self.compute_scales(a);
             if dependent {
                 self.regularize(a, settings);
@@ -607,11 +678,16 @@ impl BlockLdl {
                 // exact factor of A; a pivot at roundoff level means A is singular
                 // in f64 although J is not: regularise, and say so
                 let u4 = 4.0 * f64::EPSILON;
-                if self.numeric(a, 0.0, u4, u4, SmallPivot::Drop, true) {
+                if self.numeric(a, 0.0, u4, u4, SmallPivot::Drop, true).0 {
                     std::mem::swap(&mut self.rank_deficient, &mut self.badly_scaled);
                     self.badly_scaled.sort_unstable();
                     self.badly_scaled.dedup();
                     self.regularize(a, settings);
+                } else {
+                    // G's rows independent but maybe close to dependent: blend
+                    // by G's smallest relative pivot (the scale-invariant one)
+                    let w = super::regularization_weight(rho_g, settings) * gate;
+                    self.blend_with_regularised(a, settings, w);
                 }
             }
         }
@@ -624,12 +700,14 @@ impl BlockLdl {
             rank_deficient: self.rank_deficient_shared.clone(),
             regularized: self.regularized,
             badly_scaled: self.badly_scaled_shared.clone(),
+            regularization_weight: self.blend_weight,
         })
     }
 
     /// One numeric pass. `eps`: diagonal regularisation relative to the row scale;
     /// pivots `<= thresh_rel × scale` are small (and, with [`SmallPivot::Floor`],
-    /// replaced by `floor_rel × scale`). Returns whether any was small.
+    /// replaced by `floor_rel × scale`). Returns whether any was small, and the
+    /// smallest relative pivot d_r / scale_r of those that were not.
     fn numeric(
         &mut self,
         a: &BlockSparseSymmetric,
@@ -638,16 +716,17 @@ impl BlockLdl {
         floor_rel: f64,
         mode: SmallPivot,
         record: bool,
-    ) -> bool {
+    ) -> (bool, f64) {
         if self.use_supernodal {
             let (rd, perm) = (&mut self.rank_deficient, &self.perm);
-            let (any_small, growth) = self.sn.numeric(a, perm, &self.scale, eps, thresh_rel, floor_rel, mode, |p| {
-                if record {
-                    rd.push(ConstraintId(perm[p]));
-                }
-            });
+            let (any_small, growth, rho) =
+                self.sn.numeric(a, perm, &self.scale, eps, thresh_rel, floor_rel, mode, |p| {
+                    if record {
+                        rd.push(ConstraintId(perm[p]));
+                    }
+                });
             self.pivot_growth = growth;
-            return any_small;
+            return (any_small, rho);
         }
         // constraints of at most 2 rows (revolute joints, contacts): 2×2 kernels
         if self.max_rows <= 2 {
@@ -665,7 +744,7 @@ impl BlockLdl {
         floor_rel: f64,
         mode: SmallPivot,
         record: bool,
-    ) -> bool {
+    ) -> (bool, f64) {
         let n = self.n;
         for p in 0..n {
             let c = self.perm[p] as usize;
@@ -689,12 +768,19 @@ impl BlockLdl {
         }
         let mut any_small = false;
         let mut growth = 0.0f64;
+        let mut min_rel_pivot = f64::INFINITY;
         for p in 0..n {
             let sc = self.scale[p];
             let thresh = [thresh_rel * sc[0], thresh_rel * sc[1], thresh_rel * sc[2]];
             let floor = [floor_rel * sc[0], floor_rel * sc[1], floor_rel * sc[2]];
-            let (dinv, piv) = block::ldl_inverse(&self.diag[p], &thresh, &floor, mode);
+            let (dinv, piv, d) = block::ldl_inverse_pivots(&self.diag[p], &thresh, &floor, mode);
             self.dinv[p] = dinv;
+            for r in 0..3 {
+                // padded rows: unit pivot, unit scale (ratio 1)
+                if piv[r] == Pivot::Ok {
+                    min_rel_pivot = min_rel_pivot.min(d[r] / sc[r]);
+                }
+            }
             for r in 0..R {
                 growth = growth.max(dinv[4 * r] * sc[r]);
             }
@@ -730,7 +816,7 @@ impl BlockLdl {
             }
         }
         self.pivot_growth = growth;
-        any_small
+        (any_small, min_rel_pivot)
     }
 
     fn scale_by_constraint<'s>(&'s self, _a: &BlockSparseSymmetric) -> std::slice::Iter<'s, [f64; 3]> {
@@ -784,8 +870,6 @@ impl BlockLdl {
     /// Solves A λ = `rhs` with the current factors (compact vectors of length
     /// `a.n_rows()`), refining iteratively when the factor is regularised (or when
     /// `settings.refine_steps > 0`). `a` must be the matrix that was factored.
-    // parallel arrays indexed by the same constraint / row: index loops are clearer
-    #[allow(clippy::needless_range_loop)]
     pub fn solve(
         &mut self,
         a: &BlockSparseSymmetric,
@@ -801,6 +885,42 @@ impl BlockLdl {
         if rhs.iter().any(|v| !v.is_finite()) {
             return Err(SolverError::NonFinite("right-hand side"));
         }
+        let w = self.blend_weight;
+        if !(w > 0.0 && w < 1.0) {
+            return Ok(self.solve_with(a, settings, rhs, lambda, self.regularized));
+        }
+        // in the band: λ = (1 − w)·λ_exact + w·λ_regularised (module doc of `solver`)
+        let regularised = self.solve_with(a, settings, rhs, lambda, true);
+        let mut lambda_exact = std::mem::take(&mut self.lambda_exact);
+        lambda_exact.clear();
+        lambda_exact.resize(lambda.len(), 0.0);
+        self.swap_exact();
+        let exact = self.solve_with(a, settings, rhs, &mut lambda_exact, false);
+        self.swap_exact();
+        for (l, e) in lambda.iter_mut().zip(&lambda_exact) {
+            *l = w * *l + (1.0 - w) * e;
+        }
+        self.lambda_exact = lambda_exact;
+        Ok(SolveReport {
+            refine_steps: regularised.refine_steps + exact.refine_steps,
+            // both are below it: so is their convex combination
+            relative_residual: regularised.relative_residual.max(exact.relative_residual),
+            ..regularised
+        })
+    }
+
+    /// [`solve`](Self::solve) with the current factor values, as a regularised
+    /// factor (refinement to the minimal-norm λ) or as an exact one.
+    // parallel arrays indexed by the same constraint / row: index loops are clearer
+    #[allow(clippy::needless_range_loop)]
+    fn solve_with(
+        &mut self,
+        a: &BlockSparseSymmetric,
+        settings: &SolverSettings,
+        rhs: &[f64],
+        lambda: &mut [f64],
+        regularized: bool,
+    ) -> SolveReport {
         let n = self.n;
         let mut b = std::mem::take(&mut self.b);
         let mut x = std::mem::take(&mut self.r);
@@ -825,7 +945,7 @@ impl BlockLdl {
         // J ≪ m·ℓ²) costs accuracy of order growth × u: refine then.
         let refine_steps =
             if self.pivot_growth > REFINE_GROWTH { settings.max_refine_steps } else { settings.refine_steps };
-        if !self.regularized {
+        if !regularized {
             // regular factor: one solve, optional classical refinement
             x.copy_from_slice(&b);
             self.solve_padded(&mut x);
@@ -900,14 +1020,15 @@ impl BlockLdl {
         self.b = b;
         self.r = x;
         self.d = dx;
-        Ok(SolveReport {
+        SolveReport {
             rank_deficient: self.rank_deficient_shared.clone(),
             badly_scaled: self.badly_scaled_shared.clone(),
             regularized: self.regularized,
+            regularization_weight: self.blend_weight,
             refine_steps: steps,
             relative_residual: if bnorm > 0.0 { res / bnorm } else { res },
             analyzed: false,
-        })
+        }
     }
 }
 

@@ -10,6 +10,48 @@
 //! (meshes of loops). Both apply the same scalar pivot rule, so rank decisions,
 //! regularisation and the reported constraints are the same.
 //!
+//! # Continuity at the rank threshold
+//!
+//! A rank decision is a switch: a row whose relative pivot ρ = d_r / A_rr is at
+//! or below τ = [`SolverSettings::pivot_tolerance`] is treated as dependent and λ
+//! is the regularised minimal-norm one; just above τ it is the exact A⁻¹b, which
+//! near a singular configuration is large (∝ 1/ρ on the part of b outside the
+//! limit's range). As a function of the state the multipliers then jump where a
+//! mechanism passes near its singular configuration, and an adaptive integrator's
+//! error test fails at every step size across the jump (`dopri5` at tolerance
+//! 1e-11 on `scenes/linkage_loops.ron` stopped at t = 0.85 s).
+//!
+//! So λ is made a continuous function of the system: with ρ_min the smallest
+//! relative pivot of the exact factorisation (no row dependent) and
+//! K = [`SolverSettings::regularization_band`],
+//!
+//! λ = (1 − w)·λ_exact + w·λ_regularised,  w = 3t² − 2t³,  t = ln(K·τ / ρ_min) / ln K
+//!
+//! clamped to w = 1 at ρ_min ≤ τ (a dependent row: the regularised path as
+//! before) and w = 0 at ρ_min ≥ K·τ (the exact factor alone, bit for bit as
+//! before: the ordinary case costs nothing). w is C¹ in ln ρ_min, and ρ_min is a
+//! continuous function of A (a minimum of pivots, each a rational function of the
+//! entries, no row being dropped above τ), so λ is continuous; λ_regularised does
+//! not depend on the decision (the factor of A + ε·diag(A) and its refinement are
+//! the same on both sides of τ), so nothing jumps at τ, and nothing at K·τ where
+//! w reaches 0 with zero slope. In the band both factors are computed (one
+//! more numeric pass, and the exact values kept in a second buffer). The
+//! regularised solve leaves |b − Aλ| ≤ |b|, the exact one ≈ 0, so their convex
+//! combination never makes the constraint error grow.
+//!
+//! *Scale invariance.* ρ is a ratio of a pivot to its row's own diagonal: a
+//! change of units of a row (A → S A S, S diagonal) leaves every ρ unchanged, and
+//! the weight is a function of ρ alone, so it is invariant as the hard test was.
+//! With a rank metric ([`ConstraintSolver::set_rank_metric`]) ρ_min is taken in
+//! G = J W Jᵀ, which contains no mass or inertia at all (module doc of
+//! [`gauss`], "Scale-invariant rank decisions"), so the weight does not change
+//! when any body's mass or inertia is scaled; A decides only whether G is
+//! consulted, and through a second weight that falls continuously from 1 at
+//! ρ_A = K·τ to 0 at K²·τ, so that consulting G or not is not a switch either.
+//!
+//! The dense reference ([`DenseLdl`]) keeps the hard switch; it is the reference
+//! away from the band.
+//!
 //! The convenience entry point is [`ConstraintSolver`]:
 //!
 //! ```
@@ -123,6 +165,12 @@ pub struct SolverSettings {
     pub refine_steps: usize,
     /// Refinement stops when |b − Aλ| <= refine_tolerance × |b|.
     pub refine_tolerance: f64,
+    /// Width K of the band (τ, K·τ) of smallest relative pivots, τ =
+    /// `pivot_tolerance`, over which λ passes continuously from the exact to the
+    /// regularised solution (module doc, "Continuity at the rank threshold").
+    /// Default 100 (one decade of angle: 1e-5 to 1e-4 rad from a singular
+    /// configuration); 1 or less: the hard switch at τ.
+    pub regularization_band: f64,
 }
 
 impl Default for SolverSettings {
@@ -133,7 +181,29 @@ impl Default for SolverSettings {
             max_refine_steps: 20,
             refine_steps: 0,
             refine_tolerance: 1e-15,
+            regularization_band: 100.0,
         }
+    }
+}
+
+/// Weight of the regularised solution for a system whose smallest relative pivot
+/// (d_r / A_rr in the rank metric, all rows independent) is `min_rel_pivot`: 1 at
+/// or below τ = `pivot_tolerance`, 0 at or above K·τ (K = `regularization_band`),
+/// and between them the C¹ step 3t² − 2t³ of t = ln(K·τ / ρ) / ln K (module doc,
+/// "Continuity at the rank threshold").
+pub fn regularization_weight(min_rel_pivot: f64, settings: &SolverSettings) -> f64 {
+    band_weight(min_rel_pivot, settings.pivot_tolerance, settings.regularization_band)
+}
+
+/// 1 at `rho <= tau`, 0 at `rho >= band·tau`, the C¹ step in ln ρ between.
+fn band_weight(rho: f64, tau: f64, band: f64) -> f64 {
+    if !(rho > tau) {
+        1.0
+    } else if !(band > 1.0) || rho >= band * tau {
+        0.0
+    } else {
+        let t = (band * tau / rho).ln() / band.ln();
+        t * t * (3.0 - 2.0 * t)
     }
 }
 
@@ -146,8 +216,14 @@ pub struct SolveReport {
     /// Constraints with independent rows on which A is nevertheless singular in
     /// f64 (see [`FactorReport::badly_scaled`]); λ is then the regularised one.
     pub badly_scaled: std::sync::Arc<[ConstraintId]>,
-    /// The factor is of A + ε·diag(A).
+    /// The factor is of A + ε·diag(A) (also when `regularization_weight` is
+    /// between 0 and 1: the exact factor is then used too).
     pub regularized: bool,
+    /// Weight w of the regularised solution in λ = (1 − w)·λ_exact +
+    /// w·λ_regularised: 0 exact, 1 regularised (a dependent row), in between in
+    /// the band above the rank threshold (module doc, "Continuity at the rank
+    /// threshold").
+    pub regularization_weight: f64,
     /// Iterative refinement steps taken.
     pub refine_steps: usize,
     /// |b − Aλ| / |b| (NaN when not computed: regular factor without refinement).

@@ -100,7 +100,33 @@ pub(crate) struct Supernodal {
     y: Vec<f64>,
 }
 
+/// The numeric values of a supernodal factor (panels and pivots), kept aside
+/// while a second factor of the same structure is in use (the exact factor of a
+/// system in the regularisation band, module doc of `solver`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SupernodalValues {
+    lx: Vec<f64>,
+    dval: Vec<f64>,
+    dinv: Vec<f64>,
+}
+
 impl Supernodal {
+    /// Copies the current numeric values into `v` (no allocation once `v` has
+    /// held values of this size).
+    pub(crate) fn save_values(&self, v: &mut SupernodalValues) {
+        for (dst, src) in [(&mut v.lx, &self.lx), (&mut v.dval, &self.dval), (&mut v.dinv, &self.dinv)] {
+            dst.clear();
+            dst.extend_from_slice(src);
+        }
+    }
+
+    /// Exchanges the current numeric values with `v` (pointer swaps).
+    pub(crate) fn swap_values(&mut self, v: &mut SupernodalValues) {
+        std::mem::swap(&mut self.lx, &mut v.lx);
+        std::mem::swap(&mut self.dval, &mut v.dval);
+        std::mem::swap(&mut self.dinv, &mut v.dinv);
+    }
+
     /// Number of supernodes.
     pub(crate) fn n_supernodes(&self) -> usize {
         self.sup_ptr.len().saturating_sub(1)
@@ -276,7 +302,8 @@ impl Supernodal {
 
     /// Numeric factorisation (see `BlockLdl::numeric` for the
     /// arguments). `scale[p]` are the row scales by position. Calls `small(p)` for
-    /// each small pivot at position p. Returns (any small pivot, pivot growth).
+    /// each small pivot at position p. Returns (any small pivot, pivot growth,
+    /// smallest relative pivot d_r / scale_r of the pivots that were not small).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn numeric(
         &mut self,
@@ -288,7 +315,7 @@ impl Supernodal {
         floor_rel: f64,
         mode: SmallPivot,
         mut small: impl FnMut(usize),
-    ) -> (bool, f64) {
+    ) -> (bool, f64, f64) {
         // ---- assemble A (+ eps·scale on the diagonal) into the panels
         self.lx.fill(0.0);
         for (p, &c) in perm.iter().enumerate() {
@@ -328,6 +355,7 @@ impl Supernodal {
         self.head.fill(NIL);
         let mut any_small = false;
         let mut growth = 0.0f64;
+        let mut min_rel_pivot = f64::INFINITY;
         for s in 0..ns {
             let (f, l) = (self.sup_ptr[s] as usize, self.sup_ptr[s + 1] as usize);
             let (r0, r1) = (self.rows_ptr[s] as usize, self.rows_ptr[s + 1] as usize);
@@ -358,6 +386,7 @@ impl Supernodal {
                     let col = base + j * m;
                     let dj = self.lx[col + j];
                     let (dv, di) = if dj > thresh_rel * sc {
+                        min_rel_pivot = min_rel_pivot.min(dj / sc);
                         (dj, 1.0 / dj)
                     } else {
                         any_small = true;
@@ -417,7 +446,7 @@ impl Supernodal {
                 self.head[t] = s as u32;
             }
         }
-        (any_small, growth)
+        (any_small, growth, min_rel_pivot)
     }
 
     /// Left-looking update of supernode `s` (columns `f..l`, `m` rows, `map`
