@@ -197,9 +197,10 @@ pub fn regularization_weight(min_rel_pivot: f64, settings: &SolverSettings) -> f
 
 /// 1 at `rho <= tau`, 0 at `rho >= band·tau`, the C¹ step in ln ρ between.
 fn band_weight(rho: f64, tau: f64, band: f64) -> f64 {
-    if !(rho > tau) {
+    // NaN counts as small, as in the pivot test `d_r > τ·A_rr`
+    if rho.is_nan() || rho <= tau {
         1.0
-    } else if !(band > 1.0) || rho >= band * tau {
+    } else if band.is_nan() || band <= 1.0 || rho >= band * tau {
         0.0
     } else {
         let t = (band * tau / rho).ln() / band.ln();
