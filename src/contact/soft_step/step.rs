@@ -48,6 +48,7 @@ impl ContactSet {
         soft.soft = Softness::new(hertz, settings.damping_ratio, h);
         soft.static_soft = Softness::new(2.0 * hertz, settings.damping_ratio, h);
         soft.push_speed = settings.push_speed;
+        soft.relax_iterations = settings.relax_iterations;
         soft.q0.clear();
         soft.q0.extend_from_slice(q);
         soft.delta.clear();
