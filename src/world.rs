@@ -600,6 +600,13 @@ impl World {
             s0 = self.state.clone();
             (t, left) = (t + tau, left - tau);
             self.integrate_span(t, left)?;
+            // The impulses changed the motion the pairs were swept along:
+            // sweep again over the rest of the step, or a deflected body
+            // meets one not listed (no time of impact, no contact).
+            let bodies = self.bodies.as_slice();
+            self.times.timed(Stage::Broadphase, || {
+                self.contacts.broadphase(bodies, &self.surfaces, &self.constraints, &s0.q, &self.state.q)
+            });
         }
         // The contact forces act over what is left of the step after the last impact.
         let (q_start, span) = (s0.q, left);
@@ -630,7 +637,7 @@ impl World {
             }
         }
         self.contacts.finish(bodies, &mut self.state.q, &self.state.v, &v_before, h);
-        self.contacts.project_penetration(bodies, &self.surfaces, &mut self.state.q);
+        self.contacts.project_penetration(bodies, &self.surfaces, &self.constraints, &mut self.state.q);
         if !self.contacts.contacts().is_empty() {
             self.state.work += self.contacts.work(&q_start, &self.state.q, span);
             self.integrator.reset();
