@@ -757,8 +757,11 @@ impl World {
         let scene = Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces };
         let (t, settings) = (self.time, self.stabilization);
         let result = if settings.projection {
+            // project_positions leaves J assembled at the projected q: the
+            // velocity projection needs no assembly of its own (J and the
+            // velocity bias depend on q and t only)
             self.system.project_positions(scene, t, &mut self.state.q, &self.state.v, &settings).and_then(|err| {
-                self.system.project_velocities(scene, t, &self.state.q, &mut self.state.v)?;
+                self.system.velocity_correction(&mut self.state.v, 1.0)?;
                 Ok(err)
             })
         } else {
