@@ -44,6 +44,8 @@ pub(crate) struct Scratch {
     neighbour_count: Vec<u32>,
     obstacle_ids: Vec<u32>,
     obstacle_count: Vec<u32>,
+    /// The re-sort's gather order (`resort`).
+    order: Vec<u32>,
     /// The cells holding balls, by colour (`colour_of_cell`), rebuilt with
     /// the grid.
     colour_cells: [Vec<u32>; COLOURS],
@@ -85,6 +87,9 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     // the first ball still in the world), indexing the arrays by ball.
     let live = pop.open_window(pop.steps + 1);
     release(&mut pop.state[live.clone()], &pop.release_step[live.clone()], pop.steps + 1);
+    if pop.resort_due() {
+        resort(pop, &live);
+    }
     apply_fields(
         &pop.fields,
         pop.gravity,
@@ -96,7 +101,7 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
         &mut pop.scratch.acc,
         &live,
     );
-    build_grid(&pop.grid, &pop.position, &pop.state, &mut pop.scratch, &live);
+    build_grid(&pop.grid, &pop.position, &pop.state, &pop.ball_id, &mut pop.scratch, &live);
     pop.list_overflow += find_neighbours(pop, dt, &live);
     let substeps = pop.params.substeps;
     let h = dt / substeps as f32;
@@ -206,9 +211,19 @@ pub fn apply_fields(
 }
 
 /// Counting sort of the balls in the world by cell: `cell_start[c]..cell_start[c + 1]`
-/// indexes `sorted` for cell `c`, balls in increasing index within a cell
-/// (the balls of `live` only).
-pub(crate) fn build_grid(grid: &GridSpec, position: &[Vec2], states: &[u32], s: &mut Scratch, live: &Range<usize>) {
+/// indexes `sorted` for cell `c`, balls in increasing id within a cell
+/// ([`Population::ball_id`]; the balls of `live` only). Ordering a cell by
+/// id, not by slot, makes the step independent of the arrays' order: the
+/// neighbour lists and the Gauss–Seidel sweeps visit the same balls in the
+/// same order whatever the re-sort did, so re-sorting changes no result.
+pub(crate) fn build_grid(
+    grid: &GridSpec,
+    position: &[Vec2],
+    states: &[u32],
+    ball_id: &[u32],
+    s: &mut Scratch,
+    live: &Range<usize>,
+) {
     let cells = grid.cells() as usize;
     s.cell_of.resize(position.len(), 0);
     par_live(&mut s.cell_of, live).for_each(|(i, c)| {
@@ -245,11 +260,56 @@ pub(crate) fn build_grid(grid: &GridSpec, position: &[Vec2], states: &[u32], s: 
         list.clear();
     }
     for c in 0..cells {
-        if s.cell_start[c + 1] > s.cell_start[c] {
+        let (start, end) = (s.cell_start[c] as usize, s.cell_start[c + 1] as usize);
+        if end > start {
+            // A cell's few balls by id (insertion sort: the scatter leaves
+            // them by slot, which after a re-sort is by id but for the balls
+            // that changed cells since).
+            let segment = &mut s.sorted[start..end];
+            for k in 1..segment.len() {
+                let key = segment[k];
+                let mut m = k;
+                while m > 0 && ball_id[segment[m - 1] as usize] > ball_id[key as usize] {
+                    segment[m] = segment[m - 1];
+                    m -= 1;
+                }
+                segment[m] = key;
+            }
             let (cx, cy) = (c as u32 % grid.nx, c as u32 / grid.nx);
             s.colour_cells[colour_of_cell(cx, cy)].push(c as u32);
         }
     }
+}
+
+/// The re-sort by cell (`Population::resort`; the GPU's `resort_*`
+/// kernels): the grid is built, then every per-ball array of `live` is
+/// gathered in the order "balls out of the world (slot order), then
+/// `sorted`" (cell, ties by id). The out-of-world balls go first so that
+/// the window's start moves past them (`Population::close_window`).
+pub(crate) fn resort(pop: &mut Population, live: &Range<usize>) {
+    build_grid(&pop.grid, &pop.position, &pop.state, &pop.ball_id, &mut pop.scratch, live);
+    let s = &mut pop.scratch;
+    let states = &pop.state;
+    s.order.clear();
+    s.order.extend(live.clone().filter(|&i| states[i] != state::ALIVE).map(|i| i as u32));
+    s.order.extend_from_slice(&s.sorted);
+    debug_assert_eq!(s.order.len(), live.len(), "every ball of the live range is released");
+    let order = &s.order;
+    fn gather<T: Copy + Send + Sync>(v: &mut [T], live: &Range<usize>, order: &[u32]) {
+        let old = v[live.clone()].to_vec();
+        v[live.clone()].par_iter_mut().with_min_len(CHUNK).zip(order).for_each(|(x, &from)| {
+            *x = old[from as usize - live.start];
+        });
+    }
+    gather(&mut pop.position, live, order);
+    gather(&mut pop.velocity, live, order);
+    gather(&mut pop.angle, live, order);
+    gather(&mut pop.omega, live, order);
+    gather(&mut pop.radius, live, order);
+    gather(&mut pop.inv_mass, live, order);
+    gather(&mut pop.state, live, order);
+    gather(&mut pop.release_step, live, order);
+    gather(&mut pop.ball_id, live, order);
 }
 
 /// Segments claim a ball only within a radius behind them (a ball deeper
@@ -701,14 +761,15 @@ fn finish_substep(pop: &mut Population, h: f32, live: &Range<usize>) {
 fn check_bounds(pop: &mut Population, live: &Range<usize>) -> Result<(), PopulationError> {
     let (min, max) = pop.params.bounds;
     let kill = &pop.params.kill;
-    let (position, velocity) = (&pop.position, &pop.velocity);
+    let (position, velocity, ball_id) = (&pop.position, &pop.velocity, &pop.ball_id);
     let bad = par_live(&mut pop.state, live).map(|(i, s)| {
         if *s != state::ALIVE {
             return usize::MAX;
         }
         let (p, v) = (position[i], velocity[i]);
         if !(p.is_finite() && v.is_finite()) {
-            return i;
+            // Named by its id: the lowest id, as on the GPU.
+            return ball_id[i] as usize;
         }
         if p.x < min.x || p.y < min.y || p.x > max.x || p.y > max.y {
             *s = state::ESCAPED;
@@ -718,12 +779,15 @@ fn check_bounds(pop: &mut Population, live: &Range<usize>) -> Result<(), Populat
         usize::MAX
     });
     match bad.min() {
-        Some(ball) if ball != usize::MAX => Err(PopulationError::NotFinite {
-            step: pop.steps,
-            ball,
-            position: pop.position[ball],
-            velocity: pop.velocity[ball],
-        }),
+        Some(ball) if ball != usize::MAX => {
+            let slot = pop.ball_id.iter().position(|&id| id as usize == ball).unwrap_or(ball);
+            Err(PopulationError::NotFinite {
+                step: pop.steps,
+                ball,
+                position: pop.position[slot],
+                velocity: pop.velocity[slot],
+            })
+        }
         _ => Ok(()),
     }
 }
@@ -732,7 +796,7 @@ fn check_bounds(pop: &mut Population, live: &Range<usize>) -> Result<(), Populat
 /// from the current positions into a private scratch).
 pub(crate) fn stats(pop: &Population) -> PopulationStats {
     let mut s = Scratch::default();
-    build_grid(&pop.grid, &pop.position, &pop.state, &mut s, &(0..pop.len()));
+    build_grid(&pop.grid, &pop.position, &pop.state, &pop.ball_id, &mut s, &(0..pop.len()));
     let grid = pop.grid;
     let (position, radius, states) = (&pop.position, &pop.radius, &pop.state);
     let (kinetic, overlap) = (0..pop.len())

@@ -124,6 +124,10 @@ use crate::surface::Surface;
 pub use obstacle::Obstacle;
 pub use spawn::{ContainerDef, PopulationDef, RectDef, SpawnDef};
 
+/// Steps between two re-sorts of the ball arrays by grid cell
+/// ([`PopulationParams::resort_every`]).
+pub const DEFAULT_RESORT_EVERY: u32 = 8;
+
 /// Neighbour-list capacity per ball.
 pub const MAX_NEIGHBOURS: usize = 16;
 /// Obstacle-list capacity per ball.
@@ -217,6 +221,9 @@ pub struct PopulationParams {
     pub relaxation: f32,
     /// Neighbour margin (m).
     pub skin: f32,
+    /// The ball arrays are re-sorted by cell every this many steps (0: never;
+    /// [`Population::resort`]).
+    pub resort_every: u32,
     /// World bounds (min, max).
     pub bounds: (Vec2, Vec2),
     /// Kill regions (min, max).
@@ -298,6 +305,10 @@ pub struct Population {
     pub state: Vec<u32>,
     /// Step at which a pending ball is released (0 for the others).
     pub release_step: Vec<u32>,
+    /// The ball's index at build (its name in every output: `ball<id>` in
+    /// the trace, the snapshot's order, the `NotFinite` error): the re-sort
+    /// by cell ([`Population::resort`]) moves the balls, not their ids.
+    pub ball_id: Vec<u32>,
     /// The sorting grid.
     pub grid: GridSpec,
     /// Obstacles from the static surfaces (and the container).
@@ -569,6 +580,7 @@ impl Population {
                 iterations: def.iterations,
                 relaxation: def.relaxation as f32,
                 skin: skin as f32,
+                resort_every: def.resort_every,
                 bounds: (bounds.0.as_vec2(), bounds.1.as_vec2()),
                 kill: def.kill.iter().map(spawn::rect32).collect(),
             },
@@ -580,6 +592,7 @@ impl Population {
             inv_mass: Vec::with_capacity(n),
             state: Vec::with_capacity(n),
             release_step: Vec::with_capacity(n),
+            ball_id: (0..n as u32).collect(),
             grid: GridSpec { origin: bounds.0.as_vec2(), cell, nx: nx as u32, ny: ny as u32 },
             obstacles: static_obstacles.clone(),
             static_obstacles,
@@ -639,6 +652,73 @@ impl Population {
         permute(&mut self.inv_mass, &order);
         permute(&mut self.state, &order);
         permute(&mut self.release_step, &order);
+    }
+
+    /// Whether the step after `steps` steps re-sorts the balls by cell (both
+    /// backends: steps K, 2K, … of `resort_every` = K; never for K = 0).
+    pub fn resort_due(&self) -> bool {
+        let every = u64::from(self.params.resort_every);
+        every > 0 && (self.steps + 1) % every == 0
+    }
+
+    /// Re-sorts the balls of the live range by grid cell now (on the CPU; the
+    /// step does it by itself every [`PopulationParams::resort_every`]
+    /// steps): the balls out of the world first, in index order, then the
+    /// balls in the world by cell, ties by id (deterministic). Every
+    /// per-ball array moves; [`Population::ball_id`] keeps each ball's name.
+    /// Changes no result, bitwise: the step visits a cell's balls by id, so
+    /// in the same order before and after, and a pair's formulas are exactly
+    /// antisymmetric in its two balls (IEEE negation is exact) when the
+    /// re-sort flips which of them has the lower slot.
+    pub fn resort(&mut self) {
+        let live = self.live_range();
+        cpu::resort(self, &live);
+        self.close_window();
+    }
+
+    /// Slot of each ball id: `position[slots_by_id()[id]]` is ball `id`'s
+    /// position (the inverse of [`Population::ball_id`]).
+    pub fn slots_by_id(&self) -> Vec<usize> {
+        let mut slots = vec![0; self.len()];
+        for (slot, &id) in self.ball_id.iter().enumerate() {
+            slots[id as usize] = slot;
+        }
+        slots
+    }
+
+    /// A copy with the balls back in id order (`ball_id[i] = i`): what the
+    /// outputs and the tests read balls by index from.
+    pub fn in_original_order(&self) -> Population {
+        let slots = self.slots_by_id();
+        fn gather<T: Copy>(v: &[T], slots: &[usize]) -> Vec<T> {
+            slots.iter().map(|&s| v[s]).collect()
+        }
+        Population {
+            params: self.params.clone(),
+            position: gather(&self.position, &slots),
+            velocity: gather(&self.velocity, &slots),
+            angle: gather(&self.angle, &slots),
+            omega: gather(&self.omega, &slots),
+            radius: gather(&self.radius, &slots),
+            inv_mass: gather(&self.inv_mass, &slots),
+            state: gather(&self.state, &slots),
+            release_step: gather(&self.release_step, &slots),
+            ball_id: (0..self.len() as u32).collect(),
+            grid: self.grid,
+            static_obstacles: self.static_obstacles.clone(),
+            obstacles: self.obstacles.clone(),
+            gravity: self.gravity,
+            fields: self.fields.clone(),
+            steps: self.steps,
+            max_radius: self.max_radius,
+            list_overflow: self.list_overflow,
+            max_overlap_seen: self.max_overlap_seen,
+            // The window's bounds are slots of the sorted arrays: the copy
+            // is for reading; stepping it visits every ball.
+            window: (0, self.window.1.max(self.window.0)),
+            ball_visits: self.ball_visits,
+            scratch: cpu::Scratch::default(),
+        }
     }
 
     /// The balls the step's kernels visit, on either backend: from the first
