@@ -680,13 +680,13 @@ fn finish_substep(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups)
     if i >= P.n {
         return;
     }
-    let dx = dx[i];
+    let correction = dx[i];
     // Cleared for the next substep's stabilisation sweep.
     dx[i] = vec2<f32>(0.0);
     if state[i] != ALIVE {
         return;
     }
-    pv[i] = vec4<f32>(pred[i].xy + dx, vout[i].xy);
+    pv[i] = vec4<f32>(pred[i].xy + correction, vout[i].xy);
     let w = vout[i].z;
     ang[i] = vec4<f32>(ang[i].x + w * P.h, w, ang[i].zw);
 }

@@ -71,7 +71,8 @@ impl CsvWriter {
         // World::sync_population first when the population runs on the GPU).
         if let Some(pop) = &world.population {
             let slots = pop.slots_by_id();
-            for (id, &i) in slots.iter().enumerate().filter(|&(_, &i)| pop.state[i] == crate::population::state::ALIVE) {
+            for (id, &i) in slots.iter().enumerate().filter(|&(_, &i)| pop.state[i] == crate::population::state::ALIVE)
+            {
                 let (p, v) = (pop.position[i], pop.velocity[i]);
                 let numbers = [p.x, p.y, pop.angle[i], v.x, v.y, pop.omega[i]].map(|x| x.to_string());
                 let name = format!("ball{id}");
