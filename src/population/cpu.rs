@@ -44,6 +44,10 @@ pub(crate) struct Scratch {
     neighbour_count: Vec<u32>,
     obstacle_ids: Vec<u32>,
     obstacle_count: Vec<u32>,
+    /// Rebound distance of each listed pair for the substep (`count_contacts`).
+    pair_extra: Vec<f32>,
+    /// Rebound distance of each listed obstacle for the substep.
+    obstacle_extra: Vec<f32>,
     /// The re-sort's gather order (`resort`).
     order: Vec<u32>,
     /// The cells holding balls, by colour (`colour_of_cell`), rebuilt with
@@ -83,6 +87,8 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     }
     s.omega_new.resize(n, 0.0);
     s.contacts.resize(n, 1);
+    s.pair_extra.resize(n * MAX_NEIGHBOURS, 0.0);
+    s.obstacle_extra.resize(n * MAX_OBSTACLES, 0.0);
     // Every kernel visits only the live range (release cursor onwards from
     // the first ball still in the world), indexing the arrays by ball.
     let live = pop.open_window(pop.steps + 1);
@@ -109,9 +115,9 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     for _ in 0..substeps {
         stabilize(pop, &live);
         predict(pop, h, &live);
-        count_contacts(pop, &live);
+        count_contacts(pop, h, resting, &live);
         for _ in 0..pop.params.iterations {
-            sweep_positions(pop, Sweep::Solve { h, resting });
+            sweep_positions(pop, Sweep::Solve);
         }
         solve_velocities(pop, h, resting, &live);
         finish_substep(pop, h, &live);
@@ -432,30 +438,55 @@ fn predict(pop: &mut Population, h: f32, live: &Range<usize>) {
 }
 
 /// Contacts of each ball at the predicted positions, at least 1: the
-/// mass-splitting factor of the velocity pass (Jacobi).
-fn count_contacts(pop: &mut Population, live: &Range<usize>) {
+/// mass-splitting factor of the velocity pass (Jacobi). In the same pass,
+/// the rebound distance of each listed contact for the substep's solve
+/// sweeps (`rebound_distance` from the positions and pre-solve velocities,
+/// which the sweeps do not change): computed once per substep instead of
+/// once per sweep and per side, bitwise the same value.
+fn count_contacts(pop: &mut Population, h: f32, resting: f32, live: &Range<usize>) {
     let s = &mut pop.scratch;
-    let (radius, obstacles) = (&pop.radius, &pop.obstacles);
-    let x_pred = &s.x_pred;
+    let (position, radius, obstacles) = (&pop.position, &pop.radius, &pop.obstacles);
+    let balls = pop.params.material;
+    let (x_pred, v_pre) = (&s.x_pred, &s.v_pre);
     let (nb, nbc, ob, obc) = (&s.neighbours, &s.neighbour_count, &s.obstacle_ids, &s.obstacle_count);
-    par_live(&mut s.contacts, live).for_each(|(i, count)| {
-        let (p, r) = (x_pred[i], radius[i]);
-        let mut n = 0u32;
-        for &j in &nb[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + nbc[i] as usize] {
-            let reach = r + radius[j as usize];
-            if (x_pred[j as usize] - p).length_squared() < reach * reach {
-                n += 1;
+    let r = live.clone();
+    (
+        &mut s.contacts[r.clone()],
+        s.pair_extra[r.start * MAX_NEIGHBOURS..r.end * MAX_NEIGHBOURS].par_chunks_mut(MAX_NEIGHBOURS),
+        s.obstacle_extra[r.start * MAX_OBSTACLES..r.end * MAX_OBSTACLES].par_chunks_mut(MAX_OBSTACLES),
+    )
+        .into_par_iter()
+        .with_min_len(CHUNK)
+        .enumerate()
+        .for_each(|(k, (count, pair_extra, obstacle_extra))| {
+            let i = live.start + k;
+            let (p, r) = (x_pred[i], radius[i]);
+            let mut n = 0u32;
+            for (slot, &j) in nb[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + nbc[i] as usize].iter().enumerate() {
+                let j = j as usize;
+                let reach = r + radius[j];
+                if (x_pred[j] - p).length_squared() < reach * reach {
+                    n += 1;
+                }
+                let (a, b) = if i < j { (i, j) } else { (j, i) };
+                let (n0, d0) = pair_normal(position[a], position[b]);
+                let vn_pre = (v_pre[a] - v_pre[b]).dot(n0);
+                pair_extra[slot] =
+                    contact::rebound_distance(d0 - (radius[a] + radius[b]), vn_pre, h, balls.restitution, resting);
             }
-        }
-        for &k in &ob[i * MAX_OBSTACLES..i * MAX_OBSTACLES + obc[i] as usize] {
-            let o = &obstacles[k as usize];
-            let d = o.contact(p).distance;
-            if d < r && obstacle_in_reach(o, d, r) {
-                n += 1;
+            for (slot, &o) in ob[i * MAX_OBSTACLES..i * MAX_OBSTACLES + obc[i] as usize].iter().enumerate() {
+                let o = &obstacles[o as usize];
+                let d = o.contact(p).distance;
+                if d < r && obstacle_in_reach(o, d, r) {
+                    n += 1;
+                }
+                let m = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
+                let start = o.contact(position[i]);
+                let vn_pre = (v_pre[i] - o.velocity_at(position[i] - start.normal * r)).dot(start.normal);
+                obstacle_extra[slot] = contact::rebound_distance(start.distance - r, vn_pre, h, m.restitution, resting);
             }
-        }
-        *count = n.max(1);
-    });
+            *count = n.max(1);
+        });
 }
 
 /// The pair geometry in canonical orientation (`a` the lower index): unit
@@ -517,13 +548,8 @@ enum Sweep {
     /// Pre-stabilisation: from the current positions, no rebound.
     Stabilise,
     /// The substep's solve: from the predicted positions, new impacts get
-    /// their rebound distance.
-    Solve {
-        /// Substep (s).
-        h: f32,
-        /// Resting speed (m/s).
-        resting: f32,
-    },
+    /// their rebound distance (`count_contacts`).
+    Solve,
 }
 
 /// Ball `i`'s turn in a Gauss–Seidel sweep: each of its listed contacts is
@@ -539,23 +565,20 @@ enum Sweep {
 #[inline]
 unsafe fn solve_ball(pop: &Population, i: usize, base: &[Vec2], dx: &SharedCorrections<'_>, sweep: Sweep) {
     let s = &pop.scratch;
-    let (position, radius, inv_mass, obstacles) = (&pop.position, &pop.radius, &pop.inv_mass, &pop.obstacles);
-    let balls = pop.params.material;
+    let (radius, inv_mass, obstacles) = (&pop.radius, &pop.inv_mass, &pop.obstacles);
     let relaxation = pop.params.relaxation;
     let (r_i, w_i) = (radius[i], inv_mass[i]);
     // SAFETY (every get/add below): balls i and j lie in the 3 × 3 cells
     // around i's cell, which this thread alone touches (the caller).
     let at = |j: usize| base[j] + unsafe { dx.get(j) };
-    for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
+    let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
+    for (&j, &rebound) in s.neighbours[listed.clone()].iter().zip(&s.pair_extra[listed]) {
         let j = j as usize;
         let (a, b) = if i < j { (i, j) } else { (j, i) };
         let sum_r = radius[a] + radius[b];
+        // The substep's rebound distance (count_contacts) in the solve.
         let extra = match sweep {
-            Sweep::Solve { h, resting } => {
-                let (n0, d0) = pair_normal(position[a], position[b]);
-                let vn_pre = (s.v_pre[a] - s.v_pre[b]).dot(n0);
-                contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting)
-            }
+            Sweep::Solve => rebound,
             Sweep::Stabilise => 0.0,
         };
         let (n, d) = pair_normal(at(a), at(b));
@@ -572,15 +595,11 @@ unsafe fn solve_ball(pop: &Population, i: usize, base: &[Vec2], dx: &SharedCorre
     }
     let mut p_i = at(i);
     let mut correction = Vec2::ZERO;
-    for &o in &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize] {
+    let listed = i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize;
+    for (&o, &rebound) in s.obstacle_ids[listed.clone()].iter().zip(&s.obstacle_extra[listed]) {
         let o = &obstacles[o as usize];
         let extra = match sweep {
-            Sweep::Solve { h, resting } => {
-                let m = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
-                let start = o.contact(position[i]);
-                let vn_pre = (s.v_pre[i] - o.velocity_at(position[i] - start.normal * r_i)).dot(start.normal);
-                contact::rebound_distance(start.distance - r_i, vn_pre, h, m.restitution, resting)
-            }
+            Sweep::Solve => rebound,
             Sweep::Stabilise => 0.0,
         };
         let now = o.contact(p_i);
