@@ -23,6 +23,12 @@ const CHUNK: usize = 512;
 /// Cells per rayon task in a colour of the Gauss–Seidel sweep.
 const CELL_CHUNK: usize = 64;
 
+/// Relative margin on squared distances under which a pair is skipped
+/// without its square root: 1e-4 is far above the few ulps (~1e-7) by which
+/// `|r|²` and `|r|` computed in f32 can disagree, so a skipped pair is one
+/// the exact test would have skipped too (the results are bitwise the same).
+const FAR_MARGIN: f32 = 1e-4;
+
 /// A contact counts in the velocity pass when it overlapped before the
 /// position solve or its gap is below this fraction of the radii after it.
 pub const ACTIVE_SLOP: f32 = 1e-3;
@@ -109,11 +115,13 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     );
     build_grid(&pop.grid, &pop.position, &pop.state, &pop.ball_id, &mut pop.scratch, &live);
     pop.list_overflow += find_neighbours(pop, dt, &live);
+    // The corrections start at zero (then finish_substep clears them).
+    par_live(&mut pop.scratch.dx, &live).for_each(|(_, d)| *d = Vec2::ZERO);
     let substeps = pop.params.substeps;
     let h = dt / substeps as f32;
     let resting = pop.resting_speed(dt);
     for _ in 0..substeps {
-        stabilize(pop, &live);
+        stabilize(pop);
         predict(pop, h, &live);
         count_contacts(pop, h, resting, &live);
         for _ in 0..pop.params.iterations {
@@ -415,25 +423,29 @@ fn find_neighbours(pop: &mut Population, dt: f32, live: &Range<usize>) -> u64 {
 }
 
 /// v⁻ = v + a h (pre-solve velocity), x* = x + v⁻ h, correction 0.
+///
+/// Fused with the end of the stabilisation: x += dx (its correction) first,
+/// one pass over the balls instead of two.
 fn predict(pop: &mut Population, h: f32, live: &Range<usize>) {
     let s = &mut pop.scratch;
-    let (position, velocity, states) = (&pop.position, &pop.velocity, &pop.state);
+    let (velocity, states) = (&pop.velocity, &pop.state);
     let acc = &s.acc;
     let r = live.clone();
-    (&mut s.v_pre[r.clone()], &mut s.x_pred[r.clone()], &mut s.dx[r])
+    (&mut pop.position[r.clone()], &mut s.v_pre[r.clone()], &mut s.x_pred[r.clone()], &mut s.dx[r])
         .into_par_iter()
         .with_min_len(CHUNK)
         .enumerate()
-        .for_each(|(k, (v_pre, x_pred, dx))| {
+        .for_each(|(k, (position, v_pre, x_pred, dx))| {
             let i = live.start + k;
+            *position += *dx;
             *dx = Vec2::ZERO;
             if states[i] != state::ALIVE {
                 *v_pre = velocity[i];
-                *x_pred = position[i];
+                *x_pred = *position;
                 return;
             }
             *v_pre = velocity[i] + acc[i] * h;
-            *x_pred = position[i] + *v_pre * h;
+            *x_pred = *position + *v_pre * h;
         });
 }
 
@@ -469,10 +481,16 @@ fn count_contacts(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
                     n += 1;
                 }
                 let (a, b) = if i < j { (i, j) } else { (j, i) };
+                let sum_r = radius[a] + radius[b];
+                // Overlapping at the substep's start (margin far above f32
+                // rounding): no new impact, no rebound; skip the sqrt.
+                if (position[a] - position[b]).length_squared() < sum_r * sum_r * (1.0 - FAR_MARGIN) {
+                    pair_extra[slot] = 0.0;
+                    continue;
+                }
                 let (n0, d0) = pair_normal(position[a], position[b]);
                 let vn_pre = (v_pre[a] - v_pre[b]).dot(n0);
-                pair_extra[slot] =
-                    contact::rebound_distance(d0 - (radius[a] + radius[b]), vn_pre, h, balls.restitution, resting);
+                pair_extra[slot] = contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting);
             }
             for (slot, &o) in ob[i * MAX_OBSTACLES..i * MAX_OBSTACLES + obc[i] as usize].iter().enumerate() {
                 let o = &obstacles[o as usize];
@@ -581,7 +599,14 @@ unsafe fn solve_ball(pop: &Population, i: usize, base: &[Vec2], dx: &SharedCorre
             Sweep::Solve => rebound,
             Sweep::Stabilise => 0.0,
         };
-        let (n, d) = pair_normal(at(a), at(b));
+        let (pa, pb) = (at(a), at(b));
+        // Far apart (with a relative margin far above f32 rounding): the
+        // gap below is positive and the pair does nothing; skip its sqrt.
+        let reach = sum_r + extra;
+        if (pa - pb).length_squared() > reach * reach * (1.0 + FAR_MARGIN) {
+            continue;
+        }
+        let (n, d) = pair_normal(pa, pb);
         let k = inv_mass[a] + inv_mass[b];
         let gap = d - sum_r - extra;
         if gap < 0.0 && k > 0.0 {
@@ -652,11 +677,11 @@ fn sweep_positions(pop: &mut Population, sweep: Sweep) {
 /// so that resolving them creates no velocity (no energy from old overlap).
 /// One Gauss–Seidel sweep from the current positions (the sweep visits the
 /// balls in the grid's cells: the live range's).
-fn stabilize(pop: &mut Population, live: &Range<usize>) {
-    par_live(&mut pop.scratch.dx, live).for_each(|(_, d)| *d = Vec2::ZERO);
+///
+/// The corrections start from zero (the step's start, then
+/// `finish_substep`) and are added to the positions by `predict`.
+fn stabilize(pop: &mut Population) {
     sweep_positions(pop, Sweep::Stabilise);
-    let dx = &pop.scratch.dx;
-    par_live(&mut pop.position, live).for_each(|(i, x)| *x += dx[i]);
 }
 
 /// The velocity pass: v = v⁻ + dx/h, then restitution, friction and rolling
@@ -692,7 +717,16 @@ fn solve_velocities(pop: &mut Population, h: f32, resting: f32, live: &Range<usi
                 let j = j as usize;
                 let (a, b) = if i < j { (i, j) } else { (j, i) };
                 let sum_r = radius[a] + radius[b];
-                let (n, d) = pair_normal(x_new(a), x_new(b));
+                // Far apart now and at the prediction (margin far above
+                // f32 rounding): no overlap to report, inactive; skip.
+                let (pa, pb) = (x_new(a), x_new(b));
+                let active = sum_r * (1.0 + ACTIVE_SLOP);
+                if (pa - pb).length_squared() > active * active * (1.0 + FAR_MARGIN)
+                    && (x_pred[a] - x_pred[b]).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
+                {
+                    continue;
+                }
+                let (n, d) = pair_normal(pa, pb);
                 worst = worst.max((sum_r - d) / radius[a].min(radius[b]));
                 let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
                 if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
@@ -755,22 +789,32 @@ fn solve_velocities(pop: &mut Population, h: f32, resting: f32, live: &Range<usi
 }
 
 /// x = x* + dx, v, ω from the velocity pass, angle += ω h.
+/// The corrections are cleared for the next substep's stabilisation (as on
+/// the GPU).
 fn finish_substep(pop: &mut Population, h: f32, live: &Range<usize>) {
-    let s = &pop.scratch;
+    let s = &mut pop.scratch;
     let states = &pop.state;
+    let (x_pred, v_new, omega_new) = (&s.x_pred, &s.v_new, &s.omega_new);
     let r = live.clone();
-    (&mut pop.position[r.clone()], &mut pop.velocity[r.clone()], &mut pop.omega[r.clone()], &mut pop.angle[r])
+    (
+        &mut pop.position[r.clone()],
+        &mut pop.velocity[r.clone()],
+        &mut pop.omega[r.clone()],
+        &mut pop.angle[r.clone()],
+        &mut s.dx[r],
+    )
         .into_par_iter()
         .with_min_len(CHUNK)
         .enumerate()
-        .for_each(|(k, (x, v, w, angle))| {
+        .for_each(|(k, (x, v, w, angle, dx))| {
             let i = live.start + k;
+            let correction = std::mem::take(dx);
             if states[i] != state::ALIVE {
                 return;
             }
-            *x = s.x_pred[i] + s.dx[i];
-            *v = s.v_new[i];
-            *w = s.omega_new[i];
+            *x = x_pred[i] + correction;
+            *v = v_new[i];
+            *w = omega_new[i];
             *angle += *w * h;
         });
 }
