@@ -14,7 +14,8 @@
 //! the balls are sorted by release step at build, a release cursor marks the
 //! last ball due, and the range starts at the first ball not yet removed —
 //! pending balls, and balls gone in about the order they came, cost nothing.
-//! 1. `release` — emitter balls whose time has come enter the world;
+//! 1. `release` — emitter balls whose time has come enter the world; then,
+//!    every `resort_every` steps, `resort` (below);
 //! 2. `apply_fields` — gravity plus the scene's force fields, per ball, held
 //!    for the step (`acceleration`);
 //! 3. `build_grid` — cell of every ball (cell size 2 r_max + skin), counting
@@ -32,6 +33,32 @@
 //!    spin, new x, v, ω, angle) } — see [`contact`];
 //! 6. `check_bounds` — balls leaving the world or entering a kill region are
 //!    removed and counted; a non-finite ball stops the run with its index.
+//!
+//! # The re-sort by cell
+//! Every [`PopulationParams::resort_every`] steps (default
+//! [`DEFAULT_RESORT_EVERY`]) the balls of the live range are re-sorted by
+//! grid cell so that neighbours are near in memory: after a grid build, the
+//! balls out of the world first (slot order: the window's start then moves
+//! past them), then the balls in the world by cell, ties by id. Every
+//! per-ball array moves (position, velocity, angle, spin, radius, inverse
+//! mass, state, release step) and [`Population::ball_id`] keeps each ball's
+//! index at build: the trace (`ball<id>`), the snapshot (id order), the
+//! `NotFinite` error and [`Population::in_original_order`] name balls by id.
+//! Only the released range moves, so the release cursor keeps working (the
+//! pending balls stay sorted by release step behind it). On the GPU the same
+//! permutation is three kernels (`resort_mark` flags the out-of-world balls
+//! and a [`crate::gpu::prefix_sum::PrefixSum`] ranks them, `resort_gather`
+//! writes the new order into the step's scratch, free at that point,
+//! `resort_commit` copies it back) — no readback, and the buffers the
+//! renderer binds stay the same.
+//!
+//! **A re-sort changes no result, bitwise** (tested on both backends): a
+//! cell's balls are visited in id order (the grid's counting sort, then an
+//! insertion sort of each cell's few balls by id: `sort_cells` on the GPU),
+//! so the neighbour lists and the sweeps visit the same balls in the same
+//! order whatever the arrays' order; a pair's orientation (the lower slot is
+//! `a`) may flip, and every pair formula is exactly antisymmetric under the
+//! flip (IEEE negation is exact).
 //!
 //! # Why this contact scheme
 //! A substepped position-based solve (small steps, XPBD style) whose
@@ -61,7 +88,7 @@
 //! (GPU). The result is therefore the same at every pool size and on every
 //! run: a ball's update reads only what earlier colours, or earlier balls of
 //! its own cell, wrote. On the GPU a cell sort after the atomic scatter
-//! (`sort_cells`: each cell's short segment by ball index) gives the twin's
+//! (`sort_cells`: each cell's short segment by ball id) gives the twin's
 //! order, so two GPU runs are bitwise identical and GPU = CPU up to the
 //! compilers' fused multiply-adds.
 //!
@@ -146,12 +173,13 @@ pub mod state {
 }
 
 /// Bytes per ball of the CPU twin: state (position 8, velocity 8, angle 4,
-/// spin 4, radius 4, inverse mass 4, state 4, release step 4 = 40) plus step
-/// scratch (acceleration 8, pre-solve velocity 8, predicted position 8, two
-/// correction buffers 16, new velocity 8, new spin 4, contact count 4, cell
-/// key 4, sorted index 4, neighbour list 4·(16 + 1), obstacle list 4·(8 + 1)
-/// = 176).
-pub const CPU_BYTES_PER_BALL: u64 = 40 + 176;
+/// spin 4, radius 4, inverse mass 4, state 4, release step 4, id 4 = 44)
+/// plus step scratch (acceleration 8, pre-solve velocity 8, predicted
+/// position 8, correction 8, new velocity 8, new spin 4, contact count 4,
+/// cell key 4, sorted index 4, re-sort order 4, neighbour list 4·(16 + 1),
+/// obstacle list 4·(8 + 1), the listed contacts' rebound distances
+/// 4·(16 + 8), the re-sort's copy of one array 8 = 268).
+pub const CPU_BYTES_PER_BALL: u64 = 44 + 268;
 
 /// Why a population cannot be built or stepped.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
