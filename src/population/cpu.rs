@@ -648,7 +648,7 @@ fn sweep_positions(pop: &mut Population, sweep: Sweep) {
     let mut dx = std::mem::take(&mut pop.scratch.dx);
     let base = match sweep {
         Sweep::Stabilise => std::mem::take(&mut pop.position),
-        Sweep::Solve { .. } => std::mem::take(&mut pop.scratch.x_pred),
+        Sweep::Solve => std::mem::take(&mut pop.scratch.x_pred),
     };
     {
         let p: &Population = pop;
@@ -667,7 +667,7 @@ fn sweep_positions(pop: &mut Population, sweep: Sweep) {
     }
     match sweep {
         Sweep::Stabilise => pop.position = base,
-        Sweep::Solve { .. } => pop.scratch.x_pred = base,
+        Sweep::Solve => pop.scratch.x_pred = base,
     }
     pop.scratch.dx = dx;
 }

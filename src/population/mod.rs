@@ -686,7 +686,7 @@ impl Population {
     /// backends: steps K, 2K, … of `resort_every` = K; never for K = 0).
     pub fn resort_due(&self) -> bool {
         let every = u64::from(self.params.resort_every);
-        every > 0 && (self.steps + 1) % every == 0
+        every > 0 && (self.steps + 1).is_multiple_of(every)
     }
 
     /// Re-sorts the balls of the live range by grid cell now (on the CPU; the
