@@ -111,15 +111,30 @@
 //!
 //! **What it costs in time**: 16 substeps of three sweeps (a stabilisation,
 //! two solves) of 9 colours each, each pair projected from both of its
-//! balls, plus four per-ball passes. In one run of `benches/peers/run.sh`
-//! (2 cores, loaded) the CPU twin took 4.2× Box2D v3's ms/step at 10⁴ and
-//! 4.4× at 10⁵ (the Jacobi solve: 3.8× at 10⁴) — the issue's ≤ 0.3× is not
-//! met. Not done: re-sorting the ball arrays by cell (10⁵ is memory bound),
-//! fewer rayon barriers (a profile under load puts ~30 % of the time in the
-//! workers' sleep/wake: 432 colour barriers per step). On the GPU each
-//! colour is a dispatch: 432 per step for the position solve (Jacobi: 48),
-//! launch overhead that a real GPU's 10⁶ ≤ 1 ms/step target cannot afford
-//! at 16 substeps (not measured on one: no GPU machine for this work).
+//! balls, plus four per-ball passes (predict with the stabilisation's
+//! commit, count with the rebound distances, velocities, finish). In one
+//! run of `benches/peers/run.sh` (2 cores, loaded) the CPU twin took 4.2×
+//! Box2D v3's ms/step at 10⁴ and 4.4× at 10⁵ (the Jacobi solve: 3.8× at
+//! 10⁴). Since then (results bitwise unchanged): the re-sort by cell; the
+//! substep's rebound distances computed once per listed contact in
+//! `count_contacts` instead of once per sweep and per side; pairs far apart
+//! skipped before their square root (a 1e-4 margin on squared distances,
+//! far above f32 rounding); two per-ball passes fused. One-thread CPU time
+//! of balls_box (falling phase, same load, back to back): 10⁴ −25 %, 10⁵
+//! −35 %; 2 threads, 10⁴: 110 → 88 ms/step wall under a load of 15. The
+//! issue's ≤ 0.3× is still not met (3–5× Box2D v3 in runs under loads of
+//! 6–15: README). What is left is the barriers — 432 colour joins per step,
+//! whose cost follows the machine's load (a profile under load: ~30 % in
+//! the workers' sleep/wake). Fewer colours are not free here: 4 colours
+//! (cells 2 apart) are safe only if a cell's thread writes its own balls
+//! alone, i.e. each side of a pair moves only its own ball at its own
+//! time — the two halves of a pair's correction then come from different
+//! gaps and the position solve no longer conserves momentum, which
+//! `momentum_is_conserved_over_1000_steps_without_gravity_or_walls`
+//! requires; not done. On the GPU each colour is a dispatch: 432 per step
+//! for the position solve (Jacobi: 48), launch overhead that a real GPU's
+//! 10⁶ ≤ 1 ms/step target cannot afford at 16 substeps (not measured on
+//! one: no GPU machine for this work).
 //!
 //! Tried for the tall pile with the Jacobi solve and not kept (measured at
 //! 10⁴, 10 s): stack mass scaling (Macklin et al. 2014 §5.1; resting pairs'
