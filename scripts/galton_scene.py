@@ -17,7 +17,7 @@ R = env("R", 0.05)              # ball radius (m)
 D = env("D", 0.4)               # horizontal spacing of the splitters (m)
 C = env("C", 0.015)             # clearance of a tube across (m): width 2R + C
 CD = env("CD", 0.02)            # clearance of a diagonal channel (m)
-LT = env("LT", 0.3)             # tube length (m)
+LT = env("LT", 0.6)             # tube length (m)
 BIN = env("BIN", 0.6)           # bin depth below the last level (m)
 E = env("E", 0.3)               # restitution: balls, roofs, channel ceilings
 MU = env("MU", 0.1)             # friction: balls, roofs, channel ceilings
@@ -32,16 +32,24 @@ SUB = env("SUB", 8)
 GX = env("GX", 0.0)             # gravity x (a tilted board)
 SEED = env("SEED", 7)
 RESTING = env("RESTING", -1.0)  # resting speed (m/s); < 0: the default 2|g|dt
+FW = env("FW", 0.05)            # funnel: the tube's mouth widened by this on each side (m)
+FA = env("FA", 75.0)            # funnel faces' angle from the horizontal (degrees)
+EF = env("EF", 0.3)             # restitution of the funnel faces
+NB = env("NB", 0)               # pairs of round bumps on a tube's walls (a dispersing billiard)
+RB = env("RB", 0.03)            # bump radius (m): centred on the wall, it narrows the tube by 2 RB
+EB = env("EB", 1.0)             # restitution of the bumps
 
-W = 2 * R + C                   # tube width
-HB = (D - W) / 2                # half width of a splitter block
+W = 2 * R + C + (2 * RB if NB > 0 else 0.0)  # tube width (wall to wall)
+HB = (D - W) / 2                # half width of a splitter block (at its tube walls)
+HR = HB - FW                    # half width of a block's roof
+FH = FW * math.tan(math.radians(FA))  # height of the funnel faces
 # The diagonal channel runs between a block's lower-left (right) 45° face and
 # the roof of the block below-left (right): both faces are parallel, their
 # distance (w/2 - drop)/sqrt(2) is the channel width 2R + CD, which fixes the
 # drop from a block's side-bottom corners to the next level's apex.
 APEX_DROP = W / 2 - math.sqrt(2) * (2 * R + CD)
 assert APEX_DROP < -2 * R, "the next apex must lie well below the tube outlet"
-PITCH = HB + LT - APEX_DROP     # vertical distance between levels
+PITCH = HR + FH + LT - APEX_DROP     # vertical distance between levels
 
 
 def apex_y(k):
@@ -66,6 +74,7 @@ def pt(x, y):
 
 roof = f"restitution: {E}, friction: {MU}"
 tube = f"restitution: {ETUBE}, friction: 0.0"
+funnel = f"restitution: {EF}, friction: 0.0"
 out = []
 w = out.append
 
@@ -120,26 +129,35 @@ for k in range(ROWS):
     for m in range(-1, k + 2):
         x = block_x(k, m)
         top = (x, y0)
-        lt, rt = (x - HB, y0 - HB), (x + HB, y0 - HB)
+        lt, rt = (x - HR, y0 - HR), (x + HR, y0 - HR)
+        lf, rf = (x - HB, y0 - HR - FH), (x + HB, y0 - HR - FH)
         if k == last:
             # A divider: closed clockwise outline (free side outside), flat bottom.
-            yb = y0 - HB - LT - BIN
-            poly([top, rt, (x + HB, yb), (x - HB, yb), lt, top], roof)
+            yb = y0 - HR - FH - LT - BIN
+            poly([top, rt] + ([rf] if FW > 0 else []) + [(x + HB, yb), (x - HB, yb)]
+                 + ([lf] if FW > 0 else []) + [lt, top], roof)
             continue
-        yb = y0 - HB - LT
+        yb = y0 - HR - FH - LT
         lb, rb, bottom = (x - HB, yb), (x + HB, yb), (x, yb - HB)
         # Open pieces, traversed clockwise (free side on the left = outside).
         # The solver projects a ball out of its obstacles in turn, in list
         # order: at each corner the two pieces meeting there come in the same
-        # order on the left and on the right (roof, then side; side, then
-        # chevron), or the board is not mirror-symmetric for the solver
-        # (measured: P(right) 0.44 with the chevron between the sides).
+        # order on the left and on the right (roof, then funnel, then side;
+        # side, then chevron), or the board is not mirror-symmetric for the
+        # solver (measured: P(right) 0.44 with the chevron between the sides).
         poly([lt, top, rt], roof)
-        poly([rt, rb], tube)
-        poly([lb, lt], tube)
+        if FW > 0:
+            poly([rt, rf], funnel)
+            poly([lf, lt], funnel)
+        poly([rf, rb], tube)
+        poly([lb, lf], tube)
         poly([rb, bottom, lb], roof)
+        for j in range(NB):
+            yj = rf[1] - LT * (j + 1) / (NB + 1)
+            for xj in (rf[0], lf[0]):
+                w(f"        Surface(geometry: Circle(center: {pt(xj, yj)}, radius: {f(RB)}), restitution: {EB}, friction: 0.0),")
 # Side walls through the outer blocks' apexes, a hopper above, a floor below.
-y_floor = apex_y(last) - HB - LT - BIN - 0.5
+y_floor = apex_y(last) - HR - FH - LT - BIN - 0.5
 x_top = 2 * D
 left = [(-x_top, apex_y(0) + DROP + 0.5), (-D, apex_y(0))]
 left += [(block_x(k, -1), apex_y(k)) for k in range(1, ROWS)]
@@ -162,7 +180,7 @@ w("        spawn: [")
 w(f"            Emitter(position: {pt(0.0, apex_y(0) + DROP)}, velocity: (0.0, {f(-V0)}), width: {JITTER}, "
   f"rate: {f(RATE)}, seed: {SEED}),")
 w("        ],")
-ykill = apex_y(last) - HB - LT - 2 * R
+ykill = apex_y(last) - HR - FH - LT - 2 * R
 xw = block_x(last, -1)
 w("        // Balls are counted out inside the bins.")
 # (Symmetric in x: written as they are.)
