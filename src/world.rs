@@ -630,6 +630,7 @@ impl World {
             }
         }
         self.contacts.finish(bodies, &mut self.state.q, &self.state.v, &v_before, h);
+        self.contacts.project_penetration(bodies, &self.surfaces, &mut self.state.q);
         if !self.contacts.contacts().is_empty() {
             self.state.work += self.contacts.work(&q_start, &self.state.q, span);
             self.integrator.reset();

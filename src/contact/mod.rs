@@ -34,7 +34,10 @@
 //!    methods, 0 for explicit Euler), so a resting body stays exactly where it
 //!    is and a sliding one follows the closed form. Remaining penetration
 //!    deeper than the slop is projected out (positions only, nonlinear
-//!    Gauss–Seidel on the linearised gaps, Box2D v2.4's position solver).
+//!    Gauss–Seidel on the linearised gaps, Box2D v2.4's position solver),
+//!    then on the true gaps, the narrowphase evaluated again pair by pair
+//!    ([`projection`]), which also measures the overlap the summary
+//!    reports as `max_penetration`.
 //!
 //! # The soft step
 //!
@@ -73,6 +76,7 @@ pub mod force;
 pub mod impact;
 pub mod material;
 pub mod narrowphase;
+pub mod projection;
 pub mod resting;
 pub mod soft_step;
 pub mod toi;
@@ -252,6 +256,10 @@ pub struct ContactSet {
     /// Largest penetration seen after any step (m).
     max_penetration: f64,
     scratch: Vec<ManifoldPoint>,
+    /// The true-gap projection's rows and positions ([`projection`]).
+    projection_rows: Vec<projection::PositionRow>,
+    projection_q: Vec<f64>,
+    projection_moved: Vec<bool>,
     aabbs: Vec<Aabb>,
     body_pairs: Vec<[u32; 2]>,
     grid: Scratch<GridBroadphase>,

@@ -167,8 +167,8 @@ impl ContactSet {
     /// integrator would have, [`position_weight`]), then projects pressing
     /// contacts (λₙ > 0) onto gap 0 and the others' penetration deeper than
     /// the slop back to gap 0 (nonlinear Gauss–Seidel on the linearised gaps,
-    /// 4 sweeps, positions only: no velocity is added). Records the largest
-    /// penetration left.
+    /// 4 sweeps, positions only: no velocity is added);
+    /// [`ContactSet::project_penetration`] follows on the true gaps.
     pub fn finish(&mut self, bodies: &[Body], q: &mut [f64], v: &[f64], v_before: &[f64], h: f64) {
         let weight = self.position_weight;
         let q_narrow = q.to_vec();
@@ -216,13 +216,13 @@ impl ContactSet {
                 break;
             }
         }
-        let mut deepest: f64 = 0.0;
+        // The gaps written out (contacts CSV) are these linearised ones;
+        // the penetration the summary reports is measured on the true gaps
+        // by the projection that follows ([`super::projection`]).
         for k in 0..blocks.len() {
             let g = gap(k, q);
             self.contacts[k].manifold.gap = g;
-            deepest = deepest.max(-g);
         }
-        self.max_penetration = self.max_penetration.max(deepest);
     }
 
     /// Work of the contact forces over a step, from the impulses of the last

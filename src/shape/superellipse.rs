@@ -22,13 +22,37 @@ pub(super) fn unit_inertia(a: f64, b: f64, n: f64) -> f64 {
 }
 /// Support point by Hölder's inequality: with u = a·dx, w = b·dy and
 /// m = n/(n−1), X = sgn(u)|u|^{1/(n−1)} / (|u|^m + |w|^m)^{1/n}, likewise Y.
+/// |u|^m = |u|·|u|^{1/(n−1)} saves two powers, and the common exponents
+/// (n = 2, 3, 4) take roots instead of `powf` — the narrowphase calls this
+/// in its Newton loop, where `powf` was the largest cost of a pile.
 pub(super) fn support(a: f64, b: f64, n: f64, d: DVec2) -> DVec2 {
     let d = d.normalize_or(DVec2::X);
     let (u, w) = (a * d.x, b * d.y);
-    let e = 1.0 / (n - 1.0);
-    let m = n * e;
-    let norm = (u.abs().powf(m) + w.abs().powf(m)).powf(1.0 / n);
-    DVec2::new(a * u.signum() * u.abs().powf(e) / norm, b * w.signum() * w.abs().powf(e) / norm)
+    let (pu, pw) = (pow_inverse_n_minus_1(u.abs(), n), pow_inverse_n_minus_1(w.abs(), n));
+    let norm = pow_inverse_n(u.abs() * pu + w.abs() * pw, n);
+    DVec2::new(a * u.signum() * pu / norm, b * w.signum() * pw / norm)
+}
+/// x^{1/(n−1)}, x ≥ 0.
+fn pow_inverse_n_minus_1(x: f64, n: f64) -> f64 {
+    match n {
+        2.0 => x,
+        3.0 => x.sqrt(),
+        4.0 => x.cbrt(),
+        _ => x.powf(1.0 / (n - 1.0)),
+    }
+}
+/// x^{1/n}, x ≥ 0.
+fn pow_inverse_n(x: f64, n: f64) -> f64 {
+    match n {
+        2.0 => x.sqrt(),
+        3.0 => x.cbrt(),
+        4.0 => x.sqrt().sqrt(),
+        _ => x.powf(1.0 / n),
+    }
+}
+/// x^k for x ≥ 0, by repeated products when k is a small whole number.
+fn pow_whole(x: f64, k: f64) -> f64 {
+    if k.fract() == 0.0 && (0.0..=16.0).contains(&k) { x.powi(k as i32) } else { x.powf(k) }
 }
 /// Radius of curvature at the outline point `p`, from the implicit form
 /// F = |x/a|ⁿ + |y/b|ⁿ: κ = (F_xx F_y² + F_yy F_x²)/|∇F|³ (F_xy = 0), ρ = 1/κ.
@@ -36,8 +60,8 @@ pub(super) fn support(a: f64, b: f64, n: f64, d: DVec2) -> DVec2 {
 /// (ρ = 0, pointed tips).
 pub(super) fn radius_of_curvature_at(a: f64, b: f64, n: f64, p: DVec2) -> f64 {
     let (x, y) = ((p.x / a).abs(), (p.y / b).abs());
-    let (fx, fy) = (n / a * x.powf(n - 1.0), n / b * y.powf(n - 1.0));
-    let (fxx, fyy) = (n * (n - 1.0) / (a * a) * x.powf(n - 2.0), n * (n - 1.0) / (b * b) * y.powf(n - 2.0));
+    let (fx, fy) = (n / a * pow_whole(x, n - 1.0), n / b * pow_whole(y, n - 1.0));
+    let (fxx, fyy) = (n * (n - 1.0) / (a * a) * pow_whole(x, n - 2.0), n * (n - 1.0) / (b * b) * pow_whole(y, n - 2.0));
     let g2 = fx * fx + fy * fy;
     // 0·∞ (n < 2 on an axis) is an infinite curvature: the term that is infinite wins.
     let term = |f2: f64, s: f64| if s.is_infinite() && f2 > 0.0 { f64::INFINITY } else { s * f2 };
