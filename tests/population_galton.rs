@@ -267,7 +267,7 @@ fn run_board(path: &str, overrides: &[&str]) -> Board {
     let escaped = pop.stats().escaped;
     let mut board =
         Board { bins: vec![0; dividers.len() - 1], on_divider: 0, lost: 0, escaped, steps, paths: Vec::new() };
-    for i in 0..pop.len() {
+    for (i, tubes) in tube_index.iter().enumerate() {
         if pop.state[i] != state::KILLED {
             board.lost += 1;
             continue;
@@ -286,7 +286,7 @@ fn run_board(path: &str, overrides: &[&str]) -> Board {
             // level's sample (-1) or moving by other than 0 or 1 skipped.
             let mut rights = 0i64;
             let mut turns = Vec::new();
-            for &j in tube_index[i].iter().chain(std::iter::once(&(left as i64))) {
+            for &j in tubes.iter().chain(std::iter::once(&(left as i64))) {
                 if j < 0 {
                     turns.push(-9);
                     continue;
