@@ -36,6 +36,16 @@ fn main() -> Result<(), String> {
     let wall_ms = wall.elapsed().as_secs_f64() * 1e3 / steps as f64;
     let cpu_ms = (cpu_time::cpu_seconds() - cpu) * 1e3 / steps as f64;
     let drift = w.bodies.iter().zip(&start).map(|(b, p)| (b.position - *p).length()).fold(0.0, f64::max);
+    let (worst, _) = w
+        .bodies
+        .iter()
+        .zip(&start)
+        .enumerate()
+        .map(|(i, (b, p))| (i, (b.position - *p).length()))
+        .fold((0, 0.0), |a, b| if b.1 > a.1 { b } else { a });
+    let worst_d = w.bodies.as_slice()[worst].position - start[worst];
+    let top = w.bodies.len() - 1;
+    let top_d = w.bodies.as_slice()[top].position - start[top];
     let kinetic = w.bodies.iter().map(|b| b.kinetic_energy()).fold(0.0, f64::max);
     let slop = w.contacts.slop(w.bodies.as_slice());
     println!(
@@ -44,6 +54,15 @@ fn main() -> Result<(), String> {
         w.bodies.len(),
         w.time(),
         w.contacts.max_penetration(),
+    );
+    println!(
+        "largest drift: {} ({:+.3e}, {:+.3e}) m | top box {} ({:+.3e}, {:+.3e}) m",
+        w.bodies.as_slice()[worst].name,
+        worst_d.x,
+        worst_d.y,
+        w.bodies.as_slice()[top].name,
+        top_d.x,
+        top_d.y
     );
     let stages: Vec<String> = w
         .stage_times()

@@ -68,12 +68,15 @@ const NONE: u32 = 0xffffffffu;
 @group(0) @binding(1) var<storage, read_write> pv: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read_write> ang: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> state: array<u32>;
-@group(0) @binding(4) var<storage, read> release_step: array<u32>;
+// Written only by the re-sort (resort_commit).
+@group(0) @binding(4) var<storage, read_write> release_step: array<u32>;
 @group(0) @binding(5) var<storage, read_write> acc: array<vec2<f32>>;
 // (x*, v⁻): predicted position and pre-solve velocity.
 @group(0) @binding(6) var<storage, read_write> pred: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read_write> dx_in: array<vec2<f32>>;
-@group(0) @binding(8) var<storage, read_write> dx_out: array<vec2<f32>>;
+// The position solve's corrections (in place: Gauss-Seidel).
+@group(0) @binding(7) var<storage, read_write> dx: array<vec2<f32>>;
+// Each ball's index at build (Population::ball_id), moved by the re-sort.
+@group(0) @binding(8) var<storage, read_write> ball_id: array<u32>;
 // (vx, vy, omega, -) out of the velocity pass.
 @group(0) @binding(9) var<storage, read_write> vout: array<vec4<f32>>;
 // Contact counts; during the grid build, each ball's rank in its cell.
@@ -282,9 +285,10 @@ fn scatter(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups
 
 // One invocation per cell: the scatter's atomics rank a cell's balls in
 // whatever order the threads ran; an insertion sort of the cell's short
-// segment puts them in ball-index order, the CPU twin's order, so that the
-// neighbour lists, the sweeps and every sum run in the same order on every
-// run (and on either backend).
+// segment puts them in ball-id order (ball_id: the order the re-sort does
+// not change), the CPU twin's order, so that the neighbour lists, the
+// sweeps and every sum run in the same order on every run, on either
+// backend, re-sorted or not.
 @compute @workgroup_size(256)
 fn sort_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
               @builtin(local_invocation_index) local: u32) {
@@ -297,11 +301,89 @@ fn sort_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) gro
     for (var k = start + 1u; k < end; k++) {
         let key = sorted[k];
         var m = k;
-        while m > start && sorted[m - 1u] > key {
+        while m > start && ball_id[sorted[m - 1u]] > ball_id[key] {
             sorted[m] = sorted[m - 1u];
             m--;
         }
         sorted[m] = key;
+    }
+}
+
+// ---- the re-sort by cell (cpu::resort), every resort_every steps ----
+// After release and a grid build: the balls of the live range out of the
+// world first (index order, ranked by a prefix sum of their flags), then
+// `sorted` (cell, ties by index). The step's scratch is free until
+// apply_fields and find_neighbours, so it holds the new order: neighbours
+// the flags and ranks, pred / vout / neighbour_count / obstacle_count /
+// cell_of the gathered (pv, ang, state, release step, id); resort_commit
+// copies them back in place, so the buffers the renderer binds stay the same.
+
+// Flag of each live ball out of the world, and a 0 after the last (the
+// exclusive scan then leaves their total at index len).
+@compute @workgroup_size(256)
+fn resort_mark(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+               @builtin(local_invocation_index) local: u32) {
+    let t = thread_index(wg, groups, local);
+    let len = P.n - P.first;
+    if t > len {
+        return;
+    }
+    var out = 0u;
+    if t < len && state[P.first + t] != ALIVE {
+        out = 1u;
+    }
+    neighbours[t] = out;
+}
+
+fn resort_copy(src: u32, dst: u32) {
+    pred[dst] = pv[src];
+    vout[dst] = ang[src];
+    neighbour_count[dst] = state[src];
+    obstacle_count[dst] = release_step[src];
+    cell_of[dst] = ball_id[src];
+}
+
+// Thread t moves live ball first + t if it is out of the world (to its rank
+// among those), and the t-th ball of `sorted` (after them).
+@compute @workgroup_size(256)
+fn resort_gather(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                 @builtin(local_invocation_index) local: u32) {
+    let t = thread_index(wg, groups, local);
+    let len = P.n - P.first;
+    if t >= len {
+        return;
+    }
+    let out_of_world = neighbours[len];
+    let src = P.first + t;
+    if state[src] != ALIVE {
+        resort_copy(src, P.first + neighbours[t]);
+    }
+    if t < len - out_of_world {
+        resort_copy(sorted[t], P.first + out_of_world + t);
+    }
+}
+
+@compute @workgroup_size(256)
+fn resort_commit(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                 @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n {
+        return;
+    }
+    pv[i] = pred[i];
+    ang[i] = vout[i];
+    state[i] = neighbour_count[i];
+    release_step[i] = obstacle_count[i];
+    ball_id[i] = cell_of[i];
+}
+
+// Empties the grid's counts for the step's own grid build (cells + 1 entries).
+@compute @workgroup_size(256)
+fn clear_cells(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+               @builtin(local_invocation_index) local: u32) {
+    let c = thread_index(wg, groups, local);
+    if c <= P.cells {
+        atomicStore(&cell_start[c], 0u);
     }
 }
 
@@ -404,9 +486,9 @@ override COLOUR: u32 = 0u;
 
 fn at(j: u32, stabilise: bool) -> vec2<f32> {
     if stabilise {
-        return pv[j].xy + dx_in[j];
+        return pv[j].xy + dx[j];
     }
-    return pred[j].xy + dx_in[j];
+    return pred[j].xy + dx[j];
 }
 
 // cpu.rs `solve_ball`: each listed contact projected in full at the latest
@@ -432,8 +514,8 @@ fn solve_ball(i: u32, stabilise: bool) {
         let gap = s.x - sum_r - extra;
         if gap < 0.0 && kk > 0.0 {
             let lambda = s.yz * (-gap / kk * P.relaxation);
-            dx_in[a] += lambda * ang[a].w;
-            dx_in[b] -= lambda * ang[b].w;
+            dx[a] += lambda * ang[a].w;
+            dx[b] -= lambda * ang[b].w;
         }
     }
     var p_i = at(i, stabilise);
@@ -455,7 +537,7 @@ fn solve_ball(i: u32, stabilise: bool) {
         }
     }
     if any(correction != vec2<f32>(0.0)) {
-        dx_in[i] += correction;
+        dx[i] += correction;
     }
 }
 
@@ -488,8 +570,8 @@ fn commit_stabilised(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgrou
                      @builtin(local_invocation_index) local: u32) {
     let i = ball_index(wg, groups, local);
     if i < P.n {
-        pv[i] = vec4<f32>(pv[i].xy + dx_in[i], pv[i].zw);
-        dx_in[i] = vec2<f32>(0.0);
+        pv[i] = vec4<f32>(pv[i].xy + dx[i], pv[i].zw);
+        dx[i] = vec2<f32>(0.0);
     }
 }
 
@@ -500,7 +582,7 @@ fn predict(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups
     if i >= P.n {
         return;
     }
-    dx_in[i] = vec2<f32>(0.0);
+    dx[i] = vec2<f32>(0.0);
     if state[i] != ALIVE {
         pred[i] = pv[i];
         return;
@@ -538,7 +620,7 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
         let a = min(i, j);
         let b = max(i, j);
         let sum_r = ang[a].z + ang[b].z;
-        let s = pair_normal(pred[a].xy + dx_in[a], pred[b].xy + dx_in[b]);
+        let s = pair_normal(pred[a].xy + dx[a], pred[b].xy + dx[b]);
         worst = max(worst, (sum_r - s.x) / min(ang[a].z, ang[b].z));
         let overlap_pred = max(sum_r - length(pred[a].xy - pred[b].xy), 0.0);
         if overlap_pred <= 0.0 && s.x > sum_r * (1.0 + ACTIVE_SLOP) {
@@ -546,8 +628,8 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
         }
         let n = s.yz;
         let t = perp(n);
-        let va = pred[a].zw + dx_in[a] / P.h;
-        let vb = pred[b].zw + dx_in[b] / P.h;
+        let va = pred[a].zw + dx[a] / P.h;
+        let vb = pred[b].zw + dx[b] / P.h;
         let rel = (va - t * (ang[a].z * ang[a].y)) - (vb + t * (ang[b].z * ang[b].y));
         let kk = f32(contacts[a]) * ang[a].w + f32(contacts[b]) * ang[b].w;
         let p = contact_impulse(n, rel, dot(pred[a].zw - pred[b].zw, n), overlap_pred, kk, balls_material());
@@ -561,8 +643,8 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
         roll += P.rolling * p.z * 2.0 * w_i / (r_i * r_i);
     }
     // Obstacles after the balls, in turn and in full (infinite mass, priority).
-    let p_i = pred[i].xy + dx_in[i];
-    var v_i = pred[i].zw + dx_in[i] / P.h + dv;
+    let p_i = pred[i].xy + dx[i];
+    var v_i = pred[i].zw + dx[i] / P.h + dv;
     var spin = ang[i].y + domega;
     for (var k = 0u; k < obstacle_count[i]; k++) {
         let o = obstacles[obstacle_ids[i * MAX_OBSTACLES + k]];
@@ -598,13 +680,13 @@ fn finish_substep(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups)
     if i >= P.n {
         return;
     }
-    let dx = dx_in[i];
+    let correction = dx[i];
     // Cleared for the next substep's stabilisation sweep.
-    dx_in[i] = vec2<f32>(0.0);
+    dx[i] = vec2<f32>(0.0);
     if state[i] != ALIVE {
         return;
     }
-    pv[i] = vec4<f32>(pred[i].xy + dx, vout[i].xy);
+    pv[i] = vec4<f32>(pred[i].xy + correction, vout[i].xy);
     let w = vout[i].z;
     ang[i] = vec4<f32>(ang[i].x + w * P.h, w, ang[i].zw);
 }
@@ -619,7 +701,8 @@ fn check_bounds(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) g
     let s = pv[i];
     // x != x: NaN; |x| > f32 max: infinity.
     if any(s != s) || any(abs(s) > vec4<f32>(3.4028235e38)) {
-        atomicMin(&counters[1], i);
+        // Named by its id (the lowest id: the same ball as the CPU twin's).
+        atomicMin(&counters[1], ball_id[i]);
         return;
     }
     let p = s.xy;

@@ -66,13 +66,16 @@ impl CsvWriter {
                 [step.as_str(), t.as_str(), b.name.as_str()].into_iter().chain(numbers.iter().map(String::as_str)),
             )?;
         }
-        // Balls in the world, named `ball<index>` (call World::sync_population
-        // first when the population runs on the GPU).
+        // Balls in the world, named `ball<id>` and listed by id (the arrays
+        // are re-sorted by cell: Population::ball_id; call
+        // World::sync_population first when the population runs on the GPU).
         if let Some(pop) = &world.population {
-            for i in (0..pop.len()).filter(|&i| pop.state[i] == crate::population::state::ALIVE) {
+            let slots = pop.slots_by_id();
+            for (id, &i) in slots.iter().enumerate().filter(|&(_, &i)| pop.state[i] == crate::population::state::ALIVE)
+            {
                 let (p, v) = (pop.position[i], pop.velocity[i]);
                 let numbers = [p.x, p.y, pop.angle[i], v.x, v.y, pop.omega[i]].map(|x| x.to_string());
-                let name = format!("ball{i}");
+                let name = format!("ball{id}");
                 self.row(
                     [step.as_str(), t.as_str(), name.as_str()].into_iter().chain(numbers.iter().map(String::as_str)),
                 )?;

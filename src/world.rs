@@ -600,6 +600,13 @@ impl World {
             s0 = self.state.clone();
             (t, left) = (t + tau, left - tau);
             self.integrate_span(t, left)?;
+            // The impulses changed the motion the pairs were swept along:
+            // sweep again over the rest of the step, or a deflected body
+            // meets one not listed (no time of impact, no contact).
+            let bodies = self.bodies.as_slice();
+            self.times.timed(Stage::Broadphase, || {
+                self.contacts.broadphase(bodies, &self.surfaces, &self.constraints, &s0.q, &self.state.q)
+            });
         }
         // The contact forces act over what is left of the step after the last impact.
         let (q_start, span) = (s0.q, left);
@@ -630,7 +637,7 @@ impl World {
             }
         }
         self.contacts.finish(bodies, &mut self.state.q, &self.state.v, &v_before, h);
-        self.contacts.project_penetration(bodies, &self.surfaces, &mut self.state.q);
+        self.contacts.project_penetration(bodies, &self.surfaces, &self.constraints, &mut self.state.q);
         if !self.contacts.contacts().is_empty() {
             self.state.work += self.contacts.work(&q_start, &self.state.q, span);
             self.integrator.reset();
@@ -750,8 +757,11 @@ impl World {
         let scene = Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces };
         let (t, settings) = (self.time, self.stabilization);
         let result = if settings.projection {
+            // project_positions leaves J assembled at the projected q: the
+            // velocity projection needs no assembly of its own (J and the
+            // velocity bias depend on q and t only)
             self.system.project_positions(scene, t, &mut self.state.q, &self.state.v, &settings).and_then(|err| {
-                self.system.project_velocities(scene, t, &self.state.q, &mut self.state.v)?;
+                self.system.velocity_correction(&mut self.state.v, 1.0)?;
                 Ok(err)
             })
         } else {

@@ -146,6 +146,46 @@ fn soft_step_sliding_box_on_an_incline_follows_coulomb() {
     }
 }
 
+/// Box2D's settings (4 sub-steps, 30 Hz) on the 20-row pyramid for 10 s:
+/// the pyramid is symmetric and carries no horizontal load, so the top box
+/// must come down without leaning. Bound 5 mm sideways: with friction
+/// solved in the biased sweep too (the bug this guards) it leaned 17 mm; it
+/// now moves 2.3 mm while it sags 30 mm (the contact springs' static
+/// deflection: Box2D v3 sags 29.8 mm at the same settings). The sag bound
+/// (20–40 mm) is that deflection, Σₖ k/2 · g/ω² ≈ 30 mm over 20 rows at
+/// ω = 2π·30 Hz, within a third: it fails if the springs or their load go wrong.
+#[test]
+fn soft_step_pyramid_at_box2d_settings_sags_without_leaning() {
+    let mut w = scene("pyramid.ron", &["contacts.solver.substeps=4", "contacts.solver.hertz=30"])
+        .build_world()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let top = w.bodies.len() - 1;
+    let start = w.bodies.as_slice()[top].position;
+    while w.time() < 10.0 - 1e-9 {
+        w.step().unwrap();
+    }
+    let d = w.bodies.as_slice()[top].position - start;
+    assert!(d.x.abs() < 5e-3, "the top box leans {} m sideways", d.x);
+    assert!((-0.04..-0.02).contains(&d.y), "the top box sags {} m", -d.y);
+}
+
+/// With no relax sweep, friction is solved in the soft sweep: a box on a
+/// 20° incline with μ = 0.6 (tan 20° = 0.36 < μ) stays put.
+#[test]
+fn soft_step_without_relax_still_has_friction() {
+    let theta = 20f64.to_radians();
+    let settings = SoftStepSettings { relax_iterations: 0, ..SoftStepSettings::default() };
+    let material = Material { friction: 0.6, ..Default::default() };
+    let mut w = box_world(1.0, 0.5, theta, material, settings, 10.0);
+    let start = w.bodies.as_slice()[0].position;
+    for _ in 0..120 {
+        w.step().unwrap();
+    }
+    // Sticking: it creeps at most the springs' settling (well under a slop).
+    let moved = (w.bodies.as_slice()[0].position - start).length();
+    assert!(moved < w.contacts.slop(w.bodies.as_slice()), "the box slid {moved} m");
+}
+
 /// A 40-row pyramid (820 boxes, colours large enough to be split over the
 /// pool) stepped 20 times: the bits of every position, velocity and contact
 /// impulse agree at pool sizes 1, 2, 3, 7, 16 and 64.

@@ -35,13 +35,30 @@ fn one_step_on_the_gpu_matches_the_cpu_twin_ball_for_ball() {
     // The running maximum of this one step only, on each side.
     start.max_overlap_seen = 0.0;
     let touching = start.stats().max_overlap_ratio;
+    assert!(touching > -0.01, "the state has no contacts: the test would prove little");
+    // Without and with a re-sort by cell at the compared step (every step:
+    // resort_every 1): both backends must move the balls alike.
+    for resort_every in [0, 1] {
+        start.params.resort_every = resort_every;
+        one_step_matches(&ctx, &start);
+    }
+}
+
+fn one_step_matches(ctx: &Arc<mx2d::gpu::GpuContext>, start: &Population) {
     let mut on_cpu = start.clone();
     cpu::step(&mut on_cpu, 1.0 / 60.0).unwrap();
     let mut on_gpu = start.clone();
-    let mut gpu = GpuPopulation::new(ctx, &on_gpu).unwrap();
+    let mut gpu = GpuPopulation::new(ctx.clone(), &on_gpu).unwrap();
     gpu.step(&mut on_gpu, 1.0 / 60.0).unwrap();
     gpu.read_back(&mut on_gpu).unwrap();
-    assert!(touching > -0.01, "the state has no contacts: the test would prove little");
+    assert_eq!(
+        on_gpu.ball_id, on_cpu.ball_id,
+        "the backends' re-sorts differ (resort_every {})",
+        start.params.resort_every
+    );
+    if start.params.resort_every == 1 {
+        assert_ne!(on_cpu.ball_id, start.ball_id, "the re-sort moved nothing: the test would prove little");
+    }
     let (mut worst_x, mut worst_v) = (0.0f32, 0.0f32);
     for i in 0..on_cpu.len() {
         assert_eq!(on_gpu.state[i], on_cpu.state[i], "ball {i} state");
@@ -121,6 +138,8 @@ fn gpu_and_cpu_twin_agree_over_ten_steps() {
         gpu.step(&mut on_gpu, 1.0 / 60.0).unwrap();
     }
     gpu.read_back(&mut on_gpu).unwrap();
+    // Step 96 re-sorts the balls (resort_every 8): the same slots on both.
+    assert_eq!(on_gpu.ball_id, on_cpu.ball_id, "the backends' re-sorts differ");
     let worst = (0..on_cpu.len()).map(|i| (on_gpu.position[i] - on_cpu.position[i]).length()).fold(0.0f32, f32::max);
     eprintln!("largest position difference after 10 steps: {worst:e} m (r = 0.5 m)");
     assert!(worst < 1e-3 * 0.5, "positions differ by {worst} m after 10 steps");

@@ -362,6 +362,21 @@ impl ContactSet {
         q1: &[f64],
     ) {
         let slop = self.slop(bodies);
+        self.broadphase_within(bodies, surfaces, constraints, q0, q1, slop);
+    }
+
+    /// [`ContactSet::broadphase`] with the bounding discs grown by `margin`
+    /// (the slop there; the true-gap projection's reach in [`projection`]).
+    pub(crate) fn broadphase_within(
+        &mut self,
+        bodies: &[Body],
+        surfaces: &[Surface],
+        constraints: &ConstraintSet,
+        q0: &[f64],
+        q1: &[f64],
+        margin: f64,
+    ) {
+        let slop = margin;
         self.pairs.clear();
         self.aabbs.clear();
         let pos = |q: &[f64], i: usize| DVec2::new(q[3 * i], q[3 * i + 1]);

@@ -23,6 +23,12 @@ const CHUNK: usize = 512;
 /// Cells per rayon task in a colour of the Gauss–Seidel sweep.
 const CELL_CHUNK: usize = 64;
 
+/// Relative margin on squared distances under which a pair is skipped
+/// without its square root: 1e-4 is far above the few ulps (~1e-7) by which
+/// `|r|²` and `|r|` computed in f32 can disagree, so a skipped pair is one
+/// the exact test would have skipped too (the results are bitwise the same).
+const FAR_MARGIN: f32 = 1e-4;
+
 /// A contact counts in the velocity pass when it overlapped before the
 /// position solve or its gap is below this fraction of the radii after it.
 pub const ACTIVE_SLOP: f32 = 1e-3;
@@ -44,6 +50,12 @@ pub(crate) struct Scratch {
     neighbour_count: Vec<u32>,
     obstacle_ids: Vec<u32>,
     obstacle_count: Vec<u32>,
+    /// Rebound distance of each listed pair for the substep (`count_contacts`).
+    pair_extra: Vec<f32>,
+    /// Rebound distance of each listed obstacle for the substep.
+    obstacle_extra: Vec<f32>,
+    /// The re-sort's gather order (`resort`).
+    order: Vec<u32>,
     /// The cells holding balls, by colour (`colour_of_cell`), rebuilt with
     /// the grid.
     colour_cells: [Vec<u32>; COLOURS],
@@ -81,10 +93,15 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     }
     s.omega_new.resize(n, 0.0);
     s.contacts.resize(n, 1);
+    s.pair_extra.resize(n * MAX_NEIGHBOURS, 0.0);
+    s.obstacle_extra.resize(n * MAX_OBSTACLES, 0.0);
     // Every kernel visits only the live range (release cursor onwards from
     // the first ball still in the world), indexing the arrays by ball.
     let live = pop.open_window(pop.steps + 1);
     release(&mut pop.state[live.clone()], &pop.release_step[live.clone()], pop.steps + 1);
+    if pop.resort_due() {
+        resort(pop, &live);
+    }
     apply_fields(
         &pop.fields,
         pop.gravity,
@@ -96,17 +113,19 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
         &mut pop.scratch.acc,
         &live,
     );
-    build_grid(&pop.grid, &pop.position, &pop.state, &mut pop.scratch, &live);
+    build_grid(&pop.grid, &pop.position, &pop.state, &pop.ball_id, &mut pop.scratch, &live);
     pop.list_overflow += find_neighbours(pop, dt, &live);
+    // The corrections start at zero (then finish_substep clears them).
+    par_live(&mut pop.scratch.dx, &live).for_each(|(_, d)| *d = Vec2::ZERO);
     let substeps = pop.params.substeps;
     let h = dt / substeps as f32;
     let resting = pop.resting_speed(dt);
     for _ in 0..substeps {
-        stabilize(pop, &live);
+        stabilize(pop);
         predict(pop, h, &live);
-        count_contacts(pop, &live);
+        count_contacts(pop, h, resting, &live);
         for _ in 0..pop.params.iterations {
-            sweep_positions(pop, Sweep::Solve { h, resting });
+            sweep_positions(pop, Sweep::Solve);
         }
         solve_velocities(pop, h, resting, &live);
         finish_substep(pop, h, &live);
@@ -206,9 +225,19 @@ pub fn apply_fields(
 }
 
 /// Counting sort of the balls in the world by cell: `cell_start[c]..cell_start[c + 1]`
-/// indexes `sorted` for cell `c`, balls in increasing index within a cell
-/// (the balls of `live` only).
-pub(crate) fn build_grid(grid: &GridSpec, position: &[Vec2], states: &[u32], s: &mut Scratch, live: &Range<usize>) {
+/// indexes `sorted` for cell `c`, balls in increasing id within a cell
+/// ([`Population::ball_id`]; the balls of `live` only). Ordering a cell by
+/// id, not by slot, makes the step independent of the arrays' order: the
+/// neighbour lists and the Gauss–Seidel sweeps visit the same balls in the
+/// same order whatever the re-sort did, so re-sorting changes no result.
+pub(crate) fn build_grid(
+    grid: &GridSpec,
+    position: &[Vec2],
+    states: &[u32],
+    ball_id: &[u32],
+    s: &mut Scratch,
+    live: &Range<usize>,
+) {
     let cells = grid.cells() as usize;
     s.cell_of.resize(position.len(), 0);
     par_live(&mut s.cell_of, live).for_each(|(i, c)| {
@@ -245,11 +274,56 @@ pub(crate) fn build_grid(grid: &GridSpec, position: &[Vec2], states: &[u32], s: 
         list.clear();
     }
     for c in 0..cells {
-        if s.cell_start[c + 1] > s.cell_start[c] {
+        let (start, end) = (s.cell_start[c] as usize, s.cell_start[c + 1] as usize);
+        if end > start {
+            // A cell's few balls by id (insertion sort: the scatter leaves
+            // them by slot, which after a re-sort is by id but for the balls
+            // that changed cells since).
+            let segment = &mut s.sorted[start..end];
+            for k in 1..segment.len() {
+                let key = segment[k];
+                let mut m = k;
+                while m > 0 && ball_id[segment[m - 1] as usize] > ball_id[key as usize] {
+                    segment[m] = segment[m - 1];
+                    m -= 1;
+                }
+                segment[m] = key;
+            }
             let (cx, cy) = (c as u32 % grid.nx, c as u32 / grid.nx);
             s.colour_cells[colour_of_cell(cx, cy)].push(c as u32);
         }
     }
+}
+
+/// The re-sort by cell (`Population::resort`; the GPU's `resort_*`
+/// kernels): the grid is built, then every per-ball array of `live` is
+/// gathered in the order "balls out of the world (slot order), then
+/// `sorted`" (cell, ties by id). The out-of-world balls go first so that
+/// the window's start moves past them (`Population::close_window`).
+pub(crate) fn resort(pop: &mut Population, live: &Range<usize>) {
+    build_grid(&pop.grid, &pop.position, &pop.state, &pop.ball_id, &mut pop.scratch, live);
+    let s = &mut pop.scratch;
+    let states = &pop.state;
+    s.order.clear();
+    s.order.extend(live.clone().filter(|&i| states[i] != state::ALIVE).map(|i| i as u32));
+    s.order.extend_from_slice(&s.sorted);
+    debug_assert_eq!(s.order.len(), live.len(), "every ball of the live range is released");
+    let order = &s.order;
+    fn gather<T: Copy + Send + Sync>(v: &mut [T], live: &Range<usize>, order: &[u32]) {
+        let old = v[live.clone()].to_vec();
+        v[live.clone()].par_iter_mut().with_min_len(CHUNK).zip(order).for_each(|(x, &from)| {
+            *x = old[from as usize - live.start];
+        });
+    }
+    gather(&mut pop.position, live, order);
+    gather(&mut pop.velocity, live, order);
+    gather(&mut pop.angle, live, order);
+    gather(&mut pop.omega, live, order);
+    gather(&mut pop.radius, live, order);
+    gather(&mut pop.inv_mass, live, order);
+    gather(&mut pop.state, live, order);
+    gather(&mut pop.release_step, live, order);
+    gather(&mut pop.ball_id, live, order);
 }
 
 /// Segments claim a ball only within a radius behind them (a ball deeper
@@ -349,53 +423,88 @@ fn find_neighbours(pop: &mut Population, dt: f32, live: &Range<usize>) -> u64 {
 }
 
 /// v⁻ = v + a h (pre-solve velocity), x* = x + v⁻ h, correction 0.
+///
+/// Fused with the end of the stabilisation: x += dx (its correction) first,
+/// one pass over the balls instead of two.
 fn predict(pop: &mut Population, h: f32, live: &Range<usize>) {
     let s = &mut pop.scratch;
-    let (position, velocity, states) = (&pop.position, &pop.velocity, &pop.state);
+    let (velocity, states) = (&pop.velocity, &pop.state);
     let acc = &s.acc;
     let r = live.clone();
-    (&mut s.v_pre[r.clone()], &mut s.x_pred[r.clone()], &mut s.dx[r])
+    (&mut pop.position[r.clone()], &mut s.v_pre[r.clone()], &mut s.x_pred[r.clone()], &mut s.dx[r])
         .into_par_iter()
         .with_min_len(CHUNK)
         .enumerate()
-        .for_each(|(k, (v_pre, x_pred, dx))| {
+        .for_each(|(k, (position, v_pre, x_pred, dx))| {
             let i = live.start + k;
+            *position += *dx;
             *dx = Vec2::ZERO;
             if states[i] != state::ALIVE {
                 *v_pre = velocity[i];
-                *x_pred = position[i];
+                *x_pred = *position;
                 return;
             }
             *v_pre = velocity[i] + acc[i] * h;
-            *x_pred = position[i] + *v_pre * h;
+            *x_pred = *position + *v_pre * h;
         });
 }
 
 /// Contacts of each ball at the predicted positions, at least 1: the
-/// mass-splitting factor of the velocity pass (Jacobi).
-fn count_contacts(pop: &mut Population, live: &Range<usize>) {
+/// mass-splitting factor of the velocity pass (Jacobi). In the same pass,
+/// the rebound distance of each listed contact for the substep's solve
+/// sweeps (`rebound_distance` from the positions and pre-solve velocities,
+/// which the sweeps do not change): computed once per substep instead of
+/// once per sweep and per side, bitwise the same value.
+fn count_contacts(pop: &mut Population, h: f32, resting: f32, live: &Range<usize>) {
     let s = &mut pop.scratch;
-    let (radius, obstacles) = (&pop.radius, &pop.obstacles);
-    let x_pred = &s.x_pred;
+    let (position, radius, obstacles) = (&pop.position, &pop.radius, &pop.obstacles);
+    let balls = pop.params.material;
+    let (x_pred, v_pre) = (&s.x_pred, &s.v_pre);
     let (nb, nbc, ob, obc) = (&s.neighbours, &s.neighbour_count, &s.obstacle_ids, &s.obstacle_count);
-    par_live(&mut s.contacts, live).for_each(|(i, count)| {
-        let (p, r) = (x_pred[i], radius[i]);
-        let mut n = 0u32;
-        for &j in &nb[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + nbc[i] as usize] {
-            let reach = r + radius[j as usize];
-            if (x_pred[j as usize] - p).length_squared() < reach * reach {
-                n += 1;
+    let r = live.clone();
+    (
+        &mut s.contacts[r.clone()],
+        s.pair_extra[r.start * MAX_NEIGHBOURS..r.end * MAX_NEIGHBOURS].par_chunks_mut(MAX_NEIGHBOURS),
+        s.obstacle_extra[r.start * MAX_OBSTACLES..r.end * MAX_OBSTACLES].par_chunks_mut(MAX_OBSTACLES),
+    )
+        .into_par_iter()
+        .with_min_len(CHUNK)
+        .enumerate()
+        .for_each(|(k, (count, pair_extra, obstacle_extra))| {
+            let i = live.start + k;
+            let (p, r) = (x_pred[i], radius[i]);
+            let mut n = 0u32;
+            for (slot, &j) in nb[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + nbc[i] as usize].iter().enumerate() {
+                let j = j as usize;
+                let reach = r + radius[j];
+                if (x_pred[j] - p).length_squared() < reach * reach {
+                    n += 1;
+                }
+                let (a, b) = if i < j { (i, j) } else { (j, i) };
+                let sum_r = radius[a] + radius[b];
+                // Overlapping at the substep's start (margin far above f32
+                // rounding): no new impact, no rebound; skip the sqrt.
+                if (position[a] - position[b]).length_squared() < sum_r * sum_r * (1.0 - FAR_MARGIN) {
+                    pair_extra[slot] = 0.0;
+                    continue;
+                }
+                let (n0, d0) = pair_normal(position[a], position[b]);
+                let vn_pre = (v_pre[a] - v_pre[b]).dot(n0);
+                pair_extra[slot] = contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting);
             }
-        }
-        for &k in &ob[i * MAX_OBSTACLES..i * MAX_OBSTACLES + obc[i] as usize] {
-            let o = &obstacles[k as usize];
-            let d = o.contact(p).distance;
-            if d < r && obstacle_in_reach(o, d, r) {
-                n += 1;
+            for (slot, &o) in ob[i * MAX_OBSTACLES..i * MAX_OBSTACLES + obc[i] as usize].iter().enumerate() {
+                let o = &obstacles[o as usize];
+                let d = o.contact(p).distance;
+                if d < r && obstacle_in_reach(o, d, r) {
+                    n += 1;
+                }
+                let m = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
+                let start = o.contact(position[i]);
+                let vn_pre = (v_pre[i] - o.velocity_at(position[i] - start.normal * r)).dot(start.normal);
+                obstacle_extra[slot] = contact::rebound_distance(start.distance - r, vn_pre, h, m.restitution, resting);
             }
-        }
-        *count = n.max(1);
-    });
+            *count = n.max(1);
+        });
 }
 
 /// The pair geometry in canonical orientation (`a` the lower index): unit
@@ -457,13 +566,8 @@ enum Sweep {
     /// Pre-stabilisation: from the current positions, no rebound.
     Stabilise,
     /// The substep's solve: from the predicted positions, new impacts get
-    /// their rebound distance.
-    Solve {
-        /// Substep (s).
-        h: f32,
-        /// Resting speed (m/s).
-        resting: f32,
-    },
+    /// their rebound distance (`count_contacts`).
+    Solve,
 }
 
 /// Ball `i`'s turn in a Gauss–Seidel sweep: each of its listed contacts is
@@ -479,26 +583,30 @@ enum Sweep {
 #[inline]
 unsafe fn solve_ball(pop: &Population, i: usize, base: &[Vec2], dx: &SharedCorrections<'_>, sweep: Sweep) {
     let s = &pop.scratch;
-    let (position, radius, inv_mass, obstacles) = (&pop.position, &pop.radius, &pop.inv_mass, &pop.obstacles);
-    let balls = pop.params.material;
+    let (radius, inv_mass, obstacles) = (&pop.radius, &pop.inv_mass, &pop.obstacles);
     let relaxation = pop.params.relaxation;
     let (r_i, w_i) = (radius[i], inv_mass[i]);
     // SAFETY (every get/add below): balls i and j lie in the 3 × 3 cells
     // around i's cell, which this thread alone touches (the caller).
     let at = |j: usize| base[j] + unsafe { dx.get(j) };
-    for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
+    let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
+    for (&j, &rebound) in s.neighbours[listed.clone()].iter().zip(&s.pair_extra[listed]) {
         let j = j as usize;
         let (a, b) = if i < j { (i, j) } else { (j, i) };
         let sum_r = radius[a] + radius[b];
+        // The substep's rebound distance (count_contacts) in the solve.
         let extra = match sweep {
-            Sweep::Solve { h, resting } => {
-                let (n0, d0) = pair_normal(position[a], position[b]);
-                let vn_pre = (s.v_pre[a] - s.v_pre[b]).dot(n0);
-                contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting)
-            }
+            Sweep::Solve => rebound,
             Sweep::Stabilise => 0.0,
         };
-        let (n, d) = pair_normal(at(a), at(b));
+        let (pa, pb) = (at(a), at(b));
+        // Far apart (with a relative margin far above f32 rounding): the
+        // gap below is positive and the pair does nothing; skip its sqrt.
+        let reach = sum_r + extra;
+        if (pa - pb).length_squared() > reach * reach * (1.0 + FAR_MARGIN) {
+            continue;
+        }
+        let (n, d) = pair_normal(pa, pb);
         let k = inv_mass[a] + inv_mass[b];
         let gap = d - sum_r - extra;
         if gap < 0.0 && k > 0.0 {
@@ -512,15 +620,11 @@ unsafe fn solve_ball(pop: &Population, i: usize, base: &[Vec2], dx: &SharedCorre
     }
     let mut p_i = at(i);
     let mut correction = Vec2::ZERO;
-    for &o in &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize] {
+    let listed = i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize;
+    for (&o, &rebound) in s.obstacle_ids[listed.clone()].iter().zip(&s.obstacle_extra[listed]) {
         let o = &obstacles[o as usize];
         let extra = match sweep {
-            Sweep::Solve { h, resting } => {
-                let m = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
-                let start = o.contact(position[i]);
-                let vn_pre = (s.v_pre[i] - o.velocity_at(position[i] - start.normal * r_i)).dot(start.normal);
-                contact::rebound_distance(start.distance - r_i, vn_pre, h, m.restitution, resting)
-            }
+            Sweep::Solve => rebound,
             Sweep::Stabilise => 0.0,
         };
         let now = o.contact(p_i);
@@ -544,7 +648,7 @@ fn sweep_positions(pop: &mut Population, sweep: Sweep) {
     let mut dx = std::mem::take(&mut pop.scratch.dx);
     let base = match sweep {
         Sweep::Stabilise => std::mem::take(&mut pop.position),
-        Sweep::Solve { .. } => std::mem::take(&mut pop.scratch.x_pred),
+        Sweep::Solve => std::mem::take(&mut pop.scratch.x_pred),
     };
     {
         let p: &Population = pop;
@@ -563,7 +667,7 @@ fn sweep_positions(pop: &mut Population, sweep: Sweep) {
     }
     match sweep {
         Sweep::Stabilise => pop.position = base,
-        Sweep::Solve { .. } => pop.scratch.x_pred = base,
+        Sweep::Solve => pop.scratch.x_pred = base,
     }
     pop.scratch.dx = dx;
 }
@@ -573,11 +677,11 @@ fn sweep_positions(pop: &mut Population, sweep: Sweep) {
 /// so that resolving them creates no velocity (no energy from old overlap).
 /// One Gauss–Seidel sweep from the current positions (the sweep visits the
 /// balls in the grid's cells: the live range's).
-fn stabilize(pop: &mut Population, live: &Range<usize>) {
-    par_live(&mut pop.scratch.dx, live).for_each(|(_, d)| *d = Vec2::ZERO);
+///
+/// The corrections start from zero (the step's start, then
+/// `finish_substep`) and are added to the positions by `predict`.
+fn stabilize(pop: &mut Population) {
     sweep_positions(pop, Sweep::Stabilise);
-    let dx = &pop.scratch.dx;
-    par_live(&mut pop.position, live).for_each(|(i, x)| *x += dx[i]);
 }
 
 /// The velocity pass: v = v⁻ + dx/h, then restitution, friction and rolling
@@ -613,7 +717,16 @@ fn solve_velocities(pop: &mut Population, h: f32, resting: f32, live: &Range<usi
                 let j = j as usize;
                 let (a, b) = if i < j { (i, j) } else { (j, i) };
                 let sum_r = radius[a] + radius[b];
-                let (n, d) = pair_normal(x_new(a), x_new(b));
+                // Far apart now and at the prediction (margin far above
+                // f32 rounding): no overlap to report, inactive; skip.
+                let (pa, pb) = (x_new(a), x_new(b));
+                let active = sum_r * (1.0 + ACTIVE_SLOP);
+                if (pa - pb).length_squared() > active * active * (1.0 + FAR_MARGIN)
+                    && (x_pred[a] - x_pred[b]).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
+                {
+                    continue;
+                }
+                let (n, d) = pair_normal(pa, pb);
                 worst = worst.max((sum_r - d) / radius[a].min(radius[b]));
                 let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
                 if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
@@ -676,22 +789,32 @@ fn solve_velocities(pop: &mut Population, h: f32, resting: f32, live: &Range<usi
 }
 
 /// x = x* + dx, v, ω from the velocity pass, angle += ω h.
+/// The corrections are cleared for the next substep's stabilisation (as on
+/// the GPU).
 fn finish_substep(pop: &mut Population, h: f32, live: &Range<usize>) {
-    let s = &pop.scratch;
+    let s = &mut pop.scratch;
     let states = &pop.state;
+    let (x_pred, v_new, omega_new) = (&s.x_pred, &s.v_new, &s.omega_new);
     let r = live.clone();
-    (&mut pop.position[r.clone()], &mut pop.velocity[r.clone()], &mut pop.omega[r.clone()], &mut pop.angle[r])
+    (
+        &mut pop.position[r.clone()],
+        &mut pop.velocity[r.clone()],
+        &mut pop.omega[r.clone()],
+        &mut pop.angle[r.clone()],
+        &mut s.dx[r],
+    )
         .into_par_iter()
         .with_min_len(CHUNK)
         .enumerate()
-        .for_each(|(k, (x, v, w, angle))| {
+        .for_each(|(k, (x, v, w, angle, dx))| {
             let i = live.start + k;
+            let correction = std::mem::take(dx);
             if states[i] != state::ALIVE {
                 return;
             }
-            *x = s.x_pred[i] + s.dx[i];
-            *v = s.v_new[i];
-            *w = s.omega_new[i];
+            *x = x_pred[i] + correction;
+            *v = v_new[i];
+            *w = omega_new[i];
             *angle += *w * h;
         });
 }
@@ -701,14 +824,15 @@ fn finish_substep(pop: &mut Population, h: f32, live: &Range<usize>) {
 fn check_bounds(pop: &mut Population, live: &Range<usize>) -> Result<(), PopulationError> {
     let (min, max) = pop.params.bounds;
     let kill = &pop.params.kill;
-    let (position, velocity) = (&pop.position, &pop.velocity);
+    let (position, velocity, ball_id) = (&pop.position, &pop.velocity, &pop.ball_id);
     let bad = par_live(&mut pop.state, live).map(|(i, s)| {
         if *s != state::ALIVE {
             return usize::MAX;
         }
         let (p, v) = (position[i], velocity[i]);
         if !(p.is_finite() && v.is_finite()) {
-            return i;
+            // Named by its id: the lowest id, as on the GPU.
+            return ball_id[i] as usize;
         }
         if p.x < min.x || p.y < min.y || p.x > max.x || p.y > max.y {
             *s = state::ESCAPED;
@@ -718,12 +842,15 @@ fn check_bounds(pop: &mut Population, live: &Range<usize>) -> Result<(), Populat
         usize::MAX
     });
     match bad.min() {
-        Some(ball) if ball != usize::MAX => Err(PopulationError::NotFinite {
-            step: pop.steps,
-            ball,
-            position: pop.position[ball],
-            velocity: pop.velocity[ball],
-        }),
+        Some(ball) if ball != usize::MAX => {
+            let slot = pop.ball_id.iter().position(|&id| id as usize == ball).unwrap_or(ball);
+            Err(PopulationError::NotFinite {
+                step: pop.steps,
+                ball,
+                position: pop.position[slot],
+                velocity: pop.velocity[slot],
+            })
+        }
         _ => Ok(()),
     }
 }
@@ -732,7 +859,7 @@ fn check_bounds(pop: &mut Population, live: &Range<usize>) -> Result<(), Populat
 /// from the current positions into a private scratch).
 pub(crate) fn stats(pop: &Population) -> PopulationStats {
     let mut s = Scratch::default();
-    build_grid(&pop.grid, &pop.position, &pop.state, &mut s, &(0..pop.len()));
+    build_grid(&pop.grid, &pop.position, &pop.state, &pop.ball_id, &mut s, &(0..pop.len()));
     let grid = pop.grid;
     let (position, radius, states) = (&pop.position, &pop.radius, &pop.state);
     let (kinetic, overlap) = (0..pop.len())

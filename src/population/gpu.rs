@@ -24,11 +24,13 @@ use crate::gpu::prefix_sum::PrefixSum;
 use crate::gpu::{GpuContext, GpuError, GpuField};
 
 /// Bytes per ball on the GPU: ball 16, properties 16, state 4, release
-/// step 4, acceleration 8, prediction 16, two corrections 16, velocity-pass
+/// step 4, id 4, acceleration 8, prediction 16, correction 8, velocity-pass
 /// output 16, contact count 4, cell 4, sorted index 4, neighbour list
-/// 4·(16 + 1), obstacle list 4·(8 + 1). Plus 4 bytes per grid cell (and the
-/// prefix sum's block sums, 1/256 of that). 10⁷ balls: 2.1 GB.
-pub const GPU_BYTES_PER_BALL: u64 = 16 + 16 + 4 + 4 + 8 + 16 + 16 + 16 + 4 + 4 + 4 + 4 * 17 + 4 * 9;
+/// 4·(16 + 1), obstacle list 4·(8 + 1) = 208. Plus 4 bytes per grid cell
+/// (and the prefix sums' block sums, 1/256 of the cells and of the balls).
+/// The re-sort needs no buffer of its own (it gathers into the step's
+/// scratch). 10⁷ balls: 2.1 GB.
+pub const GPU_BYTES_PER_BALL: u64 = 16 + 16 + 4 + 4 + 4 + 8 + 16 + 8 + 16 + 4 + 4 + 4 + 4 * 17 + 4 * 9;
 
 /// Storage bindings the step's bind group uses.
 const STORAGE_BINDINGS: u32 = 21;
@@ -69,6 +71,10 @@ struct Pipelines {
     count_cells: wgpu::ComputePipeline,
     scatter: wgpu::ComputePipeline,
     sort_cells: wgpu::ComputePipeline,
+    resort_mark: wgpu::ComputePipeline,
+    resort_gather: wgpu::ComputePipeline,
+    resort_commit: wgpu::ComputePipeline,
+    clear_cells: wgpu::ComputePipeline,
     find_neighbours: wgpu::ComputePipeline,
     /// One per colour (`cpu::COLOURS`), the colour a pipeline constant.
     stabilise_colour: Vec<wgpu::ComputePipeline>,
@@ -87,10 +93,15 @@ pub struct GpuPopulation {
     ctx: Arc<GpuContext>,
     pipelines: Pipelines,
     prefix: PrefixSum,
+    /// The re-sort's scan of the out-of-world flags (over the neighbour
+    /// lists' buffer, free at that point of the step).
+    rank_prefix: PrefixSum,
     params: wgpu::Buffer,
     balls: wgpu::Buffer,
     properties: wgpu::Buffer,
     state: wgpu::Buffer,
+    release: wgpu::Buffer,
+    ball_id: wgpu::Buffer,
     cell_start: wgpu::Buffer,
     obstacles: wgpu::Buffer,
     obstacle_capacity: usize,
@@ -200,7 +211,7 @@ impl GpuPopulation {
         };
         let rw = wgpu::BufferBindingType::Storage { read_only: false };
         let ro = wgpu::BufferBindingType::Storage { read_only: true };
-        let read_only = [4u32, 18, 19, 20];
+        let read_only = [18u32, 19, 20];
         let mut entries = vec![entry(0, wgpu::BufferBindingType::Uniform)];
         for b in 1..=STORAGE_BINDINGS {
             entries.push(entry(b, if read_only.contains(&b) { ro } else { rw }));
@@ -221,6 +232,10 @@ impl GpuPopulation {
             count_cells: p("count_cells")?,
             scatter: p("scatter")?,
             sort_cells: p("sort_cells")?,
+            resort_mark: p("resort_mark")?,
+            resort_gather: p("resort_gather")?,
+            resort_commit: p("resort_commit")?,
+            clear_cells: p("clear_cells")?,
             find_neighbours: p("find_neighbours")?,
             stabilise_colour: (0..COLOURS)
                 .map(|c| colour_pipeline(&ctx, &shader, "stabilise_colour", &pipeline_layout, c))
@@ -249,8 +264,8 @@ impl GpuPopulation {
         let release = buffer("population release", n * 4, none)?;
         let acc = buffer("population acceleration", n * 8, none)?;
         let pred = buffer("population prediction", n * 16, none)?;
-        let dx_a = buffer("population correction a", n * 8, none)?;
-        let dx_b = buffer("population correction b", n * 8, none)?;
+        let ball_id = buffer("population ball id", n * 4, none)?;
+        let dx = buffer("population correction", n * 8, none)?;
         let vout = buffer("population velocity pass", n * 16, none)?;
         let contacts = buffer("population contacts", n * 4, none)?;
         let cell_of = buffer("population cell", n * 4, none)?;
@@ -273,6 +288,8 @@ impl GpuPopulation {
         });
         let mut prefix = PrefixSum::new(&ctx).map_err(gpu_error)?;
         prefix.bind(&ctx, &cell_start, cells + 1).map_err(gpu_error)?;
+        let mut rank_prefix = PrefixSum::new(&ctx).map_err(gpu_error)?;
+        rank_prefix.bind(&ctx, &neighbours, n + 1).map_err(gpu_error)?;
 
         let q = &ctx.queue;
         let write = |b: &wgpu::Buffer, bytes: &[u8]| {
@@ -289,6 +306,7 @@ impl GpuPopulation {
         write(&properties, bytemuck::cast_slice(&props));
         write(&state, bytemuck::cast_slice(&pop.state));
         write(&release, bytemuck::cast_slice(&pop.release_step));
+        write(&ball_id, bytemuck::cast_slice(&pop.ball_id));
         write(&obstacles, bytemuck::cast_slice(&pop.obstacles));
         write(&fields, bytemuck::cast_slice(&pop.fields));
         let kills: Vec<Vec4> = pop.params.kill.iter().map(|(a, b)| Vec4::new(a.x, a.y, b.x, b.y)).collect();
@@ -296,11 +314,9 @@ impl GpuPopulation {
         write(&counters, bytemuck::cast_slice(&[0u32, u32::MAX, 0, 0]));
 
         let others = vec![
-            release,
             acc,
             pred,
-            dx_a,
-            dx_b,
+            dx,
             vout,
             contacts,
             cell_of,
@@ -317,10 +333,13 @@ impl GpuPopulation {
             ctx,
             pipelines,
             prefix,
+            rank_prefix,
             params,
             balls,
             properties,
             state,
+            release,
+            ball_id,
             cell_start,
             obstacles,
             obstacle_capacity,
@@ -337,29 +356,29 @@ impl GpuPopulation {
 
     fn bind_group(&self) -> wgpu::BindGroup {
         let o = &self.others;
-        let (dx_in, dx_out) = (&o[3], &o[4]);
+        // The shader's bindings 0..=21, in order.
         let buffers: [&wgpu::Buffer; 22] = [
             &self.params,
             &self.balls,
             &self.properties,
             &self.state,
+            &self.release,
             &o[0],
             &o[1],
             &o[2],
-            dx_in,
-            dx_out,
+            &self.ball_id,
+            &o[3],
+            &o[4],
             &o[5],
+            &self.cell_start,
             &o[6],
             &o[7],
-            &self.cell_start,
             &o[8],
             &o[9],
             &o[10],
+            &self.obstacles,
             &o[11],
             &o[12],
-            &self.obstacles,
-            &o[13],
-            &o[14],
             &self.counters,
         ];
         let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
@@ -450,6 +469,15 @@ impl GpuPopulation {
         ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
         let (x, y) = ctx.dispatch_grid((live.len() as u64).max(1)).map_err(gpu_error)?;
         let cell_grid = ctx.dispatch_grid(self.cells.max(1)).map_err(gpu_error)?;
+        let resort = pop.resort_due() && !live.is_empty();
+        let (mark_grid, all_cells_grid) = if resort {
+            (
+                ctx.dispatch_grid(live.len() as u64 + 1).map_err(gpu_error)?,
+                ctx.dispatch_grid(self.cells + 1).map_err(gpu_error)?,
+            )
+        } else {
+            ((1, 1), (1, 1))
+        };
         let colour_grids = (0..COLOURS)
             .map(|c| ctx.dispatch_grid(colour_cells(g.nx, g.ny, c).max(1)))
             .collect::<Result<Vec<_>, _>>()
@@ -458,6 +486,7 @@ impl GpuPopulation {
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("population step") });
         encoder.clear_buffer(&self.cell_start, 0, None);
         self.prefix.reset_slots();
+        self.rank_prefix.reset_slots();
         {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("population step"),
@@ -472,6 +501,20 @@ impl GpuPopulation {
             };
             let balls = (x, y);
             run(&mut pass, &p.release, balls);
+            if resort {
+                // The re-sort by cell (cpu::resort): a grid build, the ranks
+                // of the balls out of the world, the gather, the copy back,
+                // and the counts emptied for the step's own grid build.
+                run(&mut pass, &p.count_cells, balls);
+                self.prefix.encode(&ctx, &mut pass, self.cells + 1).map_err(gpu_error)?;
+                run(&mut pass, &p.scatter, balls);
+                run(&mut pass, &p.sort_cells, cell_grid);
+                run(&mut pass, &p.resort_mark, mark_grid);
+                self.rank_prefix.encode(&ctx, &mut pass, live.len() as u64 + 1).map_err(gpu_error)?;
+                run(&mut pass, &p.resort_gather, balls);
+                run(&mut pass, &p.resort_commit, balls);
+                run(&mut pass, &p.clear_cells, all_cells_grid);
+            }
             run(&mut pass, &p.apply_fields, balls);
             run(&mut pass, &p.count_cells, balls);
             self.prefix.encode(&ctx, &mut pass, self.cells + 1).map_err(gpu_error)?;
@@ -515,24 +558,31 @@ impl GpuPopulation {
         self.readback.read(&ctx, &self.balls, n, &mut pv).map_err(gpu_error)?;
         self.readback.read(&ctx, &self.properties, n, &mut props).map_err(gpu_error)?;
         self.readback.read(&ctx, &self.state, n, &mut pop.state).map_err(gpu_error)?;
+        // The re-sort moves every per-ball array.
+        self.readback.read(&ctx, &self.release, n, &mut pop.release_step).map_err(gpu_error)?;
+        self.readback.read(&ctx, &self.ball_id, n, &mut pop.ball_id).map_err(gpu_error)?;
         self.readback.read(&ctx, &self.counters, 4, &mut counters).map_err(gpu_error)?;
         for i in 0..n {
             pop.position[i] = Vec2::new(pv[i].x, pv[i].y);
             pop.velocity[i] = Vec2::new(pv[i].z, pv[i].w);
             pop.angle[i] = props[i].x;
             pop.omega[i] = props[i].y;
+            pop.radius[i] = props[i].z;
+            pop.inv_mass[i] = props[i].w;
         }
         pop.list_overflow = u64::from(counters[0]);
         pop.close_window();
         // counters[2]: the largest overlap ratio of any substep, f32 bits.
         pop.max_overlap_seen = pop.max_overlap_seen.max(f32::from_bits(counters[2]));
         if counters[1] != u32::MAX {
+            // The lowest id of a non-finite ball (as on the CPU).
             let ball = counters[1] as usize;
+            let slot = pop.ball_id.iter().position(|&id| id as usize == ball).unwrap_or(0);
             return Err(PopulationError::NotFinite {
                 step: pop.steps,
                 ball,
-                position: pop.position[ball],
-                velocity: pop.velocity[ball],
+                position: pop.position.get(slot).copied().unwrap_or(Vec2::NAN),
+                velocity: pop.velocity.get(slot).copied().unwrap_or(Vec2::NAN),
             });
         }
         Ok(())

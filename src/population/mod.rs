@@ -14,7 +14,8 @@
 //! the balls are sorted by release step at build, a release cursor marks the
 //! last ball due, and the range starts at the first ball not yet removed —
 //! pending balls, and balls gone in about the order they came, cost nothing.
-//! 1. `release` — emitter balls whose time has come enter the world;
+//! 1. `release` — emitter balls whose time has come enter the world; then,
+//!    every `resort_every` steps, `resort` (below);
 //! 2. `apply_fields` — gravity plus the scene's force fields, per ball, held
 //!    for the step (`acceleration`);
 //! 3. `build_grid` — cell of every ball (cell size 2 r_max + skin), counting
@@ -32,6 +33,32 @@
 //!    spin, new x, v, ω, angle) } — see [`contact`];
 //! 6. `check_bounds` — balls leaving the world or entering a kill region are
 //!    removed and counted; a non-finite ball stops the run with its index.
+//!
+//! # The re-sort by cell
+//! Every [`PopulationParams::resort_every`] steps (default
+//! [`DEFAULT_RESORT_EVERY`]) the balls of the live range are re-sorted by
+//! grid cell so that neighbours are near in memory: after a grid build, the
+//! balls out of the world first (slot order: the window's start then moves
+//! past them), then the balls in the world by cell, ties by id. Every
+//! per-ball array moves (position, velocity, angle, spin, radius, inverse
+//! mass, state, release step) and [`Population::ball_id`] keeps each ball's
+//! index at build: the trace (`ball<id>`), the snapshot (id order), the
+//! `NotFinite` error and [`Population::in_original_order`] name balls by id.
+//! Only the released range moves, so the release cursor keeps working (the
+//! pending balls stay sorted by release step behind it). On the GPU the same
+//! permutation is three kernels (`resort_mark` flags the out-of-world balls
+//! and a [`crate::gpu::prefix_sum::PrefixSum`] ranks them, `resort_gather`
+//! writes the new order into the step's scratch, free at that point,
+//! `resort_commit` copies it back) — no readback, and the buffers the
+//! renderer binds stay the same.
+//!
+//! **A re-sort changes no result, bitwise** (tested on both backends): a
+//! cell's balls are visited in id order (the grid's counting sort, then an
+//! insertion sort of each cell's few balls by id: `sort_cells` on the GPU),
+//! so the neighbour lists and the sweeps visit the same balls in the same
+//! order whatever the arrays' order; a pair's orientation (the lower slot is
+//! `a`) may flip, and every pair formula is exactly antisymmetric under the
+//! flip (IEEE negation is exact).
 //!
 //! # Why this contact scheme
 //! A substepped position-based solve (small steps, XPBD style) whose
@@ -61,7 +88,7 @@
 //! (GPU). The result is therefore the same at every pool size and on every
 //! run: a ball's update reads only what earlier colours, or earlier balls of
 //! its own cell, wrote. On the GPU a cell sort after the atomic scatter
-//! (`sort_cells`: each cell's short segment by ball index) gives the twin's
+//! (`sort_cells`: each cell's short segment by ball id) gives the twin's
 //! order, so two GPU runs are bitwise identical and GPU = CPU up to the
 //! compilers' fused multiply-adds.
 //!
@@ -84,15 +111,30 @@
 //!
 //! **What it costs in time**: 16 substeps of three sweeps (a stabilisation,
 //! two solves) of 9 colours each, each pair projected from both of its
-//! balls, plus four per-ball passes. In one run of `benches/peers/run.sh`
-//! (2 cores, loaded) the CPU twin took 4.2× Box2D v3's ms/step at 10⁴ and
-//! 4.4× at 10⁵ (the Jacobi solve: 3.8× at 10⁴) — the issue's ≤ 0.3× is not
-//! met. Not done: re-sorting the ball arrays by cell (10⁵ is memory bound),
-//! fewer rayon barriers (a profile under load puts ~30 % of the time in the
-//! workers' sleep/wake: 432 colour barriers per step). On the GPU each
-//! colour is a dispatch: 432 per step for the position solve (Jacobi: 48),
-//! launch overhead that a real GPU's 10⁶ ≤ 1 ms/step target cannot afford
-//! at 16 substeps (not measured on one: no GPU machine for this work).
+//! balls, plus four per-ball passes (predict with the stabilisation's
+//! commit, count with the rebound distances, velocities, finish). In one
+//! run of `benches/peers/run.sh` (2 cores, loaded) the CPU twin took 4.2×
+//! Box2D v3's ms/step at 10⁴ and 4.4× at 10⁵ (the Jacobi solve: 3.8× at
+//! 10⁴). Since then (results bitwise unchanged): the re-sort by cell; the
+//! substep's rebound distances computed once per listed contact in
+//! `count_contacts` instead of once per sweep and per side; pairs far apart
+//! skipped before their square root (a 1e-4 margin on squared distances,
+//! far above f32 rounding); two per-ball passes fused. One-thread CPU time
+//! of balls_box (falling phase, same load, back to back): 10⁴ −25 %, 10⁵
+//! −35 %; 2 threads, 10⁴: 110 → 88 ms/step wall under a load of 15. The
+//! issue's ≤ 0.3× is still not met (3–5× Box2D v3 in runs under loads of
+//! 6–15: README). What is left is the barriers — 432 colour joins per step,
+//! whose cost follows the machine's load (a profile under load: ~30 % in
+//! the workers' sleep/wake). Fewer colours are not free here: 4 colours
+//! (cells 2 apart) are safe only if a cell's thread writes its own balls
+//! alone, i.e. each side of a pair moves only its own ball at its own
+//! time — the two halves of a pair's correction then come from different
+//! gaps and the position solve no longer conserves momentum, which
+//! `momentum_is_conserved_over_1000_steps_without_gravity_or_walls`
+//! requires; not done. On the GPU each colour is a dispatch: 432 per step
+//! for the position solve (Jacobi: 48), launch overhead that a real GPU's
+//! 10⁶ ≤ 1 ms/step target cannot afford at 16 substeps (not measured on
+//! one: no GPU machine for this work).
 //!
 //! Tried for the tall pile with the Jacobi solve and not kept (measured at
 //! 10⁴, 10 s): stack mass scaling (Macklin et al. 2014 §5.1; resting pairs'
@@ -124,6 +166,10 @@ use crate::surface::Surface;
 pub use obstacle::Obstacle;
 pub use spawn::{ContainerDef, PopulationDef, RectDef, SpawnDef};
 
+/// Steps between two re-sorts of the ball arrays by grid cell
+/// ([`PopulationParams::resort_every`]).
+pub const DEFAULT_RESORT_EVERY: u32 = 8;
+
 /// Neighbour-list capacity per ball.
 pub const MAX_NEIGHBOURS: usize = 16;
 /// Obstacle-list capacity per ball.
@@ -142,12 +188,13 @@ pub mod state {
 }
 
 /// Bytes per ball of the CPU twin: state (position 8, velocity 8, angle 4,
-/// spin 4, radius 4, inverse mass 4, state 4, release step 4 = 40) plus step
-/// scratch (acceleration 8, pre-solve velocity 8, predicted position 8, two
-/// correction buffers 16, new velocity 8, new spin 4, contact count 4, cell
-/// key 4, sorted index 4, neighbour list 4·(16 + 1), obstacle list 4·(8 + 1)
-/// = 176).
-pub const CPU_BYTES_PER_BALL: u64 = 40 + 176;
+/// spin 4, radius 4, inverse mass 4, state 4, release step 4, id 4 = 44)
+/// plus step scratch (acceleration 8, pre-solve velocity 8, predicted
+/// position 8, correction 8, new velocity 8, new spin 4, contact count 4,
+/// cell key 4, sorted index 4, re-sort order 4, neighbour list 4·(16 + 1),
+/// obstacle list 4·(8 + 1), the listed contacts' rebound distances
+/// 4·(16 + 8), the re-sort's copy of one array 8 = 268).
+pub const CPU_BYTES_PER_BALL: u64 = 44 + 268;
 
 /// Why a population cannot be built or stepped.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -217,6 +264,9 @@ pub struct PopulationParams {
     pub relaxation: f32,
     /// Neighbour margin (m).
     pub skin: f32,
+    /// The ball arrays are re-sorted by cell every this many steps (0: never;
+    /// [`Population::resort`]).
+    pub resort_every: u32,
     /// World bounds (min, max).
     pub bounds: (Vec2, Vec2),
     /// Kill regions (min, max).
@@ -298,6 +348,10 @@ pub struct Population {
     pub state: Vec<u32>,
     /// Step at which a pending ball is released (0 for the others).
     pub release_step: Vec<u32>,
+    /// The ball's index at build (its name in every output: `ball<id>` in
+    /// the trace, the snapshot's order, the `NotFinite` error): the re-sort
+    /// by cell ([`Population::resort`]) moves the balls, not their ids.
+    pub ball_id: Vec<u32>,
     /// The sorting grid.
     pub grid: GridSpec,
     /// Obstacles from the static surfaces (and the container).
@@ -569,6 +623,7 @@ impl Population {
                 iterations: def.iterations,
                 relaxation: def.relaxation as f32,
                 skin: skin as f32,
+                resort_every: def.resort_every,
                 bounds: (bounds.0.as_vec2(), bounds.1.as_vec2()),
                 kill: def.kill.iter().map(spawn::rect32).collect(),
             },
@@ -580,6 +635,7 @@ impl Population {
             inv_mass: Vec::with_capacity(n),
             state: Vec::with_capacity(n),
             release_step: Vec::with_capacity(n),
+            ball_id: (0..n as u32).collect(),
             grid: GridSpec { origin: bounds.0.as_vec2(), cell, nx: nx as u32, ny: ny as u32 },
             obstacles: static_obstacles.clone(),
             static_obstacles,
@@ -639,6 +695,73 @@ impl Population {
         permute(&mut self.inv_mass, &order);
         permute(&mut self.state, &order);
         permute(&mut self.release_step, &order);
+    }
+
+    /// Whether the step after `steps` steps re-sorts the balls by cell (both
+    /// backends: steps K, 2K, … of `resort_every` = K; never for K = 0).
+    pub fn resort_due(&self) -> bool {
+        let every = u64::from(self.params.resort_every);
+        every > 0 && (self.steps + 1).is_multiple_of(every)
+    }
+
+    /// Re-sorts the balls of the live range by grid cell now (on the CPU; the
+    /// step does it by itself every [`PopulationParams::resort_every`]
+    /// steps): the balls out of the world first, in index order, then the
+    /// balls in the world by cell, ties by id (deterministic). Every
+    /// per-ball array moves; [`Population::ball_id`] keeps each ball's name.
+    /// Changes no result, bitwise: the step visits a cell's balls by id, so
+    /// in the same order before and after, and a pair's formulas are exactly
+    /// antisymmetric in its two balls (IEEE negation is exact) when the
+    /// re-sort flips which of them has the lower slot.
+    pub fn resort(&mut self) {
+        let live = self.live_range();
+        cpu::resort(self, &live);
+        self.close_window();
+    }
+
+    /// Slot of each ball id: `position[slots_by_id()[id]]` is ball `id`'s
+    /// position (the inverse of [`Population::ball_id`]).
+    pub fn slots_by_id(&self) -> Vec<usize> {
+        let mut slots = vec![0; self.len()];
+        for (slot, &id) in self.ball_id.iter().enumerate() {
+            slots[id as usize] = slot;
+        }
+        slots
+    }
+
+    /// A copy with the balls back in id order (`ball_id[i] = i`): what the
+    /// outputs and the tests read balls by index from.
+    pub fn in_original_order(&self) -> Population {
+        let slots = self.slots_by_id();
+        fn gather<T: Copy>(v: &[T], slots: &[usize]) -> Vec<T> {
+            slots.iter().map(|&s| v[s]).collect()
+        }
+        Population {
+            params: self.params.clone(),
+            position: gather(&self.position, &slots),
+            velocity: gather(&self.velocity, &slots),
+            angle: gather(&self.angle, &slots),
+            omega: gather(&self.omega, &slots),
+            radius: gather(&self.radius, &slots),
+            inv_mass: gather(&self.inv_mass, &slots),
+            state: gather(&self.state, &slots),
+            release_step: gather(&self.release_step, &slots),
+            ball_id: (0..self.len() as u32).collect(),
+            grid: self.grid,
+            static_obstacles: self.static_obstacles.clone(),
+            obstacles: self.obstacles.clone(),
+            gravity: self.gravity,
+            fields: self.fields.clone(),
+            steps: self.steps,
+            max_radius: self.max_radius,
+            list_overflow: self.list_overflow,
+            max_overlap_seen: self.max_overlap_seen,
+            // The window's bounds are slots of the sorted arrays: the copy
+            // is for reading; stepping it visits every ball.
+            window: (0, self.window.1.max(self.window.0)),
+            ball_visits: self.ball_visits,
+            scratch: cpu::Scratch::default(),
+        }
     }
 
     /// The balls the step's kernels visit, on either backend: from the first

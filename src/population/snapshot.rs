@@ -92,14 +92,19 @@ impl SnapshotWriter {
         }
         self.write(&step.to_le_bytes())?;
         self.write(&t.to_le_bytes())?;
-        let x: Vec<f32> = pop.position.iter().map(|p| p.x).collect();
-        let y: Vec<f32> = pop.position.iter().map(|p| p.y).collect();
-        let vx: Vec<f32> = pop.velocity.iter().map(|v| v.x).collect();
-        let vy: Vec<f32> = pop.velocity.iter().map(|v| v.y).collect();
-        for a in [&x, &y, &vx, &vy, &pop.angle, &pop.omega] {
+        // Balls in id order (Population::ball_id), whatever the re-sort by
+        // cell did to the arrays.
+        let slots = pop.slots_by_id();
+        let x: Vec<f32> = slots.iter().map(|&i| pop.position[i].x).collect();
+        let y: Vec<f32> = slots.iter().map(|&i| pop.position[i].y).collect();
+        let vx: Vec<f32> = slots.iter().map(|&i| pop.velocity[i].x).collect();
+        let vy: Vec<f32> = slots.iter().map(|&i| pop.velocity[i].y).collect();
+        let angle: Vec<f32> = slots.iter().map(|&i| pop.angle[i]).collect();
+        let omega: Vec<f32> = slots.iter().map(|&i| pop.omega[i]).collect();
+        for a in [&x, &y, &vx, &vy, &angle, &omega] {
             self.write(&le_bytes(a.iter().map(|v| v.to_bits())))?;
         }
-        self.write(&le_bytes(pop.state.iter().copied()))
+        self.write(&le_bytes(slots.iter().map(|&i| pop.state[i])))
     }
 
     /// Flushes buffered frames to disk.

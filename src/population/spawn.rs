@@ -15,6 +15,9 @@ fn default_substeps() -> u32 {
 fn default_iterations() -> u32 {
     2
 }
+fn default_resort_every() -> u32 {
+    super::DEFAULT_RESORT_EVERY
+}
 fn default_skin() -> f64 {
     0.5
 }
@@ -60,6 +63,10 @@ pub struct PopulationDef {
     /// Over-relaxation of the Jacobi position correction, in (0, 2); default 1.
     #[serde(default = "one")]
     pub relaxation: f64,
+    /// The ball arrays are re-sorted by grid cell every this many steps (0:
+    /// never); default [`super::DEFAULT_RESORT_EVERY`].
+    #[serde(default = "default_resort_every")]
+    pub resort_every: u32,
     /// Neighbour-list margin as a fraction of the largest radius; default 0.5.
     #[serde(default = "default_skin")]
     pub skin: f64,

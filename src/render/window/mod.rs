@@ -1,4 +1,4 @@
-//! The window: a winit 0.30 [`ApplicationHandler`] that steps a world at a
+//! The window: a winit 0.30 [`ApplicationHandler`](winit::application::ApplicationHandler) that steps a world at a
 //! fixed `dt` decoupled from the frame rate and draws it with the same
 //! [`Renderer`] as the PNGs, on a surface of the same device.
 //!
