@@ -245,8 +245,11 @@ fn run_board(path: &str, overrides: &[&str]) -> Board {
         world.step().unwrap_or_else(|e| panic!("{e}"));
         steps += 1;
         let pop = world.population.as_ref().unwrap();
-        for i in pop.live_range() {
-            let (x, y) = (f64::from(pop.position[i].x), f64::from(pop.position[i].y));
+        // Paths are kept by ball id: the population re-sorts its arrays
+        // by cell every few steps (`population.resort_every`).
+        for slot in pop.live_range() {
+            let i = pop.ball_id[slot] as usize;
+            let (x, y) = (f64::from(pop.position[slot].x), f64::from(pop.position[slot].y));
             while let Some((height, centres)) = levels.tubes.get(next_level[i]) {
                 if y > *height {
                     break;
@@ -257,7 +260,7 @@ fn run_board(path: &str, overrides: &[&str]) -> Board {
                     .map(|(j, c)| (j, (x - c).abs()))
                     .min_by(|a, b| a.1.total_cmp(&b.1))
                     .expect("a level has tubes");
-                let inside = distance <= levels.half_gap - f64::from(pop.radius[i]) + 1e-3;
+                let inside = distance <= levels.half_gap - f64::from(pop.radius[slot]) + 1e-3;
                 tube_index[i].push(if inside { index as i64 } else { -1 });
                 next_level[i] += 1;
             }
@@ -267,7 +270,9 @@ fn run_board(path: &str, overrides: &[&str]) -> Board {
     let escaped = pop.stats().escaped;
     let mut board =
         Board { bins: vec![0; dividers.len() - 1], on_divider: 0, lost: 0, escaped, steps, paths: Vec::new() };
-    for (i, tubes) in tube_index.iter().enumerate() {
+    let slots = pop.slots_by_id();
+    for (id, tubes) in tube_index.iter().enumerate() {
+        let i = slots[id];
         if pop.state[i] != state::KILLED {
             board.lost += 1;
             continue;
