@@ -135,6 +135,7 @@ struct BallStyle {
 @group(1) @binding(1) var<storage, read> ball_properties: array<vec4<f32>>;
 @group(1) @binding(2) var<storage, read> ball_state: array<u32>;
 @group(1) @binding(3) var<uniform> ball_style: BallStyle;
+@group(1) @binding(4) var<storage, read> ball_id: array<u32>;
 
 // population::state::ALIVE
 const BALL_ALIVE: u32 = 0u;
@@ -175,7 +176,7 @@ fn ball_vs(@builtin(vertex_index) vertex: u32, @builtin(instance_index) instance
     out.clip = vec4<f32>(world * view.scale + view.offset, 0.0, 1.0);
     out.local = corner * half_px;
     out.radius_px = radius_px;
-    out.color = vec4<f32>(ball_colour(instance, m.zw, p.w), 1.0);
+    out.color = vec4<f32>(ball_colour(ball_id[instance], m.zw, p.w), 1.0);
     out.direction = vec2<f32>(cos(p.x), sin(p.x));
     // Radius line and rim, as the bodies' discs.
     out.flags = 3u;

@@ -95,16 +95,17 @@ fn speed_colours_are_the_documented_ones() {
     // Two balls of radius 1 m at x = ∓2, 20 px per metre: 20-pixel radii.
     let camera = Camera::new(DVec2::ZERO, 20.0);
     let scale = 5.0f32;
-    let host = |mass_right: f32| HostBalls {
+    let host = |mass_right: f32, id: Vec<u32>| HostBalls {
         motion: vec![[-2.0, 0.0, 0.0, 0.0], [2.0, 0.0, 0.0, -scale]],
         // Angle 0: the radius line points along +x; sample at +y.
         properties: vec![[0.0, 0.0, 1.0, 1.0], [0.0, 0.0, 1.0, 1.0 / mass_right]],
         state: vec![0, 0],
+        id,
     };
     let background = mx2d::render::rgba(255, 255, 255, 255);
-    let mut render = |colour: BallColour, mass_right: f32| {
+    let mut render_ids = |colour: BallColour, mass_right: f32, id: Vec<u32>| {
         let style = BallStyle { colour, speed_scale: scale, mass_range: (1.0, mass_right.max(1.0)) };
-        let list = DrawList { balls: Some((Balls::Host(host(mass_right)), style)), ..Default::default() };
+        let list = DrawList { balls: Some((Balls::Host(host(mass_right, id)), style)), ..Default::default() };
         off.render(&list, &camera, SIZE, background, None).unwrap()
     };
     // Pixel centres half a radius (10 px) above each ball's centre.
@@ -112,17 +113,22 @@ fn speed_colours_are_the_documented_ones() {
         let p = camera.pixel_of(DVec2::new(x_world, 0.5), SIZE.0, SIZE.1);
         image.pixel(p.x as u32, p.y as u32)
     };
-    let speed = render(BallColour::Speed, 1.0);
+    let speed = render_ids(BallColour::Speed, 1.0, vec![0, 1]);
     // Unorm8 rounding of the interpolation: within 1 of the stated value.
     let close =
         |got: [u8; 4], want: [u8; 3]| got[..3].iter().zip(want).all(|(g, w)| (i32::from(*g) - i32::from(w)).abs() <= 1);
     assert!(close(at(&speed, -2.0), [40, 110, 220]), "at rest: {:?}", at(&speed, -2.0));
     assert!(close(at(&speed, 2.0), [230, 60, 40]), "at the scale: {:?}", at(&speed, 2.0));
-    let id = render(BallColour::Id, 1.0);
+    let id = render_ids(BallColour::Id, 1.0, vec![0, 1]);
     assert_ne!(at(&id, -2.0), at(&id, 2.0), "by id, two balls share a colour");
-    let same_mass = render(BallColour::Mass, 1.0);
+    // The colour is the ball's id's, not its slot's: the population re-sorts
+    // its arrays by cell, and a ball must keep its colour.
+    let swapped = render_ids(BallColour::Id, 1.0, vec![1, 0]);
+    assert_eq!(at(&swapped, -2.0), at(&id, 2.0), "by id, the colour follows the slot");
+    assert_eq!(at(&swapped, 2.0), at(&id, -2.0), "by id, the colour follows the slot");
+    let same_mass = render_ids(BallColour::Mass, 1.0, vec![0, 1]);
     assert_eq!(at(&same_mass, -2.0), at(&same_mass, 2.0), "by mass, equal masses differ");
-    let heavier = render(BallColour::Mass, 8.0);
+    let heavier = render_ids(BallColour::Mass, 8.0, vec![0, 1]);
     assert_ne!(at(&heavier, -2.0), at(&heavier, 2.0), "by mass, 1 kg and 8 kg look the same");
 }
 
@@ -141,6 +147,7 @@ fn balls_out_of_the_world_are_not_drawn() {
             motion: vec![[0.0; 4]],
             properties: vec![[std::f32::consts::PI, 0.0, 1.0, 1.0]],
             state: vec![state],
+            id: vec![0],
         };
         let style = BallStyle { colour: BallColour::Speed, speed_scale: 1.0, mass_range: (1.0, 1.0) };
         let list = DrawList { balls: Some((Balls::Host(host), style)), ..Default::default() };

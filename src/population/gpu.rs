@@ -413,6 +413,11 @@ impl GpuPopulation {
         &self.state
     }
 
+    /// One `u32` per ball: its id ([`super::Population::ball_id`]; `STORAGE`).
+    pub fn id_buffer(&self) -> &wgpu::Buffer {
+        &self.ball_id
+    }
+
     /// Number of balls in the buffers.
     pub fn count(&self) -> u32 {
         self.n

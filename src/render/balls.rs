@@ -1,7 +1,9 @@
 //! A population's balls on screen: `ball_vs` in `shaders/render.wgsl` reads
 //! them from storage buffers in the layout of the GPU backend
 //! ([`GpuPopulation`]: one `vec4` x, y, vx, vy; one `vec4` angle, ω, radius,
-//! 1/m; one `u32` state per ball) and colours them by speed, mass or index.
+//! 1/m; one `u32` state and one `u32` id per ball) and colours them by
+//! speed, mass or id (the id, not the slot: the population re-sorts its
+//! arrays by cell, and a ball keeps its colour).
 //!
 //! Two sources, one shader:
 //! * [`Balls::Gpu`] — the GPU backend's own buffers ([`GpuBalls`]), bound in
@@ -129,6 +131,7 @@ pub struct GpuBalls {
     pub(super) motion: wgpu::Buffer,
     pub(super) properties: wgpu::Buffer,
     pub(super) state: wgpu::Buffer,
+    pub(super) ids: wgpu::Buffer,
     pub(super) count: u32,
     /// Tells the renderer's cached bind group which buffers it binds.
     pub(super) id: u64,
@@ -141,6 +144,7 @@ impl GpuBalls {
             motion: gpu.ball_buffer().clone(),
             properties: gpu.property_buffer().clone(),
             state: gpu.state_buffer().clone(),
+            ids: gpu.id_buffer().clone(),
             count: gpu.count(),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
         }
@@ -161,6 +165,8 @@ pub struct HostBalls {
     pub properties: Vec<[f32; 4]>,
     /// [`crate::population::state`] code per ball.
     pub state: Vec<u32>,
+    /// Each ball's id ([`Population::ball_id`]).
+    pub id: Vec<u32>,
 }
 
 impl HostBalls {
@@ -177,6 +183,7 @@ impl HostBalls {
                 .map(|i| [at(&pop.angle, i), at(&pop.omega, i), at(&pop.radius, i), at(&pop.inv_mass, i)])
                 .collect(),
             state: (0..n).map(|i| pop.state.get(i).copied().unwrap_or(crate::population::state::ALIVE)).collect(),
+            id: (0..n).map(|i| pop.ball_id.get(i).copied().unwrap_or(i as u32)).collect(),
         }
     }
 }

@@ -61,8 +61,8 @@ pub struct Renderer {
     ball_layout: wgpu::BindGroupLayout,
     ball_pipeline: wgpu::RenderPipeline,
     ball_style: wgpu::Buffer,
-    /// The CPU twin's balls, uploaded: motion, properties, state.
-    host_balls: [GrowableBuffer; 3],
+    /// The CPU twin's balls, uploaded: motion, properties, state, id.
+    host_balls: [GrowableBuffer; 4],
     ball_group: Option<(wgpu::BindGroup, BallKey)>,
     ball_count: u32,
     under: GrowableBuffer,
@@ -123,7 +123,8 @@ impl Renderer {
             label: Some("render discs"),
             entries: &[buffer_entry(0, vertex, storage)],
         });
-        // Motion, properties, state (the population's buffers), then the style.
+        // Motion, properties, state (the population's buffers), the style,
+        // then the balls' ids (colour by id follows a ball through re-sorts).
         let ball_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
             label: Some("render balls"),
             entries: &[
@@ -131,6 +132,7 @@ impl Renderer {
                 buffer_entry(1, vertex, storage),
                 buffer_entry(2, vertex, storage),
                 buffer_entry(3, vertex, uniform),
+                buffer_entry(4, vertex, storage),
             ],
         });
         let ball_style = device.create_buffer(&wgpu::BufferDescriptor {
@@ -290,6 +292,7 @@ impl Renderer {
                 GrowableBuffer::new("render ball motion", wgpu::BufferUsages::STORAGE | copy),
                 GrowableBuffer::new("render ball properties", wgpu::BufferUsages::STORAGE | copy),
                 GrowableBuffer::new("render ball state", wgpu::BufferUsages::STORAGE | copy),
+                GrowableBuffer::new("render ball id", wgpu::BufferUsages::STORAGE | copy),
             ],
             ball_group: None,
             ball_count: 0,
@@ -376,11 +379,12 @@ impl Renderer {
         let ctx = self.ctx.clone();
         let key = match balls {
             Balls::Host(h) => {
-                let [motion, properties, state] = &mut self.host_balls;
+                let [motion, properties, state, id] = &mut self.host_balls;
                 let grew = [
                     motion.upload(&ctx, &h.motion)?,
                     properties.upload(&ctx, &h.properties)?,
                     state.upload(&ctx, &h.state)?,
+                    id.upload(&ctx, &h.id)?,
                 ];
                 if grew.contains(&true) {
                     self.ball_group = None;
@@ -390,9 +394,12 @@ impl Renderer {
             Balls::Gpu(g) => BallKey::Gpu(g.id),
         };
         if self.ball_group.as_ref().is_none_or(|(_, k)| *k != key) {
-            let buffers: [&wgpu::Buffer; 3] = match balls {
-                Balls::Host(_) => [self.host_balls[0].get(), self.host_balls[1].get(), self.host_balls[2].get()],
-                Balls::Gpu(g) => [&g.motion, &g.properties, &g.state],
+            let buffers: [&wgpu::Buffer; 4] = match balls {
+                Balls::Host(_) => {
+                    let [motion, properties, state, id] = &self.host_balls;
+                    [motion.get(), properties.get(), state.get(), id.get()]
+                }
+                Balls::Gpu(g) => [&g.motion, &g.properties, &g.state, &g.ids],
             };
             let group = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some("render balls"),
@@ -402,6 +409,7 @@ impl Renderer {
                     wgpu::BindGroupEntry { binding: 1, resource: buffers[1].as_entire_binding() },
                     wgpu::BindGroupEntry { binding: 2, resource: buffers[2].as_entire_binding() },
                     wgpu::BindGroupEntry { binding: 3, resource: self.ball_style.as_entire_binding() },
+                    wgpu::BindGroupEntry { binding: 4, resource: buffers[3].as_entire_binding() },
                 ],
             });
             self.ball_group = Some((group, key));
