@@ -266,7 +266,7 @@ impl ConstraintSystem {
     /// positions O(h²) from q, so A differs by O(h²) relative and each
     /// iteration still contracts |C| by that much; issue 10: this saves one
     /// of the five factorisations of an RK4 step). Should an iteration on the
-    /// held factor not shrink |C| by [`HELD_FACTOR_CONTRACTION`], A is factored
+    /// held factor not shrink |C| by `HELD_FACTOR_CONTRACTION` (1e-2), A is factored
     /// at the current positions and the projection goes on with that one. The
     /// direction of the correction is always J₀ᵀ at the current positions, so
     /// the step stays the mass-weighted minimal-norm correction to first order.
