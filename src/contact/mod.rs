@@ -260,6 +260,7 @@ pub struct ContactSet {
     projection_rows: Vec<projection::PositionRow>,
     projection_q: Vec<f64>,
     projection_moved: Vec<bool>,
+    projection_inv: Vec<f64>,
     aabbs: Vec<Aabb>,
     body_pairs: Vec<[u32; 2]>,
     grid: Scratch<GridBroadphase>,

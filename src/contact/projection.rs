@@ -50,7 +50,7 @@
 //! still costs a broadphase and a narrowphase of every pair each step,
 //! timed under `contact_solve`).
 
-use super::{Contact, ContactSet, Partner, inverse_masses};
+use super::{Contact, ContactSet, Partner};
 use crate::body::Body;
 use crate::constraint::ConstraintSet;
 use crate::solver::pgs::{self, ContactBlock};
@@ -108,11 +108,13 @@ impl ContactSet {
         // pair in the 100-shape drop). The pairs of the final positions,
         // within the reach, are the ones that can touch now.
         self.broadphase_within(bodies, surfaces, constraints, q, q, reach);
-        let mut inv = inverse_masses(bodies);
-        // Translations only (see the module docs).
-        for i in 0..bodies.len() {
-            inv[3 * i + 2] = 0.0;
-        }
+        // Translations only (see the module docs); kept between steps.
+        let mut inv = std::mem::take(&mut self.projection_inv);
+        inv.clear();
+        inv.extend(bodies.iter().flat_map(|b| {
+            let [x, y, _] = b.inverse_mass();
+            [x, y, 0.0]
+        }));
         let mut rows = std::mem::take(&mut self.projection_rows);
         let mut q_round = std::mem::take(&mut self.projection_q);
         let mut moved = std::mem::take(&mut self.projection_moved);
@@ -188,6 +190,7 @@ impl ContactSet {
             }
         }
         self.projection_moved = moved;
+        self.projection_inv = inv;
         self.projection_rows = rows;
         self.projection_q = q_round;
         self.max_penetration = self.max_penetration.max(overlap);
