@@ -13,7 +13,8 @@
 //! 3. contacts, when the scene has them (`src/contact/`): `broadphase`,
 //!    `impacts` (time of impact inside the step, integrator advanced to it),
 //!    `narrowphase`, `contact_solve` (impacts left, PGS with friction,
-//!    position update and projection); with `contacts.solver: SoftStep`
+//!    position update), `project_penetration` (overlap beyond the slop
+//!    projected out on the exact gaps); with `contacts.solver: SoftStep`
 //!    stages 2–3 are Box2D v3's soft step instead (`src/contact/soft_step/`:
 //!    `broadphase`, `narrowphase`, then sub-steps timed as `integrate` and
 //!    `contact_solve`);
@@ -97,8 +98,12 @@ pub enum Stage {
     Impacts,
     /// Contact points at the end of the step.
     Narrowphase,
-    /// Resting/sliding contact: PGS with friction, position update and projection.
+    /// Resting/sliding contact: PGS with friction and the position update.
     ContactSolve,
+    /// Overlap beyond the slop projected out on the exact gaps
+    /// (`src/contact/projection.rs`: its broadphase, narrowphase rounds and
+    /// position PGS).
+    ProjectPenetration,
     /// Projection of positions and velocities onto the constraints.
     CorrectDrift,
     /// Copying states back into the bodies.
@@ -111,7 +116,7 @@ pub enum Stage {
 
 impl Stage {
     /// Every stage, in step order.
-    pub const ALL: [Stage; 13] = [
+    pub const ALL: [Stage; 14] = [
         Stage::GatherState,
         Stage::ApplyFields,
         Stage::ApplyLoads,
@@ -121,6 +126,7 @@ impl Stage {
         Stage::Impacts,
         Stage::Narrowphase,
         Stage::ContactSolve,
+        Stage::ProjectPenetration,
         Stage::CorrectDrift,
         Stage::ScatterState,
         Stage::CheckDivergence,
@@ -139,6 +145,7 @@ impl Stage {
             Stage::Impacts => "impacts",
             Stage::Narrowphase => "narrowphase",
             Stage::ContactSolve => "contact_solve",
+            Stage::ProjectPenetration => "project_penetration",
             Stage::CorrectDrift => "correct_drift",
             Stage::ScatterState => "scatter_state",
             Stage::CheckDivergence => "check_divergence",
@@ -637,12 +644,14 @@ impl World {
             }
         }
         self.contacts.finish(bodies, &mut self.state.q, &self.state.v, &v_before, h);
-        self.contacts.project_penetration(bodies, &self.surfaces, &self.constraints, &mut self.state.q);
+        self.times.add(Stage::ContactSolve, started.elapsed());
+        self.times.timed(Stage::ProjectPenetration, || {
+            self.contacts.project_penetration(bodies, &self.surfaces, &self.constraints, &mut self.state.q)
+        });
         if !self.contacts.contacts().is_empty() {
             self.state.work += self.contacts.work(&q_start, &self.state.q, span);
             self.integrator.reset();
         }
-        self.times.add(Stage::ContactSolve, started.elapsed());
         result
     }
 

@@ -186,6 +186,32 @@ fn soft_step_without_relax_still_has_friction() {
     assert!(moved < w.contacts.slop(w.bodies.as_slice()), "the box slid {moved} m");
 }
 
+/// Static friction at the default settings (friction in the relax sweep
+/// only): a box on inclines below the friction angle (tan θ < μ_s = 0.6:
+/// 10°, 20°, 30°) stays put for 2 s, and just above it (35°: tan θ = 0.70)
+/// it slides away — the sticking is Coulomb's, not a glue. Bound: the slop
+/// (the springs settle by far less).
+#[test]
+fn soft_step_box_sticks_below_the_friction_angle_at_default_settings() {
+    let material = Material { friction: 0.6, ..Default::default() };
+    for (degrees, sticks) in [(10.0, true), (20.0, true), (30.0, true), (35.0, false)] {
+        let theta = f64::to_radians(degrees);
+        let mut w = box_world(1.0, 0.5, theta, material, SoftStepSettings::default(), 10.0);
+        let start = w.bodies.as_slice()[0].position;
+        for _ in 0..120 {
+            w.step().unwrap();
+        }
+        let moved = (w.bodies.as_slice()[0].position - start).length();
+        let slop = w.contacts.slop(w.bodies.as_slice());
+        if sticks {
+            assert!(moved < slop, "{degrees}°: the box slid {moved} m (slop {slop} m)");
+        } else {
+            // a = g (sin θ − μ cos θ) = 0.82 m/s² for 2 s: 1.6 m.
+            assert!(moved > 1.0, "{degrees}°: the box moved only {moved} m");
+        }
+    }
+}
+
 /// A 40-row pyramid (820 boxes, colours large enough to be split over the
 /// pool) stepped 20 times: the bits of every position, velocity and contact
 /// impulse agree at pool sizes 1, 2, 3, 7, 16 and 64.

@@ -34,15 +34,16 @@
 //!    methods, 0 for explicit Euler), so a resting body stays exactly where it
 //!    is and a sliding one follows the closed form. Remaining penetration
 //!    deeper than the slop is projected out (positions only, nonlinear
-//!    Gauss–Seidel on the linearised gaps, Box2D v2.4's position solver),
-//!    then on the true gaps, the narrowphase evaluated again pair by pair
-//!    ([`projection`]), which also measures the overlap the summary
+//!    Gauss–Seidel on the linearised gaps, Box2D v2.4's position solver);
+//! 5. **`project_penetration`** ([`projection`]): what is still deeper than
+//!    the slop is projected out on the true gaps, the narrowphase evaluated
+//!    again pair by pair, which also measures the overlap the summary
 //!    reports as `max_penetration`.
 //!
 //! # The soft step
 //!
 //! `contacts.solver: SoftStep(...)` ([`ContactSolver::SoftStep`]) replaces
-//! the integrator and stages 2–4 by Box2D v3's soft step ([`soft_step`]):
+//! the integrator and stages 2–5 by Box2D v3's soft step ([`soft_step`]):
 //! forces once per step, `broadphase` over the motion they predict, one
 //! `narrowphase` with a speculative margin, then sub-steps of velocity
 //! integration, warm start, soft solve, position integration and relax
@@ -81,7 +82,7 @@ pub mod resting;
 pub mod soft_step;
 pub mod toi;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use glam::{DVec2, Vec2};
 use serde::{Deserialize, Serialize};
@@ -263,6 +264,8 @@ pub struct ContactSet {
     projection_inv: Vec<f64>,
     aabbs: Vec<Aabb>,
     body_pairs: Vec<[u32; 2]>,
+    /// The pairs of bodies joined by a constraint, sorted (broadphase buffer).
+    joined: Vec<(usize, usize)>,
     grid: Scratch<GridBroadphase>,
     sweep: Scratch<SweepAndPrune>,
     /// Each body's [`narrowphase::outline_hull`], body frame (built once).
@@ -427,19 +430,25 @@ impl ContactSet {
         } else {
             out.clear();
         }
-        let joined: HashSet<(usize, usize)> = if self.settings.collide_connected {
-            HashSet::new()
-        } else {
-            constraints.iter().filter_map(|c| c.body_b.map(|b| (c.body_a.0.min(b.0), c.body_a.0.max(b.0)))).collect()
-        };
+        // The jointed pairs, sorted, in a buffer kept between calls (the
+        // broadphase runs several times a step: no set built per call).
+        let mut joined = std::mem::take(&mut self.joined);
+        joined.clear();
+        if !self.settings.collide_connected {
+            joined.extend(
+                constraints.iter().filter_map(|c| c.body_b.map(|b| (c.body_a.0.min(b.0), c.body_a.0.max(b.0)))),
+            );
+            joined.sort_unstable();
+        }
         for &[i, j] in &out {
             let (i, j) = (i as usize, j as usize);
-            if (bodies[i].fixed && bodies[j].fixed) || joined.contains(&(i, j)) {
+            if (bodies[i].fixed && bodies[j].fixed) || joined.binary_search(&(i, j)).is_ok() {
                 continue;
             }
             self.pairs.push(Pair { a: i, b: Partner::Body(j) });
         }
         self.body_pairs = out;
+        self.joined = joined;
     }
 
     /// Builds the per-body outlines once (shapes do not change during a run).

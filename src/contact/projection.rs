@@ -1,4 +1,4 @@
-//! The last part of stage `contact_solve` on the exact path: penetration
+//! Stage `project_penetration` on the exact path (after `contact_solve`): penetration
 //! projected out on the **true** gaps, not the linearised ones.
 //!
 //! [`ContactSet::finish`] projects the contacts of the step's narrowphase
@@ -48,7 +48,7 @@
 //! joints' projection — and when nothing is deeper than the slop nothing
 //! moves, so the closed-form scenes are unchanged bit for bit (the pass
 //! still costs a broadphase and a narrowphase of every pair each step,
-//! timed under `contact_solve`).
+//! timed as the stage `project_penetration`).
 
 use super::{Contact, ContactSet, Partner};
 use crate::body::Body;
@@ -102,6 +102,10 @@ impl ContactSet {
             .map(|b| 0.25 * b.shape.bounding_radius())
             .fold(f64::INFINITY, f64::min)
             .max(slop);
+        if !reach.is_finite() {
+            // No movable body (the step's pairs would be empty): nothing to project.
+            return 0.0;
+        }
         // The step's pairs came from boxes swept along the motion predicted
         // before its impacts; a body deflected by one can meet a body that
         // is not among them (measured: 0.14 m of overlap with an unlisted
