@@ -161,8 +161,41 @@ fn discs_stay_apart(bodies: &[Body], span: &Span, a: usize, b: usize) -> bool {
     p0.length() - bound * span.h > reach * (1.0 + 1e-9)
 }
 
+/// A rigorous bound on how fast a pair's gap can close over the span: the
+/// relative speed of the centres (the Hermite velocity is a quadratic
+/// Bézier curve, bounded by its control points, as in
+/// [`discs_stay_apart`]) plus |ω|·R per body, |ω| bounded the same way
+/// (control points ω₀, 3Δφ/h − ω₀ − ω₁, ω₁) and R the bounding radius: no
+/// point of a body moves faster relative to the other.
+fn closing_speed_bound(bodies: &[Body], span: &Span, pair: Pair) -> f64 {
+    let (s0, s1, h) = (span.start, span.end, span.h);
+    let bezier = |q0: DVec2, q1: DVec2, v0: DVec2, v1: DVec2| {
+        let mid = 3.0 * (q1 - q0) / h - v0 - v1;
+        v0.length().max(v1.length()).max(mid.length())
+    };
+    let centre = |x: &[f64], i: usize| DVec2::new(x[3 * i], x[3 * i + 1]);
+    let spin = |i: usize| {
+        let (w0, w1) = (s0.v[3 * i + 2], s1.v[3 * i + 2]);
+        let mid = 3.0 * (s1.q[3 * i + 2] - s0.q[3 * i + 2]) / h - w0 - w1;
+        w0.abs().max(w1.abs()).max(mid.abs()) * bodies[i].shape.bounding_radius()
+    };
+    let a = pair.a;
+    match pair.b {
+        Partner::Body(j) => {
+            let rel = |x: &[f64]| centre(x, a) - centre(x, j);
+            bezier(rel(&s0.q), rel(&s1.q), rel(&s0.v), rel(&s1.v)) + spin(a) + spin(j)
+        }
+        Partner::Surface(_) => bezier(centre(&s0.q, a), centre(&s1.q, a), centre(&s0.v, a), centre(&s1.v, a)) + spin(a),
+    }
+}
+
 /// First root of a pair's gap in (0, h], if it is an impact (approach
-/// faster than `resting_speed`).
+/// faster than `resting_speed`). `before` (≤ h): an impact found elsewhere
+/// at that time; a pair whose gap provably stays open until then
+/// (g(0) − B·before > 1e-9·R, B from [`closing_speed_bound`], far above
+/// the narrowphase's 1e-12) is not searched. That changes no result: every
+/// gap the search would evaluate before `before` is positive, so its root
+/// could not come earlier than `before` (to the search's bracket, 1e-15·h).
 #[allow(clippy::too_many_arguments)]
 pub fn pair_time_of_impact(
     bodies: &[Body],
@@ -170,7 +203,7 @@ pub fn pair_time_of_impact(
     surfaces: &[Surface],
     pair: Pair,
     span: &Span,
-    slop: f64,
+    before: f64,
     resting_speed: f64,
     scratch: &mut Vec<ManifoldPoint>,
 ) -> Option<f64> {
@@ -178,25 +211,32 @@ pub fn pair_time_of_impact(
     let g = |tau: f64, scratch: &mut Vec<ManifoldPoint>| {
         gap_at(bodies, hulls, surfaces, pair, span, tau, scratch).map_or(f64::INFINITY, |m| m.gap)
     };
-    let _ = slop;
     if let Partner::Body(j) = pair.b
         && discs_stay_apart(bodies, span, pair.a, j)
     {
         return None;
     }
-    let g0 = g(0.0, scratch);
+    // The deepest point at both ends, kept for the approach rates below
+    // (the same narrowphase: not evaluated twice).
+    let m0 = gap_at(bodies, hulls, surfaces, pair, span, 0.0, scratch);
+    let g0 = m0.map_or(f64::INFINITY, |m| m.gap);
     if g0 <= super::resting::touch_tolerance(&bodies[pair.a]) || !g0.is_finite() {
         return None;
     }
-    let g1 = g(h, scratch);
+    if before < h {
+        let radius = bodies[pair.a].shape.bounding_radius()
+            + if let Partner::Body(j) = pair.b { bodies[j].shape.bounding_radius() } else { 0.0 };
+        if g0 - closing_speed_bound(bodies, span, pair) * before > 1e-9 * radius {
+            return None;
+        }
+    }
+    let m1 = gap_at(bodies, hulls, surfaces, pair, span, h, scratch);
+    let g1 = m1.map_or(f64::INFINITY, |m| m.gap);
     if g1 > 0.0 {
         // Separating at both ends: nothing to search (a pass-through
         // approaches at the start).
-        let rate = |tau: f64, scratch: &mut Vec<ManifoldPoint>| {
-            gap_at(bodies, hulls, surfaces, pair, span, tau, scratch)
-                .map_or(0.0, |m| normal_velocity(span, pair, &m, tau))
-        };
-        if rate(0.0, scratch) >= 0.0 && rate(h, scratch) >= 0.0 {
+        let rate = |m: Option<ManifoldPoint>, tau: f64| m.map_or(0.0, |m| normal_velocity(span, pair, &m, tau));
+        if rate(m0, 0.0) >= 0.0 && rate(m1, h) >= 0.0 {
             return None;
         }
     }
@@ -285,13 +325,13 @@ impl ContactSet {
         span: &Span,
         resting_speed: f64,
     ) -> Option<(f64, Pair)> {
-        let slop = self.slop(bodies);
         self.ensure_hulls(bodies);
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut best: Option<(f64, Pair)> = None;
         for &pair in &self.pairs {
+            let before = best.map_or(span.h, |b| b.0);
             if let Some(t) =
-                pair_time_of_impact(bodies, &self.hulls, surfaces, pair, span, slop, resting_speed, &mut scratch)
+                pair_time_of_impact(bodies, &self.hulls, surfaces, pair, span, before, resting_speed, &mut scratch)
                 && best.is_none_or(|b| t < b.0)
             {
                 best = Some((t, pair));

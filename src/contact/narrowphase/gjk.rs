@@ -64,15 +64,15 @@ pub fn gjk(support_d: impl Fn(DVec2) -> DVec2, start: DVec2, margin: f64) -> Gjk
         simplex[len] = w;
         len += 1;
         let (closest, kept) = closest_on_simplex(&simplex[..len]);
-        if kept.len() == 3 {
+        if kept.len == 3 {
             return Gjk::Overlap(simplex);
         }
         let mut next = [DVec2::ZERO; 3];
-        for (slot, &i) in next.iter_mut().zip(kept.iter()) {
+        for (slot, &i) in next.iter_mut().zip(kept.indices()) {
             *slot = simplex[i];
         }
         simplex = next;
-        len = kept.len();
+        len = kept.len;
         // No progress (round-off at the closest point): done.
         if closest.length_squared() >= vv {
             return Gjk::Separated { closest: v, distance: vv.sqrt() };
@@ -93,9 +93,9 @@ fn simplex_or_degenerate(s: &[DVec2; 3], len: usize) -> [DVec2; 3] {
 /// Closest point of the convex hull of 1–3 points to the origin, with the
 /// indices of the points whose hull it lies on (Johnson's sub-algorithm, by
 /// Voronoi regions in 2D). Three indices: the origin is inside the triangle.
-fn closest_on_simplex(s: &[DVec2]) -> (DVec2, Vec<usize>) {
+fn closest_on_simplex(s: &[DVec2]) -> (DVec2, Kept) {
     match s.len() {
-        1 => (s[0], vec![0]),
+        1 => (s[0], Kept::one(0)),
         2 => segment(s[0], s[1], 0, 1),
         _ => {
             let (a, b, c) = (s[0], s[1], s[2]);
@@ -104,31 +104,49 @@ fn closest_on_simplex(s: &[DVec2]) -> (DVec2, Vec<usize>) {
                 // Barycentric signs: the origin is inside if on the inner side of every edge.
                 let inside = |p: DVec2, q: DVec2| (q - p).perp_dot(-p) * area >= 0.0;
                 if inside(a, b) && inside(b, c) && inside(c, a) {
-                    return (DVec2::ZERO, vec![0, 1, 2]);
+                    return (DVec2::ZERO, Kept { index: [0, 1, 2], len: 3 });
                 }
             }
             // Otherwise the closest of the three edges.
             [segment(a, b, 0, 1), segment(b, c, 1, 2), segment(c, a, 2, 0)]
                 .into_iter()
                 .min_by(|x, y| x.0.length_squared().total_cmp(&y.0.length_squared()))
-                .unwrap_or((a, vec![0]))
+                .unwrap_or((a, Kept::one(0)))
         }
     }
 }
 
-fn segment(a: DVec2, b: DVec2, ia: usize, ib: usize) -> (DVec2, Vec<usize>) {
+/// The simplex points a closest point lies on (1–3 indices; no allocation:
+/// GJK runs inside every time-of-impact evaluation).
+#[derive(Clone, Copy, Debug)]
+struct Kept {
+    index: [usize; 3],
+    len: usize,
+}
+
+impl Kept {
+    fn one(i: usize) -> Self {
+        Self { index: [i, 0, 0], len: 1 }
+    }
+
+    fn indices(&self) -> &[usize] {
+        &self.index[..self.len]
+    }
+}
+
+fn segment(a: DVec2, b: DVec2, ia: usize, ib: usize) -> (DVec2, Kept) {
     let e = b - a;
     let ee = e.length_squared();
     if ee == 0.0 {
-        return (a, vec![ia]);
+        return (a, Kept::one(ia));
     }
     let t = -a.dot(e) / ee;
     if t <= 0.0 {
-        (a, vec![ia])
+        (a, Kept::one(ia))
     } else if t >= 1.0 {
-        (b, vec![ib])
+        (b, Kept::one(ib))
     } else {
-        (a + e * t, vec![ia, ib])
+        (a + e * t, Kept { index: [ia, ib, 0], len: 2 })
     }
 }
 
