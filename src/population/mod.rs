@@ -156,6 +156,8 @@ pub mod gpu;
 pub mod obstacle;
 pub mod snapshot;
 pub mod spawn;
+mod substep;
+mod team;
 
 use glam::{DVec2, Vec2};
 
