@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::{ConstraintSet, RowBlock};
 use crate::body::Body;
-use crate::solver::{ConstraintSolver, SolverError, SparseJacobian};
+use crate::solver::{ConstraintId, ConstraintSolver, SolverError, SparseJacobian};
 use crate::surface::Surface;
 
 /// Halvings of a projection step tried before giving up on it.
@@ -78,6 +78,9 @@ pub struct ConstraintSystem {
     scratch_q: Vec<f64>,
     scratch_rows: Vec<f64>,
     scratch_jac: SparseJacobian,
+    /// (constraint set generation, body count, J's structure id) of the last
+    /// build of J: while they hold, J's slots are overwritten, not rebuilt.
+    jac_built_for: Option<(u64, usize, u64)>,
     /// (constraints, rows, bodies) of the J whose A the solver holds factored,
     /// None when it holds none (or the last factorisation failed).
     held_factor: Option<(usize, usize, usize)>,
@@ -148,14 +151,36 @@ impl ConstraintSystem {
         self.rank_weights.clear();
         self.rank_weights.extend(scene.bodies.iter().map(Body::rank_weights));
         self.solver.set_rank_metric(&self.rank_weights);
+        self.fill_jacobian(scene)
+    }
+
+    /// Writes the evaluated rows into J: into its fixed slots when J was built
+    /// for this very constraint set and body count (a generation check, no
+    /// comparison of the joint list) and every constraint still has the rows it
+    /// had, else by rebuilding it constraint by constraint (with the checks of
+    /// [`SparseJacobian::push`]).
+    fn fill_jacobian(&mut self, scene: Scene) -> Result<(), SolverError> {
+        let key = (scene.constraints.generation(), scene.bodies.len(), self.jac.structure_id());
+        if self.jac_built_for == Some(key)
+            && self.jac.n_constraints() == self.blocks.len()
+            && self.blocks.iter().enumerate().all(|(c, b)| self.jac.rows(ConstraintId(c as u32)) == b.rows)
+        {
+            let mut finite = true;
+            for (c, block) in self.blocks.iter().enumerate() {
+                finite &= self.jac.set_values(ConstraintId(c as u32), &block.jac);
+            }
+            return if finite { Ok(()) } else { Err(SolverError::NonFinite("Jacobian block")) };
+        }
+        self.jac_built_for = None;
         self.jac.clear(scene.bodies.len());
-        for (c, block) in items.iter().zip(&self.blocks) {
+        for (c, block) in scene.constraints.iter().zip(&self.blocks) {
             let a = (c.body_a.0, block.jac[0]);
             match c.body_b {
                 Some(b) => self.jac.push(block.rows, &[a, (b.0, block.jac[1])])?,
                 None => self.jac.push(block.rows, &[a])?,
             };
         }
+        self.jac_built_for = Some((scene.constraints.generation(), scene.bodies.len(), self.jac.structure_id()));
         Ok(())
     }
 

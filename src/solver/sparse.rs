@@ -34,14 +34,28 @@ pub(crate) struct ConstraintInfo {
     pub row_offset: u32,
 }
 
+/// Source of [`SparseJacobian::structure_id`]s: every (re)built structure gets
+/// a number no other structure had, in any Jacobian of the process.
+static NEXT_STRUCTURE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn fresh_structure_id() -> u64 {
+    NEXT_STRUCTURE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The constraint Jacobian J, block-sparse: per constraint, one 3×3 block per
-/// touched body. Rebuilt every step with [`clear`](Self::clear) and
-/// [`push`](Self::push); the vectors are reused, so after the first step building
-/// it does not allocate.
+/// touched body. Built with [`clear`](Self::clear) and [`push`](Self::push)
+/// (the vectors are reused, so after the first step building it does not
+/// allocate); once built, a step that evaluates the same constraints again
+/// overwrites the values in their fixed slots with
+/// [`set_values`](Self::set_values) (no validation of the structure, no push).
 #[derive(Clone, Debug, Default)]
 pub struct SparseJacobian {
     n_bodies: usize,
     n_rows: usize,
+    /// Identifies the structure (bodies, rows and body pairs of every
+    /// constraint): fresh at every `clear` and `push`, kept by `set_values`,
+    /// copied by `copy_from`. 0: never built.
+    structure_id: u64,
     pub(crate) cons: Vec<ConstraintInfo>,
     /// Two blocks per constraint (the second is zero for a one-body constraint).
     pub(crate) blocks: Vec<Block>,
@@ -58,8 +72,47 @@ impl SparseJacobian {
     pub fn clear(&mut self, n_bodies: usize) {
         self.n_bodies = n_bodies;
         self.n_rows = 0;
+        self.structure_id = fresh_structure_id();
         self.cons.clear();
         self.blocks.clear();
+    }
+
+    /// A number that identifies the structure of J — the body count and the
+    /// rows and bodies of every constraint — among every structure built in this
+    /// process: two Jacobians with the same id have the same structure (one is a
+    /// [`copy_from`](Self::copy_from) of the other, or only their values were
+    /// overwritten). Lets A's pattern and the factor's analysis be recognised
+    /// without comparing the structure constraint by constraint.
+    pub fn structure_id(&self) -> u64 {
+        self.structure_id
+    }
+
+    /// Overwrites the values of constraint `c`'s blocks in place (the fixed-slot
+    /// fill of a step that evaluates the same constraints as the last build):
+    /// `jac[k]` is the block of the constraint's `k`-th body, only the first
+    /// [`rows`](Self::rows) rows are read, and the second block of a one-body
+    /// constraint is ignored. The structure (and its id) is unchanged.
+    ///
+    /// Returns whether every value read is finite; the caller checks once for
+    /// the whole Jacobian instead of per block (a non-finite value must be
+    /// reported as [`SolverError::NonFinite`], as [`push`](Self::push) does).
+    #[inline]
+    pub fn set_values(&mut self, c: ConstraintId, jac: &[[[f64; 3]; 3]; 2]) -> bool {
+        let info = self.cons[c.index()];
+        let rows = info.rows as usize;
+        let n_blocks = if info.bodies[1] == NO_BODY { 1 } else { 2 };
+        // x·0 is 0 for finite x and NaN otherwise: one accumulated test,
+        // no branch per value
+        let mut probe = 0.0;
+        for (k, m) in jac.iter().enumerate().take(n_blocks) {
+            let mut blk: Block = bytemuck::cast(*m);
+            blk[3 * rows..].fill(0.0);
+            for v in &blk[..3 * rows] {
+                probe += v * 0.0;
+            }
+            self.blocks[2 * c.index() + k] = blk;
+        }
+        probe == 0.0
     }
 
     /// Appends a constraint of `rows` rows (1 to 3) touching one or two distinct
@@ -90,6 +143,7 @@ impl SparseJacobian {
             return Err(SolverError::TooLarge);
         }
         let id = ConstraintId(self.cons.len() as u32);
+        self.structure_id = fresh_structure_id();
         let mut bodies = [NO_BODY; 2];
         for (k, &(b, ref m)) in blocks.iter().enumerate() {
             bodies[k] = b as u32;
@@ -144,6 +198,7 @@ impl SparseJacobian {
     pub fn copy_from(&mut self, other: &SparseJacobian) {
         self.n_bodies = other.n_bodies;
         self.n_rows = other.n_rows;
+        self.structure_id = other.structure_id;
         self.cons.clear();
         self.cons.extend_from_slice(&other.cons);
         self.blocks.clear();
@@ -153,9 +208,10 @@ impl SparseJacobian {
     /// Whether `self` and `other` are the same Jacobian bit for bit (bodies,
     /// rows and every block entry's bits: `-0.0` differs from `0.0`).
     pub fn bitwise_eq(&self, other: &SparseJacobian) -> bool {
-        self.n_bodies == other.n_bodies
-            && self.n_rows == other.n_rows
-            && self.cons == other.cons
+        // the same structure id means the same structure: no need to compare it
+        let same_structure = (self.structure_id == other.structure_id && self.structure_id != 0)
+            || (self.n_bodies == other.n_bodies && self.n_rows == other.n_rows && self.cons == other.cons);
+        same_structure
             && bytemuck::cast_slice::<Block, u64>(&self.blocks) == bytemuck::cast_slice::<Block, u64>(&other.blocks)
     }
 
@@ -256,6 +312,11 @@ pub struct BlockSparseSymmetric {
     pub(crate) off: Vec<Block>,
     /// Pattern key: `(rows, dyn body 0, dyn body 1)` per constraint, plus the body count.
     key: Vec<u32>,
+    /// [`SparseJacobian::structure_id`] of the J the pattern was last checked
+    /// against, and which of its bodies were dynamic: the same id and the same
+    /// flags mean the same pattern, without comparing the key.
+    structure_id: u64,
+    dynamic: Vec<bool>,
     pattern_version: u64,
     // scratch for pattern building
     mark: Vec<u32>,
@@ -361,7 +422,19 @@ impl BlockSparseSymmetric {
     fn update_pattern(&mut self, jac: &SparseJacobian, inv_mass: &[[f64; 3]]) -> bool {
         let n = jac.cons.len();
         let is_dyn = |b: u32| b != NO_BODY && inv_mass[b as usize] != [0.0; 3];
-        // compare the key in place (no allocation, no hashing: exact)
+        // the J whose pattern this is, with the same bodies static: nothing to compare
+        if jac.structure_id != 0
+            && jac.structure_id == self.structure_id
+            && self.dynamic.len() == inv_mass.len()
+            && self.dynamic.iter().zip(inv_mass).all(|(&d, m)| d == (*m != [0.0; 3]))
+        {
+            return false;
+        }
+        self.structure_id = jac.structure_id;
+        self.dynamic.clear();
+        self.dynamic.extend(inv_mass.iter().map(|m| *m != [0.0; 3]));
+        // another J (or other static bodies): compare the key in place (no
+        // allocation, no hashing: exact)
         let same = self.key.len() == 3 * n + 1
             && self.key[3 * n] == jac.n_bodies as u32
             && jac.cons.iter().enumerate().all(|(c, info)| {
