@@ -930,7 +930,10 @@ impl BlockLdl {
         for c in 0..n {
             let o = a.row_offset[c] as usize;
             let k = a.rows[c] as usize;
-            b[c][..k].copy_from_slice(&rhs[o..o + k]);
+            // element by element: a 1–3 element `copy_from_slice` is a libc call
+            for r in 0..k {
+                b[c][r] = rhs[o + r];
+            }
         }
         let bnorm = norm(&b);
         let mut xn = std::mem::take(&mut self.w3);
@@ -1015,7 +1018,9 @@ impl BlockLdl {
         for c in 0..n {
             let o = a.row_offset[c] as usize;
             let k = a.rows[c] as usize;
-            lambda[o..o + k].copy_from_slice(&x[c][..k]);
+            for r in 0..k {
+                lambda[o + r] = x[c][r];
+            }
         }
         self.b = b;
         self.r = x;

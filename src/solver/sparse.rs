@@ -101,18 +101,18 @@ impl SparseJacobian {
         let info = self.cons[c.index()];
         let rows = info.rows as usize;
         let n_blocks = if info.bodies[1] == NO_BODY { 1 } else { 2 };
-        // x·0 is 0 for finite x and NaN otherwise: one accumulated test,
-        // no branch per value
-        let mut probe = 0.0;
+        // x·0 is 0 for finite x and NaN otherwise: one accumulated test per
+        // entry of the block (independent lanes), no branch per value
+        let mut probe = [0.0; 9];
         for (k, m) in jac.iter().enumerate().take(n_blocks) {
             let mut blk: Block = bytemuck::cast(*m);
             blk[3 * rows..].fill(0.0);
-            for v in &blk[..3 * rows] {
-                probe += v * 0.0;
+            for (p, v) in probe.iter_mut().zip(&blk) {
+                *p += v * 0.0;
             }
             self.blocks[2 * c.index() + k] = blk;
         }
-        probe == 0.0
+        probe.iter().sum::<f64>() == 0.0
     }
 
     /// Appends a constraint of `rows` rows (1 to 3) touching one or two distinct
@@ -234,7 +234,10 @@ impl SparseJacobian {
                 acc[2] += y[2];
             }
             let o = info.row_offset as usize;
-            out[o..o + info.rows as usize].copy_from_slice(&acc[..info.rows as usize]);
+            // element by element: a 1–3 element `copy_from_slice` is a libc call
+            for (r, a) in acc.iter().enumerate().take(info.rows as usize) {
+                out[o + r] = *a;
+            }
         }
         Ok(())
     }
@@ -249,7 +252,9 @@ impl SparseJacobian {
         for (c, info) in self.cons.iter().enumerate() {
             let o = info.row_offset as usize;
             let mut l = [0.0; 3];
-            l[..info.rows as usize].copy_from_slice(&lambda[o..o + info.rows as usize]);
+            for (r, x) in l.iter_mut().enumerate().take(info.rows as usize) {
+                *x = lambda[o + r];
+            }
             for k in 0..2 {
                 let b = info.bodies[k];
                 if b == NO_BODY {
