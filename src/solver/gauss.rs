@@ -93,6 +93,9 @@ pub struct BlockLdl {
     /// Off-diagonal block k of A goes to L slot `a_map[k]`, transposed if `a_tr[k]`.
     a_map: Vec<u32>,
     a_tr: Vec<bool>,
+    /// The L slots no block of A goes to (pure fill): the only ones a numeric
+    /// pass zeroes before copying A in.
+    fill_slots: Vec<u32>,
     fill: usize,
     /// Largest row count of a constraint (selects the 2×2 or 3×3 kernels).
     max_rows: u32,
@@ -403,6 +406,7 @@ impl BlockLdl {
             self.targets = Vec::new();
             self.a_map = Vec::new();
             self.a_tr = Vec::new();
+            self.fill_slots = Vec::new();
             self.lval = Vec::new();
             return;
         }
@@ -491,6 +495,12 @@ impl BlockLdl {
             self.a_map.push(idx as u32);
             self.a_tr.push(tr);
         }
+        let mut from_a = vec![false; self.row_idx.len()];
+        for &k in &self.a_map {
+            from_a[k as usize] = true;
+        }
+        self.fill_slots.clear();
+        self.fill_slots.extend((0..self.row_idx.len() as u32).filter(|&k| !from_a[k as usize]));
         let max_col = (0..n).map(|p| (self.col_ptr[p + 1] - self.col_ptr[p]) as usize).max().unwrap_or(0);
         self.w.resize(max_col, ZERO);
         self.lval.resize(self.row_idx.len(), ZERO);
@@ -760,8 +770,9 @@ impl BlockLdl {
             }
             self.diag[p] = d;
         }
-        for v in self.lval.iter_mut() {
-            *v = ZERO;
+        // every slot is either pure fill (zeroed) or a block of A (copied)
+        for &k in &self.fill_slots {
+            self.lval[k as usize] = ZERO;
         }
         for (k, blk) in a.off.iter().enumerate() {
             self.lval[self.a_map[k] as usize] = if self.a_tr[k] { block::transpose(blk) } else { *blk };
