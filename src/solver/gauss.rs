@@ -784,7 +784,7 @@ impl BlockLdl {
             let sc = self.scale[p];
             let thresh = [thresh_rel * sc[0], thresh_rel * sc[1], thresh_rel * sc[2]];
             let floor = [floor_rel * sc[0], floor_rel * sc[1], floor_rel * sc[2]];
-            let (dinv, piv, d) = block::ldl_inverse_pivots(&self.diag[p], &thresh, &floor, mode);
+            let (dinv, piv, d) = block::ldl_inverse_pivots_r::<R>(&self.diag[p], &thresh, &floor, mode);
             self.dinv[p] = dinv;
             for r in 0..3 {
                 // padded rows: unit pivot, unit scale (ratio 1)

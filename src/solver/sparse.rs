@@ -99,20 +99,16 @@ impl SparseJacobian {
     #[inline]
     pub fn set_values(&mut self, c: ConstraintId, jac: &[[[f64; 3]; 3]; 2]) -> bool {
         let info = self.cons[c.index()];
-        let rows = info.rows as usize;
-        let n_blocks = if info.bodies[1] == NO_BODY { 1 } else { 2 };
-        // x·0 is 0 for finite x and NaN otherwise: one accumulated test per
-        // entry of the block (independent lanes), no branch per value
-        let mut probe = [0.0; 9];
-        for (k, m) in jac.iter().enumerate().take(n_blocks) {
-            let mut blk: Block = bytemuck::cast(*m);
-            blk[3 * rows..].fill(0.0);
-            for (p, v) in probe.iter_mut().zip(&blk) {
-                *p += v * 0.0;
-            }
-            self.blocks[2 * c.index() + k] = blk;
+        let two = info.bodies[1] != NO_BODY;
+        let pair = &mut self.blocks[2 * c.index()..2 * c.index() + 2];
+        // a constant row count per kernel: the copies and the zeroed rows are
+        // unrolled stores from registers (a fill of a variable tail through a
+        // stack temporary stalled on store forwarding)
+        match info.rows {
+            1 => fill_pair::<1>(pair, jac, two),
+            2 => fill_pair::<2>(pair, jac, two),
+            _ => fill_pair::<3>(pair, jac, two),
         }
-        probe.iter().sum::<f64>() == 0.0
     }
 
     /// Appends a constraint of `rows` rows (1 to 3) touching one or two distinct
@@ -269,6 +265,31 @@ impl SparseJacobian {
         }
         Ok(())
     }
+}
+
+/// Writes the leading `R` rows of `jac[0]` (and of `jac[1]` when `two`) into
+/// `pair`, the other rows zero; returns whether the values read are finite.
+#[inline(always)]
+fn fill_pair<const R: usize>(pair: &mut [Block], jac: &[[[f64; 3]; 3]; 2], two: bool) -> bool {
+    // x·0 is 0 for finite x and NaN otherwise: an accumulated test per
+    // column (independent lanes), no branch per value
+    let mut probe = [0.0; 3];
+    for (k, (dst, m)) in pair.iter_mut().zip(jac).enumerate() {
+        if k == 1 && !two {
+            break;
+        }
+        for r in 0..3 {
+            for col in 0..3 {
+                dst[3 * r + col] = if r < R { m[r][col] } else { 0.0 };
+            }
+        }
+        for row in &m[..R] {
+            for col in 0..3 {
+                probe[col] += row[col] * 0.0;
+            }
+        }
+    }
+    probe[0] + probe[1] + probe[2] == 0.0
 }
 
 pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), SolverError> {
