@@ -157,6 +157,18 @@ pub fn sub_abt_sym_r<const R: usize>(acc: &mut Block, a: &Block, b: &Block) {
     }
 }
 
+/// `a · x` on the leading `R` rows (every row the same expression as in
+/// [`mul_vec`], so bitwise the same there); the rows past `R` are `x`'s own
+/// (the padded rows of a solve, left as they are).
+#[inline(always)]
+pub fn mul_vec_r<const R: usize>(a: &Block, x: &[f64; 3]) -> [f64; 3] {
+    let mut o = *x;
+    for (r, or) in o.iter_mut().enumerate().take(R) {
+        *or = a[3 * r] * x[0] + a[3 * r + 1] * x[1] + a[3 * r + 2] * x[2];
+    }
+    o
+}
+
 /// `x -= a · y` on the leading `R` entries.
 #[inline(always)]
 pub fn sub_mul_vec_r<const R: usize>(x: &mut [f64; 3], a: &Block, y: &[f64; 3]) {

@@ -573,23 +573,20 @@ impl BlockLdl {
             }
         }
         let fallback = if cnt > 0 { sum / cnt as f64 } else { 1.0 };
-        for p in 0..self.n {
-            let c = self.perm[p] as usize;
-            let mut s = [1.0; 3];
-            for (r, sr) in s.iter_mut().enumerate().take(a.rows[c] as usize) {
-                let v = a.diag[c][4 * r];
-                *sr = if v > 0.0 { v } else { fallback };
-            }
-            self.scale[p] = s;
-        }
+        // by position (padded rows 1) and by constraint (padded rows 0), in one pass
         self.scale_c.resize(self.n, [0.0; 3]);
         for p in 0..self.n {
             let c = self.perm[p] as usize;
-            let mut s = self.scale[p];
-            for v in s.iter_mut().skip(a.rows[c] as usize) {
-                *v = 0.0;
+            let rows = a.rows[c] as usize;
+            let mut s = [1.0; 3];
+            let mut sc = [0.0; 3];
+            for r in 0..rows.min(3) {
+                let v = a.diag[c][4 * r];
+                s[r] = if v > 0.0 { v } else { fallback };
+                sc[r] = s[r];
             }
-            self.scale_c[c] = s;
+            self.scale[p] = s;
+            self.scale_c[c] = sc;
         }
     }
 
@@ -787,9 +784,11 @@ impl BlockLdl {
             let (dinv, piv, d) = block::ldl_inverse_pivots_r::<R>(&self.diag[p], &thresh, &floor, mode);
             self.dinv[p] = dinv;
             for r in 0..3 {
-                // padded rows: unit pivot, unit scale (ratio 1)
+                // padded rows: unit pivot, unit scale (ratio 1); with R = 2 the
+                // third row is padding, its ratio 1/1 is 1 without a division
                 if piv[r] == Pivot::Ok {
-                    min_rel_pivot = min_rel_pivot.min(d[r] / sc[r]);
+                    let ratio = if R == 2 && r == 2 { 1.0 } else { d[r] / sc[r] };
+                    min_rel_pivot = min_rel_pivot.min(ratio);
                 }
             }
             for r in 0..R {
@@ -847,7 +846,7 @@ impl BlockLdl {
         }
         // diagonal and backward: x_p = D_p⁻¹ z_p − Σ_q L_qpᵀ x_q
         for p in (0..n).rev() {
-            let mut zp = block::mul_vec(&dinv[p], &y[p]);
+            let mut zp = block::mul_vec_r::<R>(&dinv[p], &y[p]);
             for k in col_ptr[p] as usize..col_ptr[p + 1] as usize {
                 let q = row_idx[k] as usize;
                 block::sub_mul_t_vec_r::<R>(&mut zp, &lval[k], &y[q]);

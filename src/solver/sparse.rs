@@ -216,26 +216,35 @@ impl SparseJacobian {
         check_len("v", 3 * self.n_bodies, v.len())?;
         check_len("out", self.n_rows, out.len())?;
         for (c, info) in self.cons.iter().enumerate() {
-            let mut acc = [0.0; 3];
-            for k in 0..2 {
-                let b = info.bodies[k];
-                if b == NO_BODY {
-                    continue;
-                }
-                let b = b as usize;
-                let x = [v[3 * b], v[3 * b + 1], v[3 * b + 2]];
-                let y = block::mul_vec(&self.blocks[2 * c + k], &x);
-                acc[0] += y[0];
-                acc[1] += y[1];
-                acc[2] += y[2];
-            }
-            let o = info.row_offset as usize;
-            // element by element: a 1–3 element `copy_from_slice` is a libc call
-            for (r, a) in acc.iter().enumerate().take(info.rows as usize) {
-                out[o + r] = *a;
+            // only the constraint's own rows (padding rows are neither
+            // computed nor written; each row is the 3×3 kernel's expression)
+            match info.rows {
+                1 => self.mul_constraint::<1>(c, info, v, out),
+                2 => self.mul_constraint::<2>(c, info, v, out),
+                _ => self.mul_constraint::<3>(c, info, v, out),
             }
         }
         Ok(())
+    }
+
+    /// Rows of `J v` of constraint `c`, which has `R` rows.
+    #[inline(always)]
+    fn mul_constraint<const R: usize>(&self, c: usize, info: &ConstraintInfo, v: &[f64], out: &mut [f64]) {
+        let mut acc = [0.0; R];
+        for k in 0..2 {
+            let b = info.bodies[k];
+            if b == NO_BODY {
+                continue;
+            }
+            let b = b as usize;
+            let x = [v[3 * b], v[3 * b + 1], v[3 * b + 2]];
+            let a = &self.blocks[2 * c + k];
+            for (r, acc_r) in acc.iter_mut().enumerate() {
+                *acc_r += a[3 * r] * x[0] + a[3 * r + 1] * x[1] + a[3 * r + 2] * x[2];
+            }
+        }
+        let o = info.row_offset as usize;
+        out[o..o + R].copy_from_slice(&acc);
     }
 
     /// `out = Jᵀ λ` (the constraint forces, seed 003 / DESIGN "Physics
@@ -246,24 +255,39 @@ impl SparseJacobian {
         check_len("out", 3 * self.n_bodies, out.len())?;
         out.fill(0.0);
         for (c, info) in self.cons.iter().enumerate() {
-            let o = info.row_offset as usize;
-            let mut l = [0.0; 3];
-            for (r, x) in l.iter_mut().enumerate().take(info.rows as usize) {
-                *x = lambda[o + r];
-            }
-            for k in 0..2 {
-                let b = info.bodies[k];
-                if b == NO_BODY {
-                    continue;
-                }
-                let b = b as usize;
-                let y = block::mul_t_vec(&self.blocks[2 * c + k], &l);
-                out[3 * b] += y[0];
-                out[3 * b + 1] += y[1];
-                out[3 * b + 2] += y[2];
+            // only the constraint's own rows: the padding's terms are +0·0,
+            // and adding them to `out` (which starts at +0, so is never −0)
+            // changes no bit
+            match info.rows {
+                1 => self.mul_t_constraint::<1>(c, info, lambda, out),
+                2 => self.mul_t_constraint::<2>(c, info, lambda, out),
+                _ => self.mul_t_constraint::<3>(c, info, lambda, out),
             }
         }
         Ok(())
+    }
+
+    /// Adds constraint `c`'s part of `Jᵀ λ` (it has `R` rows) to `out`.
+    #[inline(always)]
+    fn mul_t_constraint<const R: usize>(&self, c: usize, info: &ConstraintInfo, lambda: &[f64], out: &mut [f64]) {
+        let o = info.row_offset as usize;
+        let mut l = [0.0; R];
+        l.copy_from_slice(&lambda[o..o + R]);
+        for k in 0..2 {
+            let b = info.bodies[k];
+            if b == NO_BODY {
+                continue;
+            }
+            let b = b as usize;
+            let a = &self.blocks[2 * c + k];
+            for col in 0..3 {
+                let mut y = a[col] * l[0];
+                for (r, lr) in l.iter().enumerate().skip(1) {
+                    y += a[3 * r + col] * lr;
+                }
+                out[3 * b + col] += y;
+            }
+        }
     }
 }
 
