@@ -125,6 +125,20 @@ pub fn mul_ab_r<const R: usize>(a: &Block, b: &Block) -> Block {
     o
 }
 
+/// Copies the leading `R × R` entries of `src` into `dst` (all of it for `R = 3`).
+#[inline(always)]
+pub fn copy_leading<const R: usize>(dst: &mut Block, src: &Block) {
+    if R >= 3 {
+        *dst = *src;
+    } else {
+        for r in 0..R {
+            for c in 0..R {
+                dst[3 * r + c] = src[3 * r + c];
+            }
+        }
+    }
+}
+
 /// `acc -= a · bᵀ` on the leading `R × R` sub-blocks.
 #[inline(always)]
 pub fn sub_abt_r<const R: usize>(acc: &mut Block, a: &Block, b: &Block) {

@@ -807,9 +807,12 @@ impl BlockLdl {
             // W = current A_qp; L_qp = W D_p⁻¹; diagonal update A_qq -= L_qp W_qpᵀ
             for k in s..e {
                 let wk = self.lval[k];
-                self.w[k - s] = wk;
+                // only the leading R × R entries are ever non-zero or read: with
+                // R = 2 the rest of w is never read and the rest of L stays the
+                // zero it already is (A's padding, or a pure-fill slot)
+                block::copy_leading::<R>(&mut self.w[k - s], &wk);
                 let l = block::mul_ab_r::<R>(&wk, &dinv);
-                self.lval[k] = l;
+                block::copy_leading::<R>(&mut self.lval[k], &l);
                 let q = self.row_idx[k] as usize;
                 block::sub_abt_sym_r::<R>(&mut self.diag[q], &l, &wk);
             }
@@ -945,25 +948,27 @@ impl BlockLdl {
                 b[c][r] = rhs[o + r];
             }
         }
-        let bnorm = norm(&b);
         let mut xn = std::mem::take(&mut self.w3);
         let mut t = std::mem::take(&mut self.w4);
-        x.clear();
-        x.resize(n, [0.0; 3]);
-        dx.clear();
-        dx.extend_from_slice(&b);
         let mut steps = 0;
         let mut res;
         // An ill-conditioned pivot block (inverse-based block LDLᵀ, a body with
         // J ≪ m·ℓ²) costs accuracy of order growth × u: refine then.
         let refine_steps =
             if self.pivot_growth > REFINE_GROWTH { settings.max_refine_steps } else { settings.refine_steps };
+        // |b| only where it is used: the refinement's stopping test (a plain
+        // solve reports a NaN residual whatever |b| is)
+        let bnorm = if regularized || refine_steps > 0 { norm(&b) } else { f64::NAN };
+        x.clear();
+        dx.clear();
         if !regularized {
-            // regular factor: one solve, optional classical refinement
-            x.copy_from_slice(&b);
+            // regular factor: one solve, optional classical refinement (whose
+            // residual overwrites dx before it is read)
+            x.extend_from_slice(&b);
             self.solve_padded(&mut x);
             res = f64::NAN;
             if refine_steps > 0 {
+                dx.resize(n, [0.0; 3]);
                 res = residual(a, &b, &x, &mut dx);
             }
             while steps < refine_steps && res > settings.refine_tolerance * bnorm {
@@ -989,6 +994,8 @@ impl BlockLdl {
             // (ε/μ)². The iterates converge to the E-weighted minimal-norm
             // (least-squares if b is inconsistent) solution: DESIGN.md's
             // mass-weighted minimal-norm λ.
+            x.resize(n, [0.0; 3]);
+            dx.extend_from_slice(&b);
             let eps = settings.regularization;
             res = bnorm;
             while steps < settings.max_refine_steps && res > settings.refine_tolerance * bnorm {
