@@ -503,6 +503,9 @@ impl BlockLdl {
         self.fill_slots.extend((0..self.row_idx.len() as u32).filter(|&k| !from_a[k as usize]));
         let max_col = (0..n).map(|p| (self.col_ptr[p + 1] - self.col_ptr[p]) as usize).max().unwrap_or(0);
         self.w.resize(max_col, ZERO);
+        // all zero: a numeric pass with two-row constraints writes only the
+        // leading 2×2 of each block
+        self.lval.clear();
         self.lval.resize(self.row_idx.len(), ZERO);
         self.dinv.resize(n, ZERO);
         self.diag.resize(n, ZERO);
@@ -767,12 +770,15 @@ impl BlockLdl {
             }
             self.diag[p] = d;
         }
-        // every slot is either pure fill (zeroed) or a block of A (copied)
+        // every slot is either pure fill (zeroed) or a block of A (copied);
+        // with R = 2 only the leading 2×2 (the rest of every L block stays
+        // the zero the analysis wrote: nothing writes there)
         for &k in &self.fill_slots {
-            self.lval[k as usize] = ZERO;
+            block::copy_leading::<R>(&mut self.lval[k as usize], &ZERO);
         }
         for (k, blk) in a.off.iter().enumerate() {
-            self.lval[self.a_map[k] as usize] = if self.a_tr[k] { block::transpose(blk) } else { *blk };
+            let value = if self.a_tr[k] { block::transpose(blk) } else { *blk };
+            block::copy_leading::<R>(&mut self.lval[self.a_map[k] as usize], &value);
         }
         let mut any_small = false;
         let mut growth = 0.0f64;
