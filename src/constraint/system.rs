@@ -69,6 +69,8 @@ pub struct ConstraintSystem {
     blocks: Vec<RowBlock>,
     /// (cos φ, sin φ) of every body at the last assembly (empty when few pins).
     rotations: Vec<DVec2>,
+    /// The angles (bits) `rotations` were computed from.
+    rotation_angles: Vec<u64>,
     inv_mass: Vec<[f64; 3]>,
     rank_weights: Vec<[f64; 3]>,
     /// What `inv_mass` and `rank_weights` were computed from, per body.
@@ -129,9 +131,27 @@ impl ConstraintSystem {
         let items = scene.constraints.as_slice();
         let pins = items.iter().filter(|c| matches!(c.kind, super::ConstraintKind::Revolute { .. })).count();
         // a rotation per body pays when the pins' ends outnumber the bodies
-        self.rotations.clear();
         if 2 * pins >= scene.bodies.len() {
-            self.rotations.extend((0..scene.bodies.len()).map(|i| DVec2::from_angle(q[3 * i + 2])));
+            // kept for the angles that did not change since the last assembly
+            // (the first stage of a step is at the positions the last
+            // projection ended on): the same angle's bits, the same rotation
+            let n = scene.bodies.len();
+            if self.rotation_angles.len() != n || self.rotations.len() != n {
+                self.rotation_angles.clear();
+                self.rotation_angles.extend((0..n).map(|i| q[3 * i + 2].to_bits()));
+                self.rotations.clear();
+                self.rotations.extend((0..n).map(|i| DVec2::from_angle(q[3 * i + 2])));
+            }
+            for i in 0..n {
+                let angle = q[3 * i + 2];
+                if self.rotation_angles[i] != angle.to_bits() {
+                    self.rotation_angles[i] = angle.to_bits();
+                    self.rotations[i] = DVec2::from_angle(angle);
+                }
+            }
+        } else {
+            self.rotations.clear();
+            self.rotation_angles.clear();
         }
         let rotations = &self.rotations;
         let eval = |c: &super::Constraint, out: &mut RowBlock| {
