@@ -454,9 +454,11 @@ impl BlockSparseSymmetric {
             }
             self.diag[c] = d;
         }
-        // off-diagonal blocks: contributions of each shared body
+        // off-diagonal blocks: contributions of each shared body (only the
+        // leading R × R entries are ever written: the rest stays the zero the
+        // pattern build put there, R being fixed by the pattern's row counts)
         for v in self.off.iter_mut() {
-            *v = ZERO;
+            block::copy_leading::<R>(v, &ZERO);
         }
         for ct in &self.contrib {
             block::add_adbt_r::<R>(
