@@ -7,6 +7,13 @@
 //! non-zero only when c and d share a *dynamic* body (a body whose inverse mass is
 //! not all zero): a static body transmits no coupling, so constraints attached to
 //! the ground do not couple through it.
+//!
+//! J is built by [`SparseJacobian::push`] and then, while its structure holds,
+//! refilled in place by [`SparseJacobian::set_values`] (fixed slots: no push, no
+//! validation of the structure per step). A's sparsity pattern is kept as long as
+//! J's [`SparseJacobian::structure_id`] and the set of static bodies are those it
+//! was built for; a J rebuilt with another id is compared with the pattern's key
+//! constraint by constraint (the same joints rebuilt keep the pattern).
 
 use super::SolverError;
 use super::block::{self, Block, ZERO};
