@@ -133,13 +133,13 @@ impl Substeps<'_> {
         let mut worst = 0.0f32;
         for _ in 0..self.pop.params.substeps {
             self.sweep(t, Sweep::Stabilise);
-            self.per_ball(t, |i| unsafe { self.predict(i) });
+            self.per_chunk(t, |balls| unsafe { self.predict(balls) });
             self.per_ball(t, |i| unsafe { self.count_contacts(i) });
             for _ in 0..self.pop.params.iterations {
                 self.sweep(t, Sweep::Solve);
             }
             self.per_ball(t, |i| worst = worst.max(unsafe { self.solve_velocities(i) }));
-            self.per_ball(t, |i| unsafe { self.finish_substep(i) });
+            self.per_chunk(t, |balls| unsafe { self.finish_substep(balls) });
         }
         t.finish();
         worst
@@ -153,6 +153,16 @@ impl Substeps<'_> {
             for i in start..(start + CHUNK).min(live.end) {
                 kernel(i);
             }
+        });
+    }
+
+    /// A per-ball phase whose kernel takes a chunk of [`CHUNK`] balls at once
+    /// (streaming passes: slices, no per-element bounds checks).
+    fn per_chunk(&self, t: &mut Participant<'_>, mut kernel: impl FnMut(Range<usize>)) {
+        let live = &self.live;
+        t.phase(live.len().div_ceil(CHUNK), |k| {
+            let start = live.start + k * CHUNK;
+            kernel(start..(start + CHUNK).min(live.end));
         });
     }
 
@@ -182,22 +192,29 @@ impl Substeps<'_> {
     /// fused with the end of the stabilisation: x += dx (its correction).
     ///
     /// # Safety
-    /// A per-ball phase: ball `i` is this thread's alone.
-    unsafe fn predict(&self, i: usize) {
-        let (p, m) = (self.pop, &self.m);
-        unsafe {
-            let position = m.position.get(i) + m.dx.get(i);
-            m.position.set(i, position);
-            m.dx.set(i, Vec2::ZERO);
-            let velocity = m.velocity.get(i);
-            if p.state[i] != state::ALIVE {
-                m.v_pre.set(i, velocity);
-                m.x_pred.set(i, position);
-                return;
+    /// A per-ball phase: the balls of `balls` are this thread's alone.
+    unsafe fn predict(&self, balls: Range<usize>) {
+        let (pop, m, h) = (self.pop, &self.m, self.h);
+        let (states, acc) = (&pop.state[balls.clone()], &pop.scratch.acc[balls.clone()]);
+        let (position, dx, velocity, v_pre, x_pred) = unsafe {
+            (
+                m.position.range_mut(balls.clone()),
+                m.dx.range_mut(balls.clone()),
+                m.velocity.range_mut(balls.clone()),
+                m.v_pre.range_mut(balls.clone()),
+                m.x_pred.range_mut(balls),
+            )
+        };
+        for k in 0..position.len() {
+            position[k] += dx[k];
+            dx[k] = Vec2::ZERO;
+            if states[k] != state::ALIVE {
+                v_pre[k] = velocity[k];
+                x_pred[k] = position[k];
+                continue;
             }
-            let v_pre = velocity + p.scratch.acc[i] * self.h;
-            m.v_pre.set(i, v_pre);
-            m.x_pred.set(i, position + v_pre * self.h);
+            v_pre[k] = velocity[k] + acc[k] * h;
+            x_pred[k] = position[k] + v_pre[k] * h;
         }
     }
 
@@ -440,20 +457,31 @@ impl Substeps<'_> {
     /// the GPU).
     ///
     /// # Safety
-    /// A per-ball phase: ball `i` is this thread's alone.
-    unsafe fn finish_substep(&self, i: usize) {
-        let m = &self.m;
-        unsafe {
-            let correction = m.dx.get(i);
-            m.dx.set(i, Vec2::ZERO);
-            if self.pop.state[i] != state::ALIVE {
-                return;
+    /// A per-ball phase: the balls of `balls` are this thread's alone.
+    unsafe fn finish_substep(&self, balls: Range<usize>) {
+        let (m, h) = (&self.m, self.h);
+        let states = &self.pop.state[balls.clone()];
+        let (dx, position, velocity, omega, angle, x_pred, v_new, omega_new) = unsafe {
+            (
+                m.dx.range_mut(balls.clone()),
+                m.position.range_mut(balls.clone()),
+                m.velocity.range_mut(balls.clone()),
+                m.omega.range_mut(balls.clone()),
+                m.angle.range_mut(balls.clone()),
+                m.x_pred.range_mut(balls.clone()),
+                m.v_new.range_mut(balls.clone()),
+                m.omega_new.range_mut(balls),
+            )
+        };
+        for k in 0..dx.len() {
+            let correction = std::mem::take(&mut dx[k]);
+            if states[k] != state::ALIVE {
+                continue;
             }
-            m.position.set(i, m.x_pred.get(i) + correction);
-            m.velocity.set(i, m.v_new.get(i));
-            let w = m.omega_new.get(i);
-            m.omega.set(i, w);
-            m.angle.set(i, m.angle.get(i) + w * self.h);
+            position[k] = x_pred[k] + correction;
+            velocity[k] = v_new[k];
+            omega[k] = omega_new[k];
+            angle[k] += omega[k] * h;
         }
     }
 }
