@@ -1,9 +1,11 @@
 //! The CPU twin of `shaders/population.wgsl`: the same stages, kernel for
 //! kernel, as rayon loops over a structure of arrays in f32. Every per-ball
 //! loop writes only its own ball from buffers that no one writes meanwhile;
-//! the Gauss–Seidel position sweeps run one colour at a time, one task per
-//! cell, each writing only the balls of the 3 × 3 cells around its cell
-//! (disjoint within a colour: the proof is in [`crate::population`]). So the
+//! the substeps (`src/population/substep.rs`) run as one list of phases
+//! walked by one team of threads (`src/population/team.rs`), the Gauss–Seidel
+//! position sweeps one colour at a time, chunks of cells, each cell writing
+//! only the balls of the 3 × 3 cells around it (disjoint within a colour:
+//! the proof is in [`crate::population`]). So the
 //! result is the same at every pool size (tested at 1, 2, 3, 7, 16 and 64
 //! threads).
 

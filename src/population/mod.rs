@@ -124,9 +124,21 @@
 //! of balls_box (falling phase, same load, back to back): 10⁴ −25 %, 10⁵
 //! −35 %; 2 threads, 10⁴: 110 → 88 ms/step wall under a load of 15. The
 //! issue's ≤ 0.3× is still not met (3–5× Box2D v3 in runs under loads of
-//! 6–15: README). What is left is the barriers — 432 colour joins per step,
-//! whose cost follows the machine's load (a profile under load: ~30 % in
-//! the workers' sleep/wake). Fewer colours are not free here: 4 colours
+//! 6–15: README). The barriers were then 432 colour joins per step (a
+//! profile under load: ~30 % in the rayon workers' sleep/wake); since issue
+//! 8's third round the substeps of a step are one list of phases walked by
+//! one team (`src/population/team.rs`: one rayon scope per step, a phase
+//! boundary is a chunk counter — spin, yield, then park — and empty colours
+//! cost nothing; bitwise the same results). Measured (24 Nov, 2-core machine
+//! under a load of 6–12, one-thread CPU time and `benches/peers/run.sh
+//! --engine box2d --steps 30`, before and after back to back): one-thread CPU
+//! time unchanged within the noise (10⁴ × 30 steps 0.83–0.90 s both; 10⁵ × 8
+//! steps 3.2–3.4 s before, 3.5 s after: +5–9 %, within this load's noise or
+//! the cost of the team's counters and bounds checks), mx2d ÷ Box2D v3 at 10⁴ 2.7× before,
+//! 2.8–3.4× after, at 10⁵ 4.1× before, 3.7–4.1× after: under such a load the
+//! two threads rarely run at once, so the barriers' cost was not what kept
+//! the twin from the issue's ≤ 0.3×: its work is (16 substeps of three
+//! sweeps, where Box2D v3 does 4 substeps). Fewer colours are not free here: 4 colours
 //! (cells 2 apart) are safe only if a cell's thread writes its own balls
 //! alone, i.e. each side of a pair moves only its own ball at its own
 //! time — the two halves of a pair's correction then come from different
