@@ -373,6 +373,23 @@ fn path_stats(board: &Board) -> PathStats {
         p(stats.after[0]),
         p(stats.after[1])
     );
+    // Autocorrelation of the turns (as ±1) at lags 1…4, over the balls that
+    // skipped nothing: Var(Σ turns) = n/4 · (1 + 2 Σ_k (1 − k/n) ρ_k).
+    let clean: Vec<&Vec<i64>> =
+        board.paths.iter().filter(|t| t.len() == board.bins.len() - 1 && t.iter().all(|&x| x == 0 || x == 1)).collect();
+    let rho: Vec<String> = (1..5)
+        .map(|lag| {
+            let (mut sum, mut count) = (0.0, 0.0);
+            for turns in &clean {
+                for pair in turns.windows(lag + 1) {
+                    sum += ((2 * pair[0] - 1) * (2 * pair[lag] - 1)) as f64;
+                    count += 1.0;
+                }
+            }
+            format!("{:+.4}", sum / f64::max(count, 1.0))
+        })
+        .collect();
+    eprintln!("  autocorrelation of the turns, lags 1-4: [{}]", rho.join(" "));
     // The skipped paths, for the first few.
     for turns in board.paths.iter().filter(|t| t.iter().any(|&x| x != 0 && x != 1)).take(5) {
         eprintln!("  skip: {turns:?}");
