@@ -38,6 +38,7 @@ EF = env("EF", 0.3)             # restitution of the funnel faces
 NB = env("NB", 0)               # pairs of round bumps on a tube's walls (a dispersing billiard)
 RB = env("RB", 0.03)            # bump radius (m): centred on the wall, it narrows the tube by 2 RB
 EB = env("EB", 1.0)             # restitution of the bumps
+STUB = env("STUB", 0.0)         # the funnel face continued this far down the tube wall (m)
 
 W = 2 * R + C + (2 * RB if NB > 0 else 0.0)  # tube width (wall to wall)
 HB = (D - W) / 2                # half width of a splitter block (at its tube walls)
@@ -162,11 +163,14 @@ for k in range(ROWS):
         # side, then chevron), or the board is not mirror-symmetric for the
         # solver (measured: P(right) 0.44 with the chevron between the sides).
         poly([lt, top, rt], roof)
+        # The tube's elastic walls start STUB below the funnel's foot: the
+        # convex corner there belongs to the inelastic funnel piece.
+        rs, ls = (rf[0], rf[1] - STUB), (lf[0], lf[1] - STUB)
         if FW > 0:
-            poly([rt, rf], funnel)
-            poly([lf, lt], funnel)
-        poly([rf, rb], tube)
-        poly([lb, lf], tube)
+            poly([rt, rf] + ([rs] if STUB > 0 else []), funnel)
+            poly(([ls] if STUB > 0 else []) + [lf, lt], funnel)
+        poly([rs, rb], tube)
+        poly([lb, ls], tube)
         poly([rb, bottom, lb], roof)
         for j in range(NB):
             yj = rf[1] - LT * (j + 1) / (NB + 1)

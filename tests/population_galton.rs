@@ -148,6 +148,8 @@ struct Board {
     /// Per binned ball, its turns: +1 right, 0 left, anything else a skip
     /// (the ball missed a tube, or went two blocks sideways).
     paths: Vec<Vec<i64>>,
+    /// The ball id of each path (to trace a skipping ball: `GALTON_TRACE`).
+    path_ids: Vec<usize>,
 }
 
 /// The board's levels as the balls see them, read from the scene's
@@ -234,6 +236,8 @@ fn run_board(path: &str, overrides: &[&str]) -> Board {
     let mut next_level = vec![0usize; n_balls];
     let mut tube_index: Vec<Vec<i64>> = vec![Vec::new(); n_balls];
     let mut steps = 0;
+    // Design tool: `GALTON_TRACE=<ball id>` prints that ball's every step.
+    let trace: Option<usize> = std::env::var("GALTON_TRACE").ok().and_then(|s| s.parse().ok());
     loop {
         // Done when the live range is empty and the release cursor at the
         // end: every ball released and removed (O(1), not a scan of all balls).
@@ -250,6 +254,10 @@ fn run_board(path: &str, overrides: &[&str]) -> Board {
         for slot in pop.live_range() {
             let i = pop.ball_id[slot] as usize;
             let (x, y) = (f64::from(pop.position[slot].x), f64::from(pop.position[slot].y));
+            if trace == Some(i) {
+                let v = pop.velocity[slot];
+                eprintln!("trace ball {i} step {steps}: x {x:.4} y {y:.4} v ({:.3}, {:.3})", v.x, v.y);
+            }
             while let Some((height, centres)) = levels.tubes.get(next_level[i]) {
                 if y > *height {
                     break;
@@ -268,8 +276,15 @@ fn run_board(path: &str, overrides: &[&str]) -> Board {
     }
     let pop = world.population.as_ref().unwrap();
     let escaped = pop.stats().escaped;
-    let mut board =
-        Board { bins: vec![0; dividers.len() - 1], on_divider: 0, lost: 0, escaped, steps, paths: Vec::new() };
+    let mut board = Board {
+        bins: vec![0; dividers.len() - 1],
+        on_divider: 0,
+        lost: 0,
+        escaped,
+        steps,
+        paths: Vec::new(),
+        path_ids: Vec::new(),
+    };
     let slots = pop.slots_by_id();
     for (id, tubes) in tube_index.iter().enumerate() {
         let i = slots[id];
@@ -300,6 +315,7 @@ fn run_board(path: &str, overrides: &[&str]) -> Board {
                 rights = j - 1;
             }
             board.paths.push(turns);
+            board.path_ids.push(id);
         } else {
             board.lost += 1;
         }
@@ -391,8 +407,10 @@ fn path_stats(board: &Board) -> PathStats {
         .collect();
     eprintln!("  autocorrelation of the turns, lags 1-4: [{}]", rho.join(" "));
     // The skipped paths, for the first few.
-    for turns in board.paths.iter().filter(|t| t.iter().any(|&x| x != 0 && x != 1)).take(5) {
-        eprintln!("  skip: {turns:?}");
+    for (turns, id) in
+        board.paths.iter().zip(&board.path_ids).filter(|(t, _)| t.iter().any(|&x| x != 0 && x != 1)).take(5)
+    {
+        eprintln!("  skip: ball {id} {turns:?}");
     }
     stats
 }
@@ -506,7 +524,9 @@ fn galton_histogram_passes_chi_square_against_binomial() {
 /// Design experiments (not a test of the board): runs the scene named by
 /// `GALTON_SCENE` (default: the board) with `GALTON_COUNT` balls (default
 /// 2,000) and further `--set` overrides in `GALTON_SET` (`;`-separated),
-/// and prints the histogram, the chi-square and the path statistics.
+/// and prints the histogram, the chi-square and the path statistics (with
+/// the ids of the first balls that skipped; `GALTON_TRACE=<id>` prints that
+/// ball's position and velocity at every step).
 #[test]
 #[ignore = "a design tool: prints a board's histogram and path statistics (asserts only that no ball escaped)"]
 fn galton_experiment() {
