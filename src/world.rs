@@ -1028,7 +1028,10 @@ impl ForceModel<'_> {
     fn apply_gravity(&self, f: &mut [f64]) -> f64 {
         for (b, out) in self.bodies.iter().zip(f.chunks_mut(3)) {
             let total = if b.fixed { DVec2::ZERO } else { DVec2::ZERO + self.gravity * b.mass };
-            out.copy_from_slice(&[total.x, total.y, 0.0]);
+            // element by element: a 3-element `copy_from_slice` is a libc call
+            out[0] = total.x;
+            out[1] = total.y;
+            out[2] = 0.0;
         }
         0.0
     }
