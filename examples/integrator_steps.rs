@@ -176,7 +176,12 @@ fn main() -> Result<(), String> {
                 let (cpu, ok) = match &r {
                     Ok(r) => {
                         let e = error(r, &reference, &masses) / extent;
-                        eprintln!("  {} {}: {label}: error {e:.1e}, {:.2} CPU s", scene.file.name, method.name(), r.cpu_s);
+                        eprintln!(
+                            "  {} {}: {label}: error {e:.1e}, {:.2} CPU s",
+                            scene.file.name,
+                            method.name(),
+                            r.cpu_s
+                        );
                         (r.cpu_s, e <= ACCURACY)
                     }
                     Err(e) => {
