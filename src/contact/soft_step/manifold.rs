@@ -48,6 +48,8 @@ pub(super) struct SoftInfo {
     pub(super) key: (usize, Partner),
     pub(super) material: crate::contact::Material,
     pub(super) features: [u32; 2],
+    /// Number of points (the first `count` of `features`).
+    pub(super) count: u8,
 }
 
 /// The soft constraint of one pair (up to 2 points): only what the sweeps use.
@@ -88,33 +90,29 @@ pub(super) fn round(shape: &Shape) -> bool {
 /// Colours kept in a body's bit mask; the rest go to one sequential colour.
 pub(super) const MAX_COLOURS: u16 = 63;
 
-/// Greedy colouring of manifolds (see the module docs): returns each one's
-/// colour, [`MAX_COLOURS`] meaning the sequential overflow colour.
-pub(super) fn colour_manifolds(manifolds: &[SoftManifold], used: &mut Vec<u64>, bodies: usize, out: &mut Vec<u16>) {
-    used.clear();
-    used.resize(bodies, 0);
-    out.clear();
-    for m in manifolds {
-        let mut taken = 0u64;
-        if m.dynamic_a {
-            taken |= used[m.a as usize];
-        }
-        if m.dynamic_b {
-            taken |= used[m.b as usize];
-        }
-        let c = (!taken).trailing_zeros() as u16;
-        if c >= MAX_COLOURS {
-            out.push(MAX_COLOURS);
-            continue;
-        }
-        if m.dynamic_a {
-            used[m.a as usize] |= 1 << c;
-        }
-        if m.dynamic_b {
-            used[m.b as usize] |= 1 << c;
-        }
-        out.push(c);
+/// Greedy colouring (see the module docs), one manifold at a time in key
+/// order: the lowest colour none of its dynamic bodies has yet,
+/// [`MAX_COLOURS`] meaning the sequential overflow colour. `used` holds one
+/// colour mask per body, cleared at the start of the step.
+pub(super) fn colour_of(m: &SoftManifold, used: &mut [u64]) -> u16 {
+    let mut taken = 0u64;
+    if m.dynamic_a {
+        taken |= used[m.a as usize];
     }
+    if m.dynamic_b {
+        taken |= used[m.b as usize];
+    }
+    let c = (!taken).trailing_zeros() as u16;
+    if c >= MAX_COLOURS {
+        return MAX_COLOURS;
+    }
+    if m.dynamic_a {
+        used[m.a as usize] |= 1 << c;
+    }
+    if m.dynamic_b {
+        used[m.b as usize] |= 1 << c;
+    }
+    c
 }
 
 /// Body velocities shared by the threads of one colour: each manifold of a
