@@ -101,7 +101,7 @@ mod step;
 
 pub use settings::{SoftStepSettings, Softness};
 
-use manifold::{SoftInfo, SoftManifold};
+use manifold::{SoftInfo, SoftManifold, SoftTotals};
 
 use super::Partner;
 
@@ -135,6 +135,9 @@ pub struct SoftState {
     /// overflow colour). Built there directly by the prepare, in key order
     /// within a colour: no copy of the constraints to lay them out.
     by_colour: Vec<Vec<SoftManifold>>,
+    /// The step totals and restitution data of each constraint, beside it
+    /// (same colour, same index).
+    totals_by_colour: Vec<Vec<SoftTotals>>,
     /// Where each manifold (key order) lies: (colour, index in it).
     place: Vec<(u16, u32)>,
     /// The previous step's warm-start impulses in key order.

@@ -60,8 +60,10 @@ impl ContactSet {
         soft.info.clear();
         soft.place.clear();
         soft.by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
-        for colour in &mut soft.by_colour {
+        soft.totals_by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
+        for (colour, totals) in soft.by_colour.iter_mut().zip(&mut soft.totals_by_colour) {
             colour.clear();
+            totals.clear();
         }
         soft.used.clear();
         soft.used.resize(bodies.len(), 0);
@@ -97,7 +99,7 @@ impl ContactSet {
                         return Err(self.error(bodies, pair, "the contact gap or normal is not finite (NaN state)"));
                     }
                 }
-                let mut man = new_manifold(bodies, pair, &material, q, v, chunk, resting_speed);
+                let (mut man, totals) = new_manifold(bodies, pair, &material, q, v, chunk, resting_speed);
                 let mut features = [0u32; 2];
                 for (f, m) in features.iter_mut().zip(chunk) {
                     *f = m.feature;
@@ -119,14 +121,15 @@ impl ContactSet {
                 }
                 // The restitution pass only runs if some point approaches
                 // faster than the resting speed (it skips every other point).
-                soft.bouncy |= man.restitution > 0.0
-                    && man.points[..man.count as usize].iter().any(|p| p.relative_velocity <= -resting_speed);
+                soft.bouncy |= totals.restitution > 0.0
+                    && totals.relative_velocity[..man.count as usize].iter().any(|&u| u <= -resting_speed);
                 // Colour now (greedy in key order, as a colouring after the
                 // loop would be) and build the constraint in its colour.
                 let c = colour_of(&man, &mut soft.used);
                 let colour = &mut soft.by_colour[c as usize];
                 soft.place.push((c, colour.len() as u32));
                 colour.push(man);
+                soft.totals_by_colour[c as usize].push(totals);
                 soft.info.push(SoftInfo { key, material, features, count: man.count });
             }
         }
@@ -145,9 +148,10 @@ impl ContactSet {
         let threads = rayon::current_num_threads();
         let shared = Shared { ptr: v.as_mut_ptr(), len: v.len() };
         let mut by_colour = std::mem::take(&mut self.soft.by_colour);
+        let mut totals_by_colour = std::mem::take(&mut self.soft.totals_by_colour);
         let st = &self.soft;
         let delta = &st.delta;
-        for (c, colour) in by_colour.iter_mut().enumerate() {
+        for (c, (colour, totals)) in by_colour.iter_mut().zip(&mut totals_by_colour).enumerate() {
             let len = colour.len();
             if threads > 1 && c < MAX_COLOURS as usize && len >= crate::solver::pgs::PARALLEL_COLOUR_MIN {
                 // One chunk per thread (at least 64 constraints): the
@@ -155,18 +159,19 @@ impl ContactSet {
                 // gives the same bits; fewer, larger tasks cost less to share out.
                 let chunk = len.div_ceil(threads).max(64);
                 let shared = &shared;
-                colour.par_chunks_mut(chunk).for_each(|chunk| {
-                    for m in chunk {
-                        m.run(pass, shared, delta, st, threshold);
+                colour.par_chunks_mut(chunk).zip(totals.par_chunks_mut(chunk)).for_each(|(chunk, totals)| {
+                    for (m, t) in chunk.iter_mut().zip(totals) {
+                        m.run(t, pass, shared, delta, st, threshold);
                     }
                 });
             } else {
-                for m in colour {
-                    m.run(pass, &shared, delta, st, threshold);
+                for (m, t) in colour.iter_mut().zip(totals) {
+                    m.run(t, pass, &shared, delta, st, threshold);
                 }
             }
         }
         self.soft.by_colour = by_colour;
+        self.soft.totals_by_colour = totals_by_colour;
     }
 
     /// Sub-step pass: the stored impulses applied again.
@@ -186,8 +191,9 @@ impl ContactSet {
             self.soft_pass(pass, v, 0.0);
         }
         if relax && sweeps == 0 {
-            for m in self.soft.by_colour.iter_mut().flatten() {
-                m.accumulate();
+            let soft = &mut self.soft;
+            for (m, t) in soft.by_colour.iter().flatten().zip(soft.totals_by_colour.iter_mut().flatten()) {
+                m.accumulate(t);
             }
         }
     }
@@ -249,6 +255,7 @@ impl ContactSet {
         soft.impulses.clear();
         for (&(c, i), info) in soft.place.iter().zip(&soft.info) {
             let m = &soft.by_colour[c as usize][i as usize];
+            let totals = &soft.totals_by_colour[c as usize][i as usize];
             let [p0, p1] = &m.points;
             soft.impulses.push(WarmImpulses {
                 normal: [p0.normal_impulse, p1.normal_impulse],
@@ -257,12 +264,13 @@ impl ContactSet {
             });
             let (da, db) = (delta_of(&soft.delta, m.a), delta_of(&soft.delta, m.b));
             let pair = Pair { a: info.key.0, b: info.key.1 };
-            for (p, &feature) in m.points[..m.count as usize].iter().zip(&info.features) {
+            for (k, (p, &feature)) in m.points[..m.count as usize].iter().zip(&info.features).enumerate() {
                 let s = p.base_separation + p.normal.dot(moved(&da, p.ra) - moved(&db, p.rb));
-                if !(p.total_normal.is_finite() && p.total_tangent.is_finite() && s.is_finite()) {
+                let (total_normal, total_tangent) = (totals.normal[k], totals.tangent[k]);
+                if !(total_normal.is_finite() && total_tangent.is_finite() && s.is_finite()) {
                     bad.get_or_insert(pair);
                 }
-                if p.total_normal > 0.0 {
+                if total_normal > 0.0 {
                     deepest = deepest.max(-s);
                 }
                 let centre = DVec2::new(soft.q0[3 * m.a as usize], soft.q0[3 * m.a as usize + 1]);
@@ -276,7 +284,7 @@ impl ContactSet {
                         feature,
                     },
                     material: info.material,
-                    impulse: [p.total_normal, p.total_tangent, m.total_rolling],
+                    impulse: [total_normal, total_tangent, totals.rolling],
                 });
             }
         }
