@@ -4,8 +4,11 @@
 //! integrator at the largest step that keeps 1e-3 accuracy").
 //!
 //! ```text
-//! cargo run --release --example integrator_steps -- [SCENE.ron ...]
+//! cargo run --release --example integrator_steps -- [--method NAME ...] [SCENE.ron ...]
 //! ```
+//!
+//! `--method` (repeatable) limits the run to those integrators; every setting
+//! tried is printed on stderr with its error and CPU time.
 //!
 //! Default scenes: `scenes/linkage_loops.ron` (99 bars, 132 pins, 33 loops)
 //! and `scenes/heavy_load_chain.ron` (ten 1 g links under a 1000 kg load).
@@ -104,7 +107,21 @@ fn error(a: &Run, b: &Run, masses: &[f64]) -> f64 {
 
 fn main() -> Result<(), String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut paths: Vec<String> = std::env::args().skip(1).collect();
+    let mut paths = Vec::new();
+    let mut methods = Vec::new();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        if a == "--method" {
+            let name = args.next().ok_or("--method needs a name")?;
+            let m = Method::ALL.into_iter().find(|m| m.name() == name).ok_or(format!("unknown method {name}"))?;
+            methods.push(m);
+        } else {
+            paths.push(a);
+        }
+    }
+    if methods.is_empty() {
+        methods = Method::ALL.to_vec();
+    }
     if paths.is_empty() {
         paths = vec!["scenes/heavy_load_chain.ron".into(), "scenes/linkage_loops.ron".into()];
     }
@@ -136,7 +153,7 @@ fn main() -> Result<(), String> {
             previous = r;
         }
         let reference = reference.ok_or_else(|| format!("{p}: no converged RK4 reference"))?;
-        for method in Method::ALL {
+        for &method in &methods {
             let adaptive = matches!(method, Method::Dopri5 | Method::Sdirk3);
             let settings: Vec<(f64, Option<f64>, String)> = if adaptive {
                 (2..=10).map(|k| (SAMPLE, Some(10f64.powi(-k)), format!("tol 1e-{k}"))).collect()
@@ -157,7 +174,16 @@ fn main() -> Result<(), String> {
                 }
                 let r = run(&scene, method, *dt, *tol);
                 let (cpu, ok) = match &r {
-                    Ok(r) => (r.cpu_s, error(r, &reference, &masses) / extent <= ACCURACY),
+                    Ok(r) => {
+                        let e = error(r, &reference, &masses) / extent;
+                        eprintln!(
+                            "  {} {}: {label}: error {e:.1e}, {:.2} CPU s",
+                            scene.file.name,
+                            method.name(),
+                            r.cpu_s
+                        );
+                        (r.cpu_s, e <= ACCURACY)
+                    }
                     Err(e) => {
                         why = format!("{label}: {e}");
                         (if e.starts_with("over ") { f64::INFINITY } else { last_cpu }, false)

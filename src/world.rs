@@ -41,12 +41,16 @@ use crate::contact::soft_step::SoftStepSettings;
 use crate::contact::{ContactError, ContactSet};
 use crate::field::{Field, total_force};
 use crate::gpu::GpuFieldBackend;
-use crate::integrator::{DenseOutput, Dynamics, Integrator, IntegratorError, IntegratorStats, Method, State};
+use crate::integrator::{
+    DenseOutput, Dynamics, Integrator, IntegratorError, IntegratorStats, LinearModel, Method, State,
+};
 use crate::load::{Kinematics, Load};
 use crate::population::Population;
 use crate::population::gpu::GpuPopulation;
 use crate::solver::SolverError;
 use crate::surface::Surface;
+
+mod linear_model;
 
 /// Below this many bodies the per-body loop runs on one thread (rayon's
 /// fork-join costs more than it saves).
@@ -365,6 +369,13 @@ impl World {
         let tolerance = self.integrator.tolerance;
         self.integrator = Integrator::new(method);
         self.integrator.tolerance = tolerance;
+    }
+
+    /// Makes the implicit integrators' Newton iteration use the dense
+    /// finite-difference Jacobian instead of the sparse factorisation (the
+    /// reference for tests and comparisons; see `integrator::sparse_newton`).
+    pub fn set_dense_newton(&mut self, dense: bool) {
+        self.integrator.set_dense_newton(dense);
     }
 
     /// Sets the relative error tolerance of the adaptive integrators
@@ -743,10 +754,14 @@ impl World {
         let step = self.steps + 1;
         let (mut model, integrator, state) = self.force_model();
         let result = integrator.step(&mut model, t, dt, state);
+        let notice = integrator.take_notice();
         let solver_error = model.solver_error.take();
         let gpu_error = model.gpu_error.take();
         let forces = force_time(&self.times) - before;
         self.times.add(Stage::Integrate, started.elapsed().saturating_sub(forces));
+        if let Some(notice) = notice {
+            self.system.warnings.insert(notice);
+        }
         if let Some(message) = gpu_error {
             return Err(SimulationError::Gpu { step, time: t, message });
         }
@@ -1013,7 +1028,10 @@ impl ForceModel<'_> {
     fn apply_gravity(&self, f: &mut [f64]) -> f64 {
         for (b, out) in self.bodies.iter().zip(f.chunks_mut(3)) {
             let total = if b.fixed { DVec2::ZERO } else { DVec2::ZERO + self.gravity * b.mass };
-            out.copy_from_slice(&[total.x, total.y, 0.0]);
+            // element by element: a 3-element `copy_from_slice` is a libc call
+            out[0] = total.x;
+            out[1] = total.y;
+            out[2] = 0.0;
         }
         0.0
     }
@@ -1118,5 +1136,9 @@ impl Dynamics for ForceModel<'_> {
         }
         self.times.add(Stage::ApplyLoads, constraints_done.elapsed());
         power
+    }
+
+    fn linear_model(&mut self, t: f64, q: &[f64], v: &[f64], model: &mut LinearModel) -> bool {
+        self.linearise(t, q, v, model)
     }
 }

@@ -376,10 +376,16 @@ impl Constraint {
     }
 }
 
+/// Source of [`ConstraintSet::generation`]s (0 is the empty set's).
+static NEXT_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// The constraints of a world.
 #[derive(Clone, Debug, Default)]
 pub struct ConstraintSet {
     items: Vec<Constraint>,
+    /// Fresh (unique in the process) at every insertion or removal; 0 for a
+    /// set never changed (empty).
+    generation: u64,
 }
 
 impl ConstraintSet {
@@ -390,12 +396,29 @@ impl ConstraintSet {
     /// Adds a constraint.
     pub fn insert(&mut self, c: Constraint) -> ConstraintHandle {
         self.items.push(c);
+        self.bump();
         ConstraintHandle(self.items.len() - 1)
     }
     /// Removes the most recently added constraint if it is `h` (temporary
     /// constraints of the inverse problems and impulses); returns it.
     pub fn remove(&mut self, h: ConstraintHandle) -> Option<Constraint> {
-        if h.0 + 1 == self.items.len() { self.items.pop() } else { None }
+        if h.0 + 1 == self.items.len() {
+            self.bump();
+            self.items.pop()
+        } else {
+            None
+        }
+    }
+    /// A number that changes whenever the set does (an insertion or a
+    /// removal), unique in the process: two sets with the same generation hold
+    /// the same constraints (one is a clone of the other). The constraint system
+    /// keeps J's structure while the generation stays the same (issue 10: the
+    /// fixed-slot fill of J, no comparison of the joint list per step).
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+    fn bump(&mut self) {
+        self.generation = NEXT_GENERATION.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
     /// Number of constraints.
     pub fn len(&self) -> usize {

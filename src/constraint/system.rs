@@ -2,6 +2,15 @@
 //! constraints' rows, the multipliers λ (seed 003 §III: M a = F + Jᵀλ with
 //! J a = −γ), drift correction by Newton projection (seed 003 §IV-C/D) and the
 //! reaction forces.
+//!
+//! An assembly evaluates every constraint's rows and writes them into J. J's
+//! structure is built once per constraint set (generation) and body count; the
+//! assemblies after that overwrite J's values in their fixed slots
+//! ([`SparseJacobian::set_values`]), and what depends on the bodies alone — each
+//! body's rotation (kept while its angle's bits do not change), inverse mass and
+//! rank weights (kept while its mass, inertia, shape and fixedness do not) — is
+//! not recomputed (issue 10: a ~100-body linkage assembles about six times per
+//! RK4 step).
 
 use std::collections::BTreeSet;
 
@@ -10,7 +19,7 @@ use rayon::prelude::*;
 
 use super::{ConstraintSet, RowBlock};
 use crate::body::Body;
-use crate::solver::{ConstraintSolver, SolverError, SparseJacobian};
+use crate::solver::{ConstraintId, ConstraintSolver, SolverError, SparseJacobian};
 use crate::surface::Surface;
 
 /// Halvings of a projection step tried before giving up on it.
@@ -69,8 +78,12 @@ pub struct ConstraintSystem {
     blocks: Vec<RowBlock>,
     /// (cos φ, sin φ) of every body at the last assembly (empty when few pins).
     rotations: Vec<DVec2>,
+    /// The angles (bits) `rotations` were computed from.
+    rotation_angles: Vec<u64>,
     inv_mass: Vec<[f64; 3]>,
     rank_weights: Vec<[f64; 3]>,
+    /// What `inv_mass` and `rank_weights` were computed from, per body.
+    body_keys: Vec<BodyKey>,
     rhs: Vec<f64>,
     lambda: Vec<f64>,
     scratch: Vec<f64>,
@@ -78,6 +91,9 @@ pub struct ConstraintSystem {
     scratch_q: Vec<f64>,
     scratch_rows: Vec<f64>,
     scratch_jac: SparseJacobian,
+    /// (constraint set generation, body count, J's structure id) of the last
+    /// build of J: while they hold, J's slots are overwritten, not rebuilt.
+    jac_built_for: Option<(u64, usize, u64)>,
     /// (constraints, rows, bodies) of the J whose A the solver holds factored,
     /// None when it holds none (or the last factorisation failed).
     held_factor: Option<(usize, usize, usize)>,
@@ -86,6 +102,16 @@ pub struct ConstraintSystem {
     warned_badly_scaled: std::sync::Arc<[crate::solver::ConstraintId]>,
     /// Warnings raised so far (redundant or singular constraints), each once.
     pub warnings: BTreeSet<String>,
+}
+
+/// The inputs of a body's inverse mass and rank weights (mass and inertia as
+/// bits: a change of either, even of a zero's sign, recomputes them).
+#[derive(Clone, Debug)]
+struct BodyKey {
+    mass: u64,
+    inertia: u64,
+    fixed: bool,
+    shape: crate::shape::Shape,
 }
 
 /// Everything the constraint rows depend on besides the state.
@@ -114,9 +140,27 @@ impl ConstraintSystem {
         let items = scene.constraints.as_slice();
         let pins = items.iter().filter(|c| matches!(c.kind, super::ConstraintKind::Revolute { .. })).count();
         // a rotation per body pays when the pins' ends outnumber the bodies
-        self.rotations.clear();
         if 2 * pins >= scene.bodies.len() {
-            self.rotations.extend((0..scene.bodies.len()).map(|i| DVec2::from_angle(q[3 * i + 2])));
+            // kept for the angles that did not change since the last assembly
+            // (the first stage of a step is at the positions the last
+            // projection ended on): the same angle's bits, the same rotation
+            let n = scene.bodies.len();
+            if self.rotation_angles.len() != n || self.rotations.len() != n {
+                self.rotation_angles.clear();
+                self.rotation_angles.extend((0..n).map(|i| q[3 * i + 2].to_bits()));
+                self.rotations.clear();
+                self.rotations.extend((0..n).map(|i| DVec2::from_angle(q[3 * i + 2])));
+            }
+            for i in 0..n {
+                let angle = q[3 * i + 2];
+                if self.rotation_angles[i] != angle.to_bits() {
+                    self.rotation_angles[i] = angle.to_bits();
+                    self.rotations[i] = DVec2::from_angle(angle);
+                }
+            }
+        } else {
+            self.rotations.clear();
+            self.rotation_angles.clear();
         }
         let rotations = &self.rotations;
         let eval = |c: &super::Constraint, out: &mut RowBlock| {
@@ -141,21 +185,63 @@ impl ConstraintSystem {
         } else {
             self.blocks.iter_mut().zip(items).for_each(|(out, c)| eval(c, out));
         }
+        self.update_body_weights(scene.bodies);
+        self.fill_jacobian(scene)
+    }
+
+    /// The inverse masses and the rank-metric weights of the bodies (solver::gauss,
+    /// "Scale-invariant rank decisions": rank is decided in a mass-independent
+    /// metric), recomputed only for the bodies whose mass, inertia, shape or
+    /// fixedness changed since the last assembly (their divisions and the
+    /// bounding radius's square root were ~4 % of a small linkage's step).
+    fn update_body_weights(&mut self, bodies: &[Body]) {
+        let stale = |(b, k): (&Body, &BodyKey)| {
+            b.mass.to_bits() != k.mass || b.inertia.to_bits() != k.inertia || b.fixed != k.fixed || b.shape != k.shape
+        };
+        if self.body_keys.len() == bodies.len() && !bodies.iter().zip(&self.body_keys).any(stale) {
+            return;
+        }
+        self.body_keys.clear();
+        self.body_keys.extend(bodies.iter().map(|b| BodyKey {
+            mass: b.mass.to_bits(),
+            inertia: b.inertia.to_bits(),
+            fixed: b.fixed,
+            shape: b.shape.clone(),
+        }));
         self.inv_mass.clear();
-        self.inv_mass.extend(scene.bodies.iter().map(Body::inverse_mass));
-        // rank is decided in a mass-independent metric (solver::gauss,
-        // "Scale-invariant rank decisions")
+        self.inv_mass.extend(bodies.iter().map(Body::inverse_mass));
         self.rank_weights.clear();
-        self.rank_weights.extend(scene.bodies.iter().map(Body::rank_weights));
+        self.rank_weights.extend(bodies.iter().map(Body::rank_weights));
         self.solver.set_rank_metric(&self.rank_weights);
+    }
+
+    /// Writes the evaluated rows into J: into its fixed slots when J was built
+    /// for this very constraint set and body count (a generation check, no
+    /// comparison of the joint list) and every constraint still has the rows it
+    /// had, else by rebuilding it constraint by constraint (with the checks of
+    /// [`SparseJacobian::push`]).
+    fn fill_jacobian(&mut self, scene: Scene) -> Result<(), SolverError> {
+        let key = (scene.constraints.generation(), scene.bodies.len(), self.jac.structure_id());
+        if self.jac_built_for == Some(key)
+            && self.jac.n_constraints() == self.blocks.len()
+            && self.blocks.iter().enumerate().all(|(c, b)| self.jac.rows(ConstraintId(c as u32)) == b.rows)
+        {
+            let mut finite = true;
+            for (c, block) in self.blocks.iter().enumerate() {
+                finite &= self.jac.set_values(ConstraintId(c as u32), &block.jac);
+            }
+            return if finite { Ok(()) } else { Err(SolverError::NonFinite("Jacobian block")) };
+        }
+        self.jac_built_for = None;
         self.jac.clear(scene.bodies.len());
-        for (c, block) in items.iter().zip(&self.blocks) {
+        for (c, block) in scene.constraints.iter().zip(&self.blocks) {
             let a = (c.body_a.0, block.jac[0]);
             match c.body_b {
                 Some(b) => self.jac.push(block.rows, &[a, (b.0, block.jac[1])])?,
                 None => self.jac.push(block.rows, &[a])?,
             };
         }
+        self.jac_built_for = Some((scene.constraints.generation(), scene.bodies.len(), self.jac.structure_id()));
         Ok(())
     }
 

@@ -192,7 +192,7 @@ fn closing_speed_bound(bodies: &[Body], span: &Span, pair: Pair) -> f64 {
 /// First root of a pair's gap in (0, h], if it is an impact (approach
 /// faster than `resting_speed`). `before` (≤ h): an impact found elsewhere
 /// at that time; a pair whose gap provably stays open until then
-/// (g(0) − B·before > 1e-9·R, B from [`closing_speed_bound`], far above
+/// (g(0) − B·before > 1e-9·R, B from `closing_speed_bound`, far above
 /// the narrowphase's 1e-12) is not searched. That changes no result: every
 /// gap the search would evaluate before `before` is positive, so its root
 /// could not come earlier than `before` (to the search's bracket, 1e-15·h).

@@ -54,12 +54,24 @@
 //! (finite differences of the constrained accelerations, so springs, fields
 //! and the constraint forces' geometric stiffness are all in it), the Newton
 //! system (I − hγ ∂f/∂y)(Δq, Δv) = (r_q, r_v) reduces to the n × n system
-//! (I − hγ A_v − h²γ² A_q) Δv = r_v + hγ A_q r_q, Δq = r_q + hγ Δv, solved by
-//! dense LU with partial pivoting (n = 3 × bodies; the size is checked before
-//! allocation). The Jacobian is kept across steps and recomputed after a
-//! rejected step or a slow Newton iteration (simplified Newton, Hairer & Wanner
-//! §IV.8).
+//! (I − hγ A_v − h²γ² A_q) Δv = r_v + hγ A_q r_q, Δq = r_q + hγ Δv.
+//!
+//! A mechanism (the world's [`Dynamics`]) solves it on the **sparse** constraint
+//! factorisation instead: the saddle-point form with per-body stiffness blocks,
+//! whose Schur complement J (M − K̃)⁻¹ Jᵀ has the pattern of J M⁻¹ Jᵀ
+//! ([`sparse_newton`](super::sparse_newton): the derivation, what is
+//! approximated and why the iteration still converges to the exact stage
+//! solution). Systems without that model, and a mechanism with loads coupling
+//! two bodies (a spring between them: stiffness the model leaves out) whose
+//! sparse iteration fails with a fresh model (from then on, reported once in
+//! the run's warnings), use the dense Jacobian above: finite differences
+//! of the constrained accelerations (2n + 1 evaluations) and a dense LU with
+//! partial pivoting (n = 3 × bodies, at most [`MAX_DENSE_DOFS`], checked before
+//! allocation). Either Jacobian is kept across steps and recomputed
+//! after a rejected step or a slow Newton iteration (simplified Newton, Hairer
+//! & Wanner §IV.8).
 
+use super::sparse_newton::SparseNewton;
 use super::{Dynamics, IntegratorError, State};
 
 /// γ of SDIRK3: root of x³ − 3x² + 3x/2 − 1/6 in (1/6, 1/2).
@@ -107,6 +119,17 @@ pub(crate) struct Newton {
     a1: Vec<f64>,
     x: Vec<f64>,
     rhs: Vec<f64>,
+    /// The sparse Newton (module doc).
+    sparse: SparseNewton,
+    /// Always the dense Jacobian (the reference).
+    dense: bool,
+    /// The current Jacobian is the sparse model.
+    use_sparse: bool,
+    /// The sparse iteration failed with a fresh model where loads couple
+    /// bodies: the dense Jacobian from then on.
+    dense_fallback: bool,
+    /// A notice for the run's warnings (the first fall-back), taken once.
+    pub(crate) notice: Option<String>,
 }
 
 impl Newton {
@@ -126,9 +149,63 @@ impl Newton {
         self.rhs.resize(n, 0.0);
     }
 
+    /// The sparse model at (t, q, v) where the dynamics has one and the sparse
+    /// iteration has not failed, else the dense Jacobian (size checked first).
+    fn jacobian(
+        &mut self,
+        dynamics: &mut impl Dynamics,
+        t: f64,
+        q: &[f64],
+        v: &[f64],
+        stats: &mut IntegratorStats,
+    ) -> Result<(), IntegratorError> {
+        if !self.dense && !self.dense_fallback && dynamics.linear_model(t, q, v, &mut self.sparse.model) {
+            self.use_sparse = true;
+            self.sparse.invalidate();
+            stats.jacobians += 1;
+            stats.evaluations += 1;
+            self.jacobian_valid = true;
+            return Ok(());
+        }
+        check_size(q.len())?;
+        self.use_sparse = false;
+        self.dense_jacobian(dynamics, t, q, v, stats);
+        Ok(())
+    }
+
+    /// After a failure with a fresh sparse model: if loads couple two bodies
+    /// (the stiffness the sparse model leaves out) and the size allows, the
+    /// dense Jacobian from then on (true), with a notice for the run's
+    /// warnings. Otherwise (e.g. near a singular configuration, where the dense
+    /// iteration fails as well) the step is only retried smaller.
+    fn fall_back_to_dense(&mut self, n: usize, method: &str, t: f64) -> bool {
+        if !self.use_sparse || !self.sparse.model.coupling_loads || self.dense_fallback || n > MAX_DENSE_DOFS {
+            return false;
+        }
+        self.dense_fallback = true;
+        self.jacobian_valid = false;
+        self.notice = Some(format!(
+            "{method}: the Newton iteration on the sparse factorisation (per-body stiffness) did not converge at t = {t} s with loads coupling bodies; using the dense finite-difference Jacobian from then on"
+        ));
+        true
+    }
+
+    /// Always the dense Jacobian (true), or the sparse model where there is one.
+    pub(crate) fn set_dense(&mut self, dense: bool) {
+        self.dense = dense;
+        self.jacobian_valid = false;
+    }
+
     /// A_q, A_v at (t, q, v) by forward differences; δ_j = √u · max(|x_j|, the
     /// size of its kind of component, 1 for angles and when all are 0).
-    fn jacobian(&mut self, dynamics: &mut impl Dynamics, t: f64, q: &[f64], v: &[f64], stats: &mut IntegratorStats) {
+    fn dense_jacobian(
+        &mut self,
+        dynamics: &mut impl Dynamics,
+        t: f64,
+        q: &[f64],
+        v: &[f64],
+        stats: &mut IntegratorStats,
+    ) {
         let n = q.len();
         self.resize(n);
         let sqrt_u = f64::EPSILON.sqrt();
@@ -165,8 +242,12 @@ impl Newton {
         self.lu_hg = f64::NAN;
     }
 
-    /// LU of K = I − hγ A_v − (hγ)² A_q (partial pivoting). False if singular.
+    /// Factors the Newton matrix for hγ (sparse: J W Jᵀ; dense: the LU of
+    /// I − hγ A_v − (hγ)² A_q, partial pivoting). False if singular.
     fn factor(&mut self, hg: f64) -> bool {
+        if self.use_sparse {
+            return self.sparse.factor(hg);
+        }
         if self.lu_hg == hg {
             return true;
         }
@@ -213,6 +294,10 @@ impl Newton {
 
     /// Solves (I − hγ ∂f/∂y)(Δq, Δv) = (r_q, r_v) in place (r_q → Δq, r_v → Δv).
     fn solve(&mut self, hg: f64, rq: &mut [f64], rv: &mut [f64]) {
+        if self.use_sparse {
+            self.sparse.solve(hg, rq, rv);
+            return;
+        }
         let n = self.n;
         // rhs = r_v + hγ A_q r_q
         for i in 0..n {
@@ -240,7 +325,7 @@ impl Newton {
 /// ∞-norms of the translational and angular components of a flat state
 /// (x, y, φ per body): [translation, translation, angle], with 1 where a norm
 /// is 0 (and always at least 1 rad for angles).
-fn kind_norms(x: &[f64]) -> [f64; 3] {
+pub(crate) fn kind_norms(x: &[f64]) -> [f64; 3] {
     let mut t = 0.0f64;
     let mut r = 0.0f64;
     for (i, v) in x.iter().enumerate() {
@@ -297,6 +382,9 @@ pub(crate) struct Implicit {
     pub(crate) newton: Newton,
     /// Step to try next (adaptive SDIRK); 0: none yet.
     pub(crate) h_next: f64,
+    /// Largest step the Newton iteration is trusted with after it failed
+    /// (half the failing step, raised ×1.5 after each fast step); 0: none.
+    newton_cap: f64,
     /// The last stage slope of the previous accepted step is valid.
     pub(crate) have_slope: bool,
     kq: [Vec<f64>; 3],
@@ -406,7 +494,6 @@ impl Implicit {
         stats: &mut IntegratorStats,
     ) -> Result<(), IntegratorError> {
         let n = s.q.len();
-        check_size(n)?;
         self.resize(n);
         let hg = 0.5 * h;
         let mut tol_q = std::mem::take(&mut self.scq);
@@ -414,9 +501,13 @@ impl Implicit {
         error_scales(&s.q, &s.q, tolerance, &mut tol_q);
         error_scales(&s.v, &s.v, tolerance, &mut tol_v);
         let mut outcome = StageOutcome::Failed { iterations: 0, residual: f64::INFINITY };
-        for attempt in 0..2 {
-            if attempt == 1 || !self.newton.jacobian_valid {
-                self.newton.jacobian(dynamics, t, &s.q, &s.v, stats);
+        for attempt in 0..3 {
+            // a third attempt only on the dense Jacobian, after the sparse one failed fresh
+            if attempt == 2 && !self.newton.fall_back_to_dense(n, "implicit midpoint", t) {
+                break;
+            }
+            if attempt >= 1 || !self.newton.jacobian_valid {
+                self.newton.jacobian(dynamics, t, &s.q, &s.v, stats)?;
             }
             if !self.newton.factor(hg) {
                 continue;
@@ -460,7 +551,6 @@ impl Implicit {
         stats: &mut IntegratorStats,
     ) -> Result<(), IntegratorError> {
         let n = s.q.len();
-        check_size(n)?;
         self.resize(n);
         let (c, a, bh) = tableau();
         let t_end = t + dt;
@@ -480,8 +570,9 @@ impl Implicit {
             }
             let h = if h_ctrl >= remaining * (1.0 - 1e-12) { remaining } else { h_ctrl };
             let hg = GAMMA * h;
-            if !self.newton.jacobian_valid {
-                self.newton.jacobian(dynamics, t, &s.q, &s.v, stats);
+            let fresh = !self.newton.jacobian_valid;
+            if fresh && let Err(e) = self.newton.jacobian(dynamics, t, &s.q, &s.v, stats) {
+                break Err(e);
             }
             error_scales(&s.q, &s.q, newton_tol, &mut tol_q);
             error_scales(&s.v, &s.v, newton_tol, &mut tol_v);
@@ -528,11 +619,15 @@ impl Implicit {
             }
             if let Some((iterations, residual)) = failure {
                 stats.rejected += 1;
+                if fresh && self.newton.fall_back_to_dense(n, "sdirk3", t) {
+                    continue; // the same step on the dense Jacobian
+                }
                 if !self.newton.jacobian_valid || h <= h_min {
                     break Err(IntegratorError::NewtonNotConverged { method: "sdirk3", iterations, residual, step: h });
                 }
                 self.newton.jacobian_valid = false;
                 h_ctrl = 0.25 * h;
+                self.newton_cap = 0.5 * h;
                 continue;
             }
             // y₁ = Z₃ (stiffly accurate); e = y₁ − ŷ = h Σ (bᵢ − b̂ᵢ) kᵢ, filtered
@@ -569,11 +664,25 @@ impl Implicit {
                 stats.steps += 1;
                 self.have_slope = true;
                 // simplified Newton: keep J while it converges fast
-                if stats.newton_iterations - iterations_before > 12 {
+                let iterations = stats.newton_iterations - iterations_before;
+                if iterations > 12 {
                     self.newton.jacobian_valid = false;
+                }
+                // After a Newton failure the step grows back only gradually
+                // (×1.5 per step converging in ≤ 3 iterations a stage): growing
+                // by the error estimate alone went straight back to the
+                // failing step, and every other step was rejected.
+                if self.newton_cap > 0.0 && iterations <= 9 {
+                    self.newton_cap *= 1.5;
+                    if self.newton_cap >= dt {
+                        self.newton_cap = 0.0;
+                    }
                 }
                 if h >= h_ctrl {
                     h_ctrl = (h * factor).min(dt);
+                    if self.newton_cap > 0.0 {
+                        h_ctrl = h_ctrl.min(self.newton_cap.max(h));
+                    }
                 }
             } else {
                 stats.rejected += 1;

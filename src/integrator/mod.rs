@@ -13,9 +13,11 @@
 
 pub mod dopri;
 pub mod implicit;
+pub mod sparse_newton;
 
 pub use dopri::DenseOutput;
 pub use implicit::IntegratorStats;
+pub use sparse_newton::LinearModel;
 
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +29,15 @@ pub trait Dynamics {
     /// Writes `a = M⁻¹ (F(t, q, v) + Jᵀλ)` into `a` and returns the power of
     /// the non-conservative forces at that state.
     fn acceleration(&mut self, t: f64, q: &[f64], v: &[f64], a: &mut [f64]) -> f64;
+
+    /// Fills `model` with the per-body linearisation at (t, q, v) that lets
+    /// the implicit integrators' Newton iteration run on the sparse constraint
+    /// factorisation ([`sparse_newton`]). Returns false (the default) where
+    /// the system has none: the Newton iteration then uses a dense
+    /// finite-difference Jacobian of [`acceleration`](Self::acceleration).
+    fn linear_model(&mut self, _t: f64, _q: &[f64], _v: &[f64], _model: &mut LinearModel) -> bool {
+        false
+    }
 }
 
 /// Positions, velocities and the accumulated non-conservative work.
@@ -233,6 +244,19 @@ impl Integrator {
         self.dopri.reset();
         self.implicit.newton.jacobian_valid = false;
         self.implicit.have_slope = false;
+    }
+
+    /// Makes the implicit methods' Newton iteration use the dense
+    /// finite-difference Jacobian even where the dynamics offers the sparse
+    /// model (the reference the sparse iteration is tested against).
+    pub fn set_dense_newton(&mut self, dense: bool) {
+        self.implicit.newton.set_dense(dense);
+    }
+
+    /// A notice the integrator has for the run's warnings since the last call
+    /// (the implicit methods' fall-back to the dense Newton), once.
+    pub fn take_notice(&mut self) -> Option<String> {
+        self.implicit.newton.notice.take()
     }
 
     /// Steps, rejections, Newton iterations and evaluations so far (the

@@ -125,6 +125,32 @@ pub fn mul_ab_r<const R: usize>(a: &Block, b: &Block) -> Block {
     o
 }
 
+/// `dst[..k] = src[..k]` for a constraint's `k` (1 to 3) rows, as fixed-size
+/// copies: a `copy_from_slice` of a run-time length of 1–3 is a libc call.
+#[inline(always)]
+pub fn copy_rows(dst: &mut [f64], src: &[f64], k: usize) {
+    match k {
+        1 => dst[..1].copy_from_slice(&src[..1]),
+        2 => dst[..2].copy_from_slice(&src[..2]),
+        3 => dst[..3].copy_from_slice(&src[..3]),
+        _ => dst[..k].copy_from_slice(&src[..k]),
+    }
+}
+
+/// Copies the leading `R × R` entries of `src` into `dst` (all of it for `R = 3`).
+#[inline(always)]
+pub fn copy_leading<const R: usize>(dst: &mut Block, src: &Block) {
+    if R >= 3 {
+        *dst = *src;
+    } else {
+        for r in 0..R {
+            for c in 0..R {
+                dst[3 * r + c] = src[3 * r + c];
+            }
+        }
+    }
+}
+
 /// `acc -= a · bᵀ` on the leading `R × R` sub-blocks.
 #[inline(always)]
 pub fn sub_abt_r<const R: usize>(acc: &mut Block, a: &Block, b: &Block) {
@@ -155,6 +181,18 @@ pub fn sub_abt_sym_r<const R: usize>(acc: &mut Block, a: &Block, b: &Block) {
             }
         }
     }
+}
+
+/// `a · x` on the leading `R` rows (every row the same expression as in
+/// [`mul_vec`], so bitwise the same there); the rows past `R` are `x`'s own
+/// (the padded rows of a solve, left as they are).
+#[inline(always)]
+pub fn mul_vec_r<const R: usize>(a: &Block, x: &[f64; 3]) -> [f64; 3] {
+    let mut o = *x;
+    for (r, or) in o.iter_mut().enumerate().take(R) {
+        *or = a[3 * r] * x[0] + a[3 * r + 1] * x[1] + a[3 * r + 2] * x[2];
+    }
+    o
 }
 
 /// `x -= a · y` on the leading `R` entries.
@@ -259,6 +297,54 @@ pub fn ldl_inverse_pivots(
     ([a00, a01, a02, a01, a11, a12, a02, a12, a22], piv, [d0, d1, d2])
 }
 
+/// [`ldl_inverse_pivots`] of a block whose third row and column are padding
+/// (`s[2] = s[5] = s[6] = s[7] = 0`, `s[8] = 1`, as the elimination of
+/// constraints of at most two rows keeps them), when `R = 2`; the general
+/// kernel otherwise. With that padding the general kernel's `l20` and `l21`
+/// are +0 and its third pivot is exactly 1 (above any threshold below 1), so
+/// its last division and the chain that leads to it are skipped; every other
+/// expression is the general kernel's, so the result is bitwise the same.
+#[inline(always)]
+pub fn ldl_inverse_pivots_r<const R: usize>(
+    s: &Block,
+    thresh: &[f64; 3],
+    floor: &[f64; 3],
+    mode: SmallPivot,
+) -> (Block, [Pivot; 3], [f64; 3]) {
+    if R != 2 || thresh[2].is_nan() || thresh[2] >= 1.0 {
+        return ldl_inverse_pivots(s, thresh, floor, mode);
+    }
+    let mut piv = [Pivot::Ok; 3];
+    let fix = |d: f64, r: usize, piv: &mut [Pivot; 3]| -> f64 {
+        if d > thresh[r] {
+            1.0 / d
+        } else {
+            piv[r] = Pivot::Small;
+            match mode {
+                SmallPivot::Drop => 0.0,
+                SmallPivot::Floor => 1.0 / floor[r],
+            }
+        }
+    };
+    let d0 = s[0];
+    let i0 = fix(d0, 0, &mut piv);
+    let l10 = s[3] * i0;
+    let d1 = s[4] - l10 * s[3];
+    let i1 = fix(d1, 1, &mut piv);
+    // padding: l20 = 0·i0 = +0, l21 = (0 − l20·s3)·i1 = +0, d2 = i2 = 1
+    let (l20, l21, i2) = (0.0, 0.0, 1.0);
+    let m20 = l10 * l21 - l20;
+    let m21 = -l21;
+    let m10 = -l10;
+    let a00 = i0 + m10 * m10 * i1 + m20 * m20 * i2;
+    let a01 = m10 * i1 + m20 * m21 * i2;
+    let a02 = m20 * i2;
+    let a11 = i1 + m21 * m21 * i2;
+    let a12 = m21 * i2;
+    let a22 = i2;
+    ([a00, a01, a02, a01, a11, a12, a02, a12, a22], piv, [d0, d1, 1.0])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +360,29 @@ mod tests {
                 let e = if r == c { 1.0 } else { 0.0 };
                 // well-conditioned 3×3: products exact to a few ulps
                 assert!((p[3 * r + c] - e).abs() < 1e-14, "{p:?}");
+            }
+        }
+    }
+
+    /// The two-row kernel is the general one, bit for bit, on padded blocks
+    /// (both modes, a dropped and a floored pivot included; signs of zeros too).
+    #[test]
+    fn two_row_kernel_is_the_general_one_on_padded_blocks() {
+        let blocks = [
+            [4.0, 1.0, 0.0, 1.0, 3.0, 0.0, 0.0, 0.0, 1.0],
+            [2.0, -2.0, 0.0, -2.0, 2.0, 0.0, 0.0, 0.0, 1.0],
+            [5.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+            [1e-20, 3.0, 0.0, 3.0, 7.0, 0.0, 0.0, 0.0, 1.0],
+            [1.0, -0.0, 0.0, -0.0, 1.0, 0.0, 0.0, 0.0, 1.0],
+        ];
+        for s in &blocks {
+            for mode in [SmallPivot::Drop, SmallPivot::Floor] {
+                let (t, f) = ([1e-10; 3], [1e-8; 3]);
+                let (a, pa, da) = ldl_inverse_pivots(s, &t, &f, mode);
+                let (b, pb, db) = ldl_inverse_pivots_r::<2>(s, &t, &f, mode);
+                assert_eq!(pa, pb);
+                assert_eq!(a.map(f64::to_bits), b.map(f64::to_bits), "{s:?}");
+                assert_eq!(da.map(f64::to_bits), db.map(f64::to_bits));
             }
         }
     }

@@ -93,6 +93,9 @@ pub struct BlockLdl {
     /// Off-diagonal block k of A goes to L slot `a_map[k]`, transposed if `a_tr[k]`.
     a_map: Vec<u32>,
     a_tr: Vec<bool>,
+    /// The L slots no block of A goes to (pure fill): the only ones a numeric
+    /// pass zeroes before copying A in.
+    fill_slots: Vec<u32>,
     fill: usize,
     /// Largest row count of a constraint (selects the 2×2 or 3×3 kernels).
     max_rows: u32,
@@ -403,6 +406,7 @@ impl BlockLdl {
             self.targets = Vec::new();
             self.a_map = Vec::new();
             self.a_tr = Vec::new();
+            self.fill_slots = Vec::new();
             self.lval = Vec::new();
             return;
         }
@@ -491,8 +495,17 @@ impl BlockLdl {
             self.a_map.push(idx as u32);
             self.a_tr.push(tr);
         }
+        let mut from_a = vec![false; self.row_idx.len()];
+        for &k in &self.a_map {
+            from_a[k as usize] = true;
+        }
+        self.fill_slots.clear();
+        self.fill_slots.extend((0..self.row_idx.len() as u32).filter(|&k| !from_a[k as usize]));
         let max_col = (0..n).map(|p| (self.col_ptr[p + 1] - self.col_ptr[p]) as usize).max().unwrap_or(0);
         self.w.resize(max_col, ZERO);
+        // all zero: a numeric pass with two-row constraints writes only the
+        // leading 2×2 of each block
+        self.lval.clear();
         self.lval.resize(self.row_idx.len(), ZERO);
         self.dinv.resize(n, ZERO);
         self.diag.resize(n, ZERO);
@@ -563,23 +576,20 @@ impl BlockLdl {
             }
         }
         let fallback = if cnt > 0 { sum / cnt as f64 } else { 1.0 };
-        for p in 0..self.n {
-            let c = self.perm[p] as usize;
-            let mut s = [1.0; 3];
-            for (r, sr) in s.iter_mut().enumerate().take(a.rows[c] as usize) {
-                let v = a.diag[c][4 * r];
-                *sr = if v > 0.0 { v } else { fallback };
-            }
-            self.scale[p] = s;
-        }
+        // by position (padded rows 1) and by constraint (padded rows 0), in one pass
         self.scale_c.resize(self.n, [0.0; 3]);
         for p in 0..self.n {
             let c = self.perm[p] as usize;
-            let mut s = self.scale[p];
-            for v in s.iter_mut().skip(a.rows[c] as usize) {
-                *v = 0.0;
+            let rows = a.rows[c] as usize;
+            let mut s = [1.0; 3];
+            let mut sc = [0.0; 3];
+            for r in 0..rows.min(3) {
+                let v = a.diag[c][4 * r];
+                s[r] = if v > 0.0 { v } else { fallback };
+                sc[r] = s[r];
             }
-            self.scale_c[c] = s;
+            self.scale[p] = s;
+            self.scale_c[c] = sc;
         }
     }
 
@@ -760,11 +770,15 @@ impl BlockLdl {
             }
             self.diag[p] = d;
         }
-        for v in self.lval.iter_mut() {
-            *v = ZERO;
+        // every slot is either pure fill (zeroed) or a block of A (copied);
+        // with R = 2 only the leading 2×2 (the rest of every L block stays
+        // the zero the analysis wrote: nothing writes there)
+        for &k in &self.fill_slots {
+            block::copy_leading::<R>(&mut self.lval[k as usize], &ZERO);
         }
         for (k, blk) in a.off.iter().enumerate() {
-            self.lval[self.a_map[k] as usize] = if self.a_tr[k] { block::transpose(blk) } else { *blk };
+            let value = if self.a_tr[k] { block::transpose(blk) } else { *blk };
+            block::copy_leading::<R>(&mut self.lval[self.a_map[k] as usize], &value);
         }
         let mut any_small = false;
         let mut growth = 0.0f64;
@@ -773,12 +787,14 @@ impl BlockLdl {
             let sc = self.scale[p];
             let thresh = [thresh_rel * sc[0], thresh_rel * sc[1], thresh_rel * sc[2]];
             let floor = [floor_rel * sc[0], floor_rel * sc[1], floor_rel * sc[2]];
-            let (dinv, piv, d) = block::ldl_inverse_pivots(&self.diag[p], &thresh, &floor, mode);
+            let (dinv, piv, d) = block::ldl_inverse_pivots_r::<R>(&self.diag[p], &thresh, &floor, mode);
             self.dinv[p] = dinv;
             for r in 0..3 {
-                // padded rows: unit pivot, unit scale (ratio 1)
+                // padded rows: unit pivot, unit scale (ratio 1); with R = 2 the
+                // third row is padding, its ratio 1/1 is 1 without a division
                 if piv[r] == Pivot::Ok {
-                    min_rel_pivot = min_rel_pivot.min(d[r] / sc[r]);
+                    let ratio = if R == 2 && r == 2 { 1.0 } else { d[r] / sc[r] };
+                    min_rel_pivot = min_rel_pivot.min(ratio);
                 }
             }
             for r in 0..R {
@@ -797,9 +813,12 @@ impl BlockLdl {
             // W = current A_qp; L_qp = W D_p⁻¹; diagonal update A_qq -= L_qp W_qpᵀ
             for k in s..e {
                 let wk = self.lval[k];
-                self.w[k - s] = wk;
+                // only the leading R × R entries are ever non-zero or read: with
+                // R = 2 the rest of w is never read and the rest of L stays the
+                // zero it already is (A's padding, or a pure-fill slot)
+                block::copy_leading::<R>(&mut self.w[k - s], &wk);
                 let l = block::mul_ab_r::<R>(&wk, &dinv);
-                self.lval[k] = l;
+                block::copy_leading::<R>(&mut self.lval[k], &l);
                 let q = self.row_idx[k] as usize;
                 block::sub_abt_sym_r::<R>(&mut self.diag[q], &l, &wk);
             }
@@ -836,7 +855,7 @@ impl BlockLdl {
         }
         // diagonal and backward: x_p = D_p⁻¹ z_p − Σ_q L_qpᵀ x_q
         for p in (0..n).rev() {
-            let mut zp = block::mul_vec(&dinv[p], &y[p]);
+            let mut zp = block::mul_vec_r::<R>(&dinv[p], &y[p]);
             for k in col_ptr[p] as usize..col_ptr[p + 1] as usize {
                 let q = row_idx[k] as usize;
                 block::sub_mul_t_vec_r::<R>(&mut zp, &lval[k], &y[q]);
@@ -930,27 +949,29 @@ impl BlockLdl {
         for c in 0..n {
             let o = a.row_offset[c] as usize;
             let k = a.rows[c] as usize;
-            b[c][..k].copy_from_slice(&rhs[o..o + k]);
+            block::copy_rows(&mut b[c], &rhs[o..], k);
         }
-        let bnorm = norm(&b);
         let mut xn = std::mem::take(&mut self.w3);
         let mut t = std::mem::take(&mut self.w4);
-        x.clear();
-        x.resize(n, [0.0; 3]);
-        dx.clear();
-        dx.extend_from_slice(&b);
         let mut steps = 0;
         let mut res;
         // An ill-conditioned pivot block (inverse-based block LDLᵀ, a body with
         // J ≪ m·ℓ²) costs accuracy of order growth × u: refine then.
         let refine_steps =
             if self.pivot_growth > REFINE_GROWTH { settings.max_refine_steps } else { settings.refine_steps };
+        // |b| only where it is used: the refinement's stopping test (a plain
+        // solve reports a NaN residual whatever |b| is)
+        let bnorm = if regularized || refine_steps > 0 { norm(&b) } else { f64::NAN };
+        x.clear();
+        dx.clear();
         if !regularized {
-            // regular factor: one solve, optional classical refinement
-            x.copy_from_slice(&b);
+            // regular factor: one solve, optional classical refinement (whose
+            // residual overwrites dx before it is read)
+            x.extend_from_slice(&b);
             self.solve_padded(&mut x);
             res = f64::NAN;
             if refine_steps > 0 {
+                dx.resize(n, [0.0; 3]);
                 res = residual(a, &b, &x, &mut dx);
             }
             while steps < refine_steps && res > settings.refine_tolerance * bnorm {
@@ -976,6 +997,8 @@ impl BlockLdl {
             // (ε/μ)². The iterates converge to the E-weighted minimal-norm
             // (least-squares if b is inconsistent) solution: DESIGN.md's
             // mass-weighted minimal-norm λ.
+            x.resize(n, [0.0; 3]);
+            dx.extend_from_slice(&b);
             let eps = settings.regularization;
             res = bnorm;
             while steps < settings.max_refine_steps && res > settings.refine_tolerance * bnorm {
@@ -1015,7 +1038,7 @@ impl BlockLdl {
         for c in 0..n {
             let o = a.row_offset[c] as usize;
             let k = a.rows[c] as usize;
-            lambda[o..o + k].copy_from_slice(&x[c][..k]);
+            block::copy_rows(&mut lambda[o..], &x[c], k);
         }
         self.b = b;
         self.r = x;

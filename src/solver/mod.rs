@@ -52,6 +52,29 @@
 //! The dense reference ([`DenseLdl`]) keeps the hard switch; it is the reference
 //! away from the band.
 //!
+//! # Per-step overhead (issue 10)
+//!
+//! A mechanism factors the same *structure* many times per step (four RK4 stages,
+//! the projections), so nothing structural is redone while it holds:
+//!
+//! * J is built once by [`SparseJacobian::push`]; after that the constraint system
+//!   overwrites its values in their fixed slots ([`SparseJacobian::set_values`]:
+//!   no validation of bodies and rows, one accumulated finiteness test) while the
+//!   constraint set's generation ([`crate::constraint::ConstraintSet::generation`])
+//!   and the body count are those J was built for.
+//! * Every built structure gets a process-unique [`SparseJacobian::structure_id`]:
+//!   A's pattern is recognised by that id (and the same static bodies) instead of a
+//!   comparison of the joint list, and so is the structure in the same-system test
+//!   that skips a repeated factorisation (only J's values are compared there).
+//! * With constraints of at most two rows (pins, contacts) the kernels touch only
+//!   the leading 2×2 of each 3×3 block: J v, Jᵀλ, the zeroing of A's and L's
+//!   blocks, the copy of A into L, the pivot block's inverse (its third, padding
+//!   pivot is exactly 1: no division) and the diagonal step of the solve. Each
+//!   entry they compute is the 3×3 kernel's expression, and the entries they skip
+//!   are zeros that stay zero, so the results are bitwise those of the 3×3 kernels
+//!   (`block` unit test, `tests/constraint_slots.rs`, and the traces of the shipped
+//!   mechanism scenes compared byte for byte).
+//!
 //! The convenience entry point is [`ConstraintSolver`]:
 //!
 //! ```

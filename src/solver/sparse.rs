@@ -7,6 +7,13 @@
 //! non-zero only when c and d share a *dynamic* body (a body whose inverse mass is
 //! not all zero): a static body transmits no coupling, so constraints attached to
 //! the ground do not couple through it.
+//!
+//! J is built by [`SparseJacobian::push`] and then, while its structure holds,
+//! refilled in place by [`SparseJacobian::set_values`] (fixed slots: no push, no
+//! validation of the structure per step). A's sparsity pattern is kept as long as
+//! J's [`SparseJacobian::structure_id`] and the set of static bodies are those it
+//! was built for; a J rebuilt with another id is compared with the pattern's key
+//! constraint by constraint (the same joints rebuilt keep the pattern).
 
 use super::SolverError;
 use super::block::{self, Block, ZERO};
@@ -34,14 +41,28 @@ pub(crate) struct ConstraintInfo {
     pub row_offset: u32,
 }
 
+/// Source of [`SparseJacobian::structure_id`]s: every (re)built structure gets
+/// a number no other structure had, in any Jacobian of the process.
+static NEXT_STRUCTURE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+fn fresh_structure_id() -> u64 {
+    NEXT_STRUCTURE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// The constraint Jacobian J, block-sparse: per constraint, one 3×3 block per
-/// touched body. Rebuilt every step with [`clear`](Self::clear) and
-/// [`push`](Self::push); the vectors are reused, so after the first step building
-/// it does not allocate.
+/// touched body. Built with [`clear`](Self::clear) and [`push`](Self::push)
+/// (the vectors are reused, so after the first step building it does not
+/// allocate); once built, a step that evaluates the same constraints again
+/// overwrites the values in their fixed slots with
+/// [`set_values`](Self::set_values) (no validation of the structure, no push).
 #[derive(Clone, Debug, Default)]
 pub struct SparseJacobian {
     n_bodies: usize,
     n_rows: usize,
+    /// Identifies the structure (bodies, rows and body pairs of every
+    /// constraint): fresh at every `clear` and `push`, kept by `set_values`,
+    /// copied by `copy_from`. 0: never built.
+    structure_id: u64,
     pub(crate) cons: Vec<ConstraintInfo>,
     /// Two blocks per constraint (the second is zero for a one-body constraint).
     pub(crate) blocks: Vec<Block>,
@@ -58,8 +79,43 @@ impl SparseJacobian {
     pub fn clear(&mut self, n_bodies: usize) {
         self.n_bodies = n_bodies;
         self.n_rows = 0;
+        self.structure_id = fresh_structure_id();
         self.cons.clear();
         self.blocks.clear();
+    }
+
+    /// A number that identifies the structure of J — the body count and the
+    /// rows and bodies of every constraint — among every structure built in this
+    /// process: two Jacobians with the same id have the same structure (one is a
+    /// [`copy_from`](Self::copy_from) of the other, or only their values were
+    /// overwritten). Lets A's pattern and the factor's analysis be recognised
+    /// without comparing the structure constraint by constraint.
+    pub fn structure_id(&self) -> u64 {
+        self.structure_id
+    }
+
+    /// Overwrites the values of constraint `c`'s blocks in place (the fixed-slot
+    /// fill of a step that evaluates the same constraints as the last build):
+    /// `jac[k]` is the block of the constraint's `k`-th body, only the first
+    /// [`rows`](Self::rows) rows are read, and the second block of a one-body
+    /// constraint is ignored. The structure (and its id) is unchanged.
+    ///
+    /// Returns whether every value read is finite; the caller checks once for
+    /// the whole Jacobian instead of per block (a non-finite value must be
+    /// reported as [`SolverError::NonFinite`], as [`push`](Self::push) does).
+    #[inline]
+    pub fn set_values(&mut self, c: ConstraintId, jac: &[[[f64; 3]; 3]; 2]) -> bool {
+        let info = self.cons[c.index()];
+        let two = info.bodies[1] != NO_BODY;
+        let pair = &mut self.blocks[2 * c.index()..2 * c.index() + 2];
+        // a constant row count per kernel: the copies and the zeroed rows are
+        // unrolled stores from registers (a fill of a variable tail through a
+        // stack temporary stalled on store forwarding)
+        match info.rows {
+            1 => fill_pair::<1>(pair, jac, two),
+            2 => fill_pair::<2>(pair, jac, two),
+            _ => fill_pair::<3>(pair, jac, two),
+        }
     }
 
     /// Appends a constraint of `rows` rows (1 to 3) touching one or two distinct
@@ -90,6 +146,7 @@ impl SparseJacobian {
             return Err(SolverError::TooLarge);
         }
         let id = ConstraintId(self.cons.len() as u32);
+        self.structure_id = fresh_structure_id();
         let mut bodies = [NO_BODY; 2];
         for (k, &(b, ref m)) in blocks.iter().enumerate() {
             bodies[k] = b as u32;
@@ -144,6 +201,7 @@ impl SparseJacobian {
     pub fn copy_from(&mut self, other: &SparseJacobian) {
         self.n_bodies = other.n_bodies;
         self.n_rows = other.n_rows;
+        self.structure_id = other.structure_id;
         self.cons.clear();
         self.cons.extend_from_slice(&other.cons);
         self.blocks.clear();
@@ -153,9 +211,10 @@ impl SparseJacobian {
     /// Whether `self` and `other` are the same Jacobian bit for bit (bodies,
     /// rows and every block entry's bits: `-0.0` differs from `0.0`).
     pub fn bitwise_eq(&self, other: &SparseJacobian) -> bool {
-        self.n_bodies == other.n_bodies
-            && self.n_rows == other.n_rows
-            && self.cons == other.cons
+        // the same structure id means the same structure: no need to compare it
+        let same_structure = (self.structure_id == other.structure_id && self.structure_id != 0)
+            || (self.n_bodies == other.n_bodies && self.n_rows == other.n_rows && self.cons == other.cons);
+        same_structure
             && bytemuck::cast_slice::<Block, u64>(&self.blocks) == bytemuck::cast_slice::<Block, u64>(&other.blocks)
     }
 
@@ -164,23 +223,35 @@ impl SparseJacobian {
         check_len("v", 3 * self.n_bodies, v.len())?;
         check_len("out", self.n_rows, out.len())?;
         for (c, info) in self.cons.iter().enumerate() {
-            let mut acc = [0.0; 3];
-            for k in 0..2 {
-                let b = info.bodies[k];
-                if b == NO_BODY {
-                    continue;
-                }
-                let b = b as usize;
-                let x = [v[3 * b], v[3 * b + 1], v[3 * b + 2]];
-                let y = block::mul_vec(&self.blocks[2 * c + k], &x);
-                acc[0] += y[0];
-                acc[1] += y[1];
-                acc[2] += y[2];
+            // only the constraint's own rows (padding rows are neither
+            // computed nor written; each row is the 3×3 kernel's expression)
+            match info.rows {
+                1 => self.mul_constraint::<1>(c, info, v, out),
+                2 => self.mul_constraint::<2>(c, info, v, out),
+                _ => self.mul_constraint::<3>(c, info, v, out),
             }
-            let o = info.row_offset as usize;
-            out[o..o + info.rows as usize].copy_from_slice(&acc[..info.rows as usize]);
         }
         Ok(())
+    }
+
+    /// Rows of `J v` of constraint `c`, which has `R` rows.
+    #[inline(always)]
+    fn mul_constraint<const R: usize>(&self, c: usize, info: &ConstraintInfo, v: &[f64], out: &mut [f64]) {
+        let mut acc = [0.0; R];
+        for k in 0..2 {
+            let b = info.bodies[k];
+            if b == NO_BODY {
+                continue;
+            }
+            let b = b as usize;
+            let x = [v[3 * b], v[3 * b + 1], v[3 * b + 2]];
+            let a = &self.blocks[2 * c + k];
+            for (r, acc_r) in acc.iter_mut().enumerate() {
+                *acc_r += a[3 * r] * x[0] + a[3 * r + 1] * x[1] + a[3 * r + 2] * x[2];
+            }
+        }
+        let o = info.row_offset as usize;
+        out[o..o + R].copy_from_slice(&acc);
     }
 
     /// `out = Jᵀ λ` (the constraint forces, seed 003 / DESIGN "Physics
@@ -191,23 +262,65 @@ impl SparseJacobian {
         check_len("out", 3 * self.n_bodies, out.len())?;
         out.fill(0.0);
         for (c, info) in self.cons.iter().enumerate() {
-            let o = info.row_offset as usize;
-            let mut l = [0.0; 3];
-            l[..info.rows as usize].copy_from_slice(&lambda[o..o + info.rows as usize]);
-            for k in 0..2 {
-                let b = info.bodies[k];
-                if b == NO_BODY {
-                    continue;
-                }
-                let b = b as usize;
-                let y = block::mul_t_vec(&self.blocks[2 * c + k], &l);
-                out[3 * b] += y[0];
-                out[3 * b + 1] += y[1];
-                out[3 * b + 2] += y[2];
+            // only the constraint's own rows: the padding's terms are +0·0,
+            // and adding them to `out` (which starts at +0, so is never −0)
+            // changes no bit
+            match info.rows {
+                1 => self.mul_t_constraint::<1>(c, info, lambda, out),
+                2 => self.mul_t_constraint::<2>(c, info, lambda, out),
+                _ => self.mul_t_constraint::<3>(c, info, lambda, out),
             }
         }
         Ok(())
     }
+
+    /// Adds constraint `c`'s part of `Jᵀ λ` (it has `R` rows) to `out`.
+    #[inline(always)]
+    fn mul_t_constraint<const R: usize>(&self, c: usize, info: &ConstraintInfo, lambda: &[f64], out: &mut [f64]) {
+        let o = info.row_offset as usize;
+        let mut l = [0.0; R];
+        l.copy_from_slice(&lambda[o..o + R]);
+        for k in 0..2 {
+            let b = info.bodies[k];
+            if b == NO_BODY {
+                continue;
+            }
+            let b = b as usize;
+            let a = &self.blocks[2 * c + k];
+            for col in 0..3 {
+                let mut y = a[col] * l[0];
+                for (r, lr) in l.iter().enumerate().skip(1) {
+                    y += a[3 * r + col] * lr;
+                }
+                out[3 * b + col] += y;
+            }
+        }
+    }
+}
+
+/// Writes the leading `R` rows of `jac[0]` (and of `jac[1]` when `two`) into
+/// `pair`, the other rows zero; returns whether the values read are finite.
+#[inline(always)]
+fn fill_pair<const R: usize>(pair: &mut [Block], jac: &[[[f64; 3]; 3]; 2], two: bool) -> bool {
+    // x·0 is 0 for finite x and NaN otherwise: an accumulated test per
+    // column (independent lanes), no branch per value
+    let mut probe = [0.0; 3];
+    for (k, (dst, m)) in pair.iter_mut().zip(jac).enumerate() {
+        if k == 1 && !two {
+            break;
+        }
+        for r in 0..3 {
+            for col in 0..3 {
+                dst[3 * r + col] = if r < R { m[r][col] } else { 0.0 };
+            }
+        }
+        for row in &m[..R] {
+            for col in 0..3 {
+                probe[col] += row[col] * 0.0;
+            }
+        }
+    }
+    probe[0] + probe[1] + probe[2] == 0.0
 }
 
 pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), SolverError> {
@@ -256,6 +369,11 @@ pub struct BlockSparseSymmetric {
     pub(crate) off: Vec<Block>,
     /// Pattern key: `(rows, dyn body 0, dyn body 1)` per constraint, plus the body count.
     key: Vec<u32>,
+    /// [`SparseJacobian::structure_id`] of the J the pattern was last checked
+    /// against, and which of its bodies were dynamic: the same id and the same
+    /// flags mean the same pattern, without comparing the key.
+    structure_id: u64,
+    dynamic: Vec<bool>,
     pattern_version: u64,
     // scratch for pattern building
     mark: Vec<u32>,
@@ -343,9 +461,11 @@ impl BlockSparseSymmetric {
             }
             self.diag[c] = d;
         }
-        // off-diagonal blocks: contributions of each shared body
+        // off-diagonal blocks: contributions of each shared body (only the
+        // leading R × R entries are ever written: the rest stays the zero the
+        // pattern build put there, R being fixed by the pattern's row counts)
         for v in self.off.iter_mut() {
-            *v = ZERO;
+            block::copy_leading::<R>(v, &ZERO);
         }
         for ct in &self.contrib {
             block::add_adbt_r::<R>(
@@ -361,7 +481,19 @@ impl BlockSparseSymmetric {
     fn update_pattern(&mut self, jac: &SparseJacobian, inv_mass: &[[f64; 3]]) -> bool {
         let n = jac.cons.len();
         let is_dyn = |b: u32| b != NO_BODY && inv_mass[b as usize] != [0.0; 3];
-        // compare the key in place (no allocation, no hashing: exact)
+        // the J whose pattern this is, with the same bodies static: nothing to compare
+        if jac.structure_id != 0
+            && jac.structure_id == self.structure_id
+            && self.dynamic.len() == inv_mass.len()
+            && self.dynamic.iter().zip(inv_mass).all(|(&d, m)| d == (*m != [0.0; 3]))
+        {
+            return false;
+        }
+        self.structure_id = jac.structure_id;
+        self.dynamic.clear();
+        self.dynamic.extend(inv_mass.iter().map(|m| *m != [0.0; 3]));
+        // another J (or other static bodies): compare the key in place (no
+        // allocation, no hashing: exact)
         let same = self.key.len() == 3 * n + 1
             && self.key[3 * n] == jac.n_bodies as u32
             && jac.cons.iter().enumerate().all(|(c, info)| {
