@@ -382,6 +382,9 @@ pub(crate) struct Implicit {
     pub(crate) newton: Newton,
     /// Step to try next (adaptive SDIRK); 0: none yet.
     pub(crate) h_next: f64,
+    /// Largest step the Newton iteration is trusted with after it failed
+    /// (half the failing step, raised ×1.5 after each fast step); 0: none.
+    newton_cap: f64,
     /// The last stage slope of the previous accepted step is valid.
     pub(crate) have_slope: bool,
     kq: [Vec<f64>; 3],
@@ -624,6 +627,7 @@ impl Implicit {
                 }
                 self.newton.jacobian_valid = false;
                 h_ctrl = 0.25 * h;
+                self.newton_cap = 0.5 * h;
                 continue;
             }
             // y₁ = Z₃ (stiffly accurate); e = y₁ − ŷ = h Σ (bᵢ − b̂ᵢ) kᵢ, filtered
@@ -660,11 +664,25 @@ impl Implicit {
                 stats.steps += 1;
                 self.have_slope = true;
                 // simplified Newton: keep J while it converges fast
-                if stats.newton_iterations - iterations_before > 12 {
+                let iterations = stats.newton_iterations - iterations_before;
+                if iterations > 12 {
                     self.newton.jacobian_valid = false;
+                }
+                // After a Newton failure the step grows back only gradually
+                // (×1.5 per step converging in ≤ 3 iterations a stage): growing
+                // by the error estimate alone went straight back to the
+                // failing step, and every other step was rejected.
+                if self.newton_cap > 0.0 && iterations <= 9 {
+                    self.newton_cap *= 1.5;
+                    if self.newton_cap >= dt {
+                        self.newton_cap = 0.0;
+                    }
                 }
                 if h >= h_ctrl {
                     h_ctrl = (h * factor).min(dt);
+                    if self.newton_cap > 0.0 {
+                        h_ctrl = h_ctrl.min(self.newton_cap.max(h));
+                    }
                 }
             } else {
                 stats.rejected += 1;

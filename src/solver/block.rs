@@ -125,6 +125,18 @@ pub fn mul_ab_r<const R: usize>(a: &Block, b: &Block) -> Block {
     o
 }
 
+/// `dst[..k] = src[..k]` for a constraint's `k` (1 to 3) rows, as fixed-size
+/// copies: a `copy_from_slice` of a run-time length of 1–3 is a libc call.
+#[inline(always)]
+pub fn copy_rows(dst: &mut [f64], src: &[f64], k: usize) {
+    match k {
+        1 => dst[..1].copy_from_slice(&src[..1]),
+        2 => dst[..2].copy_from_slice(&src[..2]),
+        3 => dst[..3].copy_from_slice(&src[..3]),
+        _ => dst[..k].copy_from_slice(&src[..k]),
+    }
+}
+
 /// Copies the leading `R × R` entries of `src` into `dst` (all of it for `R = 3`).
 #[inline(always)]
 pub fn copy_leading<const R: usize>(dst: &mut Block, src: &Block) {
@@ -299,7 +311,7 @@ pub fn ldl_inverse_pivots_r<const R: usize>(
     floor: &[f64; 3],
     mode: SmallPivot,
 ) -> (Block, [Pivot; 3], [f64; 3]) {
-    if R != 2 || !(thresh[2] < 1.0) {
+    if R != 2 || thresh[2].is_nan() || thresh[2] >= 1.0 {
         return ldl_inverse_pivots(s, thresh, floor, mode);
     }
     let mut piv = [Pivot::Ok; 3];

@@ -949,10 +949,7 @@ impl BlockLdl {
         for c in 0..n {
             let o = a.row_offset[c] as usize;
             let k = a.rows[c] as usize;
-            // element by element: a 1–3 element `copy_from_slice` is a libc call
-            for r in 0..k {
-                b[c][r] = rhs[o + r];
-            }
+            block::copy_rows(&mut b[c], &rhs[o..], k);
         }
         let mut xn = std::mem::take(&mut self.w3);
         let mut t = std::mem::take(&mut self.w4);
@@ -1041,9 +1038,7 @@ impl BlockLdl {
         for c in 0..n {
             let o = a.row_offset[c] as usize;
             let k = a.rows[c] as usize;
-            for r in 0..k {
-                lambda[o + r] = x[c][r];
-            }
+            block::copy_rows(&mut lambda[o..], &x[c], k);
         }
         self.b = b;
         self.r = x;

@@ -31,12 +31,6 @@ pub(super) struct SoftPoint {
     pub(super) normal_impulse: f64,
     /// Tangent impulse of the last sub-step (N·s).
     pub(super) tangent_impulse: f64,
-    /// Normal impulse summed over the sub-steps (N·s).
-    pub(super) total_normal: f64,
-    /// Tangent impulse summed over the sub-steps (N·s).
-    pub(super) total_tangent: f64,
-    /// Normal velocity at the start of the step (m/s).
-    pub(super) relative_velocity: f64,
     /// Static (μ_s) or kinetic (μ_k) friction for this step.
     pub(super) friction: f64,
 }
@@ -48,6 +42,25 @@ pub(super) struct SoftInfo {
     pub(super) key: (usize, Partner),
     pub(super) material: crate::contact::Material,
     pub(super) features: [u32; 2],
+    /// Number of points (the first `count` of `features`).
+    pub(super) count: u8,
+}
+
+/// What only the last relax sweep and the restitution pass of a manifold
+/// read or write, kept beside the constraint (same colour, same index) so
+/// that the warm start, solve and relax sweeps stream less memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct SoftTotals {
+    /// Normal impulse per point summed over the sub-steps (N·s).
+    pub(super) normal: [f64; 2],
+    /// Tangent impulse per point summed over the sub-steps (N·s).
+    pub(super) tangent: [f64; 2],
+    /// Rolling-resistance impulse summed over the sub-steps (N·m·s).
+    pub(super) rolling: f64,
+    /// Normal velocity per point at the start of the step (m/s).
+    pub(super) relative_velocity: [f64; 2],
+    /// Coefficient of restitution of the pair.
+    pub(super) restitution: f64,
 }
 
 /// The soft constraint of one pair (up to 2 points): only what the sweeps use.
@@ -61,11 +74,9 @@ pub(super) struct SoftManifold {
     pub(super) inv_inertia_b: f64,
     pub(super) dynamic_a: bool,
     pub(super) dynamic_b: bool,
-    pub(super) restitution: f64,
     pub(super) rolling_resistance: f64,
     pub(super) rolling_mass: f64,
     pub(super) rolling_impulse: f64,
-    pub(super) total_rolling: f64,
     /// Body–body (soft) or against a static surface/fixed body (twice as stiff).
     pub(super) static_partner: bool,
     pub(super) count: u8,
@@ -88,33 +99,29 @@ pub(super) fn round(shape: &Shape) -> bool {
 /// Colours kept in a body's bit mask; the rest go to one sequential colour.
 pub(super) const MAX_COLOURS: u16 = 63;
 
-/// Greedy colouring of manifolds (see the module docs): returns each one's
-/// colour, [`MAX_COLOURS`] meaning the sequential overflow colour.
-pub(super) fn colour_manifolds(manifolds: &[SoftManifold], used: &mut Vec<u64>, bodies: usize, out: &mut Vec<u16>) {
-    used.clear();
-    used.resize(bodies, 0);
-    out.clear();
-    for m in manifolds {
-        let mut taken = 0u64;
-        if m.dynamic_a {
-            taken |= used[m.a as usize];
-        }
-        if m.dynamic_b {
-            taken |= used[m.b as usize];
-        }
-        let c = (!taken).trailing_zeros() as u16;
-        if c >= MAX_COLOURS {
-            out.push(MAX_COLOURS);
-            continue;
-        }
-        if m.dynamic_a {
-            used[m.a as usize] |= 1 << c;
-        }
-        if m.dynamic_b {
-            used[m.b as usize] |= 1 << c;
-        }
-        out.push(c);
+/// Greedy colouring (see the module docs), one manifold at a time in key
+/// order: the lowest colour none of its dynamic bodies has yet,
+/// [`MAX_COLOURS`] meaning the sequential overflow colour. `used` holds one
+/// colour mask per body, cleared at the start of the step.
+pub(super) fn colour_of(m: &SoftManifold, used: &mut [u64]) -> u16 {
+    let mut taken = 0u64;
+    if m.dynamic_a {
+        taken |= used[m.a as usize];
     }
+    if m.dynamic_b {
+        taken |= used[m.b as usize];
+    }
+    let c = (!taken).trailing_zeros() as u16;
+    if c >= MAX_COLOURS {
+        return MAX_COLOURS;
+    }
+    if m.dynamic_a {
+        used[m.a as usize] |= 1 << c;
+    }
+    if m.dynamic_b {
+        used[m.b as usize] |= 1 << c;
+    }
+    c
 }
 
 /// Body velocities shared by the threads of one colour: each manifold of a
@@ -170,7 +177,15 @@ pub(super) enum Pass {
 impl SoftManifold {
     /// One pass on this manifold, reading and writing its bodies' velocities.
     #[inline]
-    pub(super) fn run(&mut self, pass: Pass, v: &Shared, delta: &[BodyDelta], st: &SoftState, threshold: f64) {
+    pub(super) fn run(
+        &mut self,
+        totals: &mut SoftTotals,
+        pass: Pass,
+        v: &Shared,
+        delta: &[BodyDelta],
+        st: &SoftState,
+        threshold: f64,
+    ) {
         let (mut va, mut wa) = v.get(self.a);
         let (mut vb, mut wb) = v.get(self.b);
         let (ma, ia, mb, ib) = (self.inv_mass_a, self.inv_inertia_a, self.inv_mass_b, self.inv_inertia_b);
@@ -252,25 +267,27 @@ impl SoftManifold {
                     wb -= ib * d;
                 }
                 if accumulate {
-                    self.accumulate();
+                    self.accumulate(totals);
                 }
             }
             Pass::Restitution => {
-                if self.restitution == 0.0 {
+                let restitution = totals.restitution;
+                if restitution == 0.0 {
                     return;
                 }
-                for p in &mut self.points[..self.count as usize] {
+                for (i, p) in self.points[..self.count as usize].iter_mut().enumerate() {
+                    let relative_velocity = totals.relative_velocity[i];
                     // No impulse over the step: a speculative point that never touched.
-                    if p.relative_velocity > -threshold || p.total_normal == 0.0 {
+                    if relative_velocity > -threshold || totals.normal[i] == 0.0 {
                         continue;
                     }
                     let dv = va + cross_sv(wa, p.ra) - vb - cross_sv(wb, p.rb);
                     let vn = dv.dot(p.normal);
-                    let impulse = -p.normal_mass * (vn + self.restitution * p.relative_velocity);
+                    let impulse = -p.normal_mass * (vn + restitution * relative_velocity);
                     let new = (p.normal_impulse + impulse).max(0.0);
                     let d = new - p.normal_impulse;
                     p.normal_impulse = new;
-                    p.total_normal += d;
+                    totals.normal[i] += d;
                     apply(d * p.normal, p.ra, p.rb, &mut va, &mut wa, &mut vb, &mut wb);
                 }
             }
@@ -284,12 +301,12 @@ impl SoftManifold {
     }
 
     /// Adds this sub-step's impulses to the step totals.
-    pub(super) fn accumulate(&mut self) {
-        for p in &mut self.points[..self.count as usize] {
-            p.total_normal += p.normal_impulse;
-            p.total_tangent += p.tangent_impulse;
+    pub(super) fn accumulate(&self, totals: &mut SoftTotals) {
+        for (i, p) in self.points[..self.count as usize].iter().enumerate() {
+            totals.normal[i] += p.normal_impulse;
+            totals.tangent[i] += p.tangent_impulse;
         }
-        self.total_rolling += self.rolling_impulse;
+        totals.rolling += self.rolling_impulse;
     }
 }
 
@@ -310,7 +327,7 @@ pub(super) fn new_manifold(
     v: &[f64],
     points: &[crate::contact::narrowphase::ManifoldPoint],
     resting_speed: f64,
-) -> SoftManifold {
+) -> (SoftManifold, SoftTotals) {
     let inv = |i: usize| {
         let b = &bodies[i];
         if b.fixed { (0.0, 0.0) } else { (1.0 / b.mass, if b.inertia > 0.0 { 1.0 / b.inertia } else { 0.0 }) }
@@ -344,7 +361,6 @@ pub(super) fn new_manifold(
         inv_inertia_b: ib,
         dynamic_a: !bodies[a].fixed,
         dynamic_b: b != NONE && !bodies[b as usize].fixed,
-        restitution: material.restitution,
         rolling_resistance: material.rolling_resistance,
         static_partner: bodies[a].fixed || fixed_b,
         count: points.len().min(2) as u8,
@@ -354,7 +370,8 @@ pub(super) fn new_manifold(
     if material.rolling_resistance > 0.0 && round_pair && ia + ib > 0.0 {
         m.rolling_mass = 1.0 / (ia + ib);
     }
-    for (p, mp) in m.points.iter_mut().zip(points) {
+    let mut totals = SoftTotals { restitution: material.restitution, ..SoftTotals::default() };
+    for ((p, mp), u) in m.points.iter_mut().zip(points).zip(&mut totals.relative_velocity) {
         let n = mp.normal;
         let t = n.perp();
         let ra = mp.point - centre(a as u32);
@@ -372,10 +389,10 @@ pub(super) fn new_manifold(
             base_separation: mp.gap,
             normal_mass: if kn > 0.0 { 1.0 / kn } else { 0.0 },
             tangent_mass: if kt > 0.0 { 1.0 / kt } else { 0.0 },
-            relative_velocity: dv.dot(n),
             friction: if slipping { material.kinetic() } else { material.friction },
             ..SoftPoint::default()
         };
+        *u = dv.dot(n);
     }
-    m
+    (m, totals)
 }

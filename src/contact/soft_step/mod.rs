@@ -101,7 +101,7 @@ mod step;
 
 pub use settings::{SoftStepSettings, Softness};
 
-use manifold::{SoftInfo, SoftManifold};
+use manifold::{SoftInfo, SoftManifold, SoftTotals};
 
 use super::Partner;
 
@@ -114,28 +114,45 @@ impl Default for Partner {
 /// Per-body motion since the start of the step: Δx, Δy, cos Δφ, sin Δφ.
 pub type BodyDelta = [f64; 4];
 
+/// The impulses of one manifold kept for the next step's warm start (key
+/// order, 40 bytes instead of the whole 330-byte constraint).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct WarmImpulses {
+    /// Normal impulse of the last sub-step per point (N·s).
+    normal: [f64; 2],
+    /// Tangent impulse of the last sub-step per point (N·s).
+    tangent: [f64; 2],
+    /// Rolling-resistance impulse of the last sub-step (N·m·s).
+    rolling: f64,
+}
+
 /// Solver state kept between steps (buffers reused: no per-step allocation
 /// once they have grown).
 #[derive(Clone, Debug, Default)]
 pub struct SoftState {
-    /// Manifolds in colour order.
-    manifolds: Vec<SoftManifold>,
-    /// The previous step's manifolds in key order (warm start).
-    previous: Vec<SoftManifold>,
+    /// The constraints of each colour, contiguous (colour `c` is
+    /// `by_colour[c]`; the last, [`manifold::MAX_COLOURS`], is the sequential
+    /// overflow colour). Built there directly by the prepare, in key order
+    /// within a colour: no copy of the constraints to lay them out.
+    by_colour: Vec<Vec<SoftManifold>>,
+    /// The step totals and restitution data of each constraint, beside it
+    /// (same colour, same index).
+    totals_by_colour: Vec<Vec<SoftTotals>>,
+    /// Where each manifold (key order) lies: (colour, index in it).
+    place: Vec<(u16, u32)>,
+    /// The previous step's warm-start impulses in key order.
+    previous: Vec<WarmImpulses>,
     /// Their identities.
     previous_info: Vec<SoftInfo>,
-    /// Fresh manifolds in key order, before colouring.
-    fresh: Vec<SoftManifold>,
-    /// Their identities.
+    /// This step's impulses in key order (written by the finish).
+    impulses: Vec<WarmImpulses>,
+    /// The identities of this step's manifolds in key order.
     info: Vec<SoftInfo>,
-    /// Some manifold has a restitution: the restitution pass is needed.
+    /// Some manifold has a restitution and a point approaching faster than
+    /// `resting_speed`: the restitution pass is needed.
     bouncy: bool,
-    /// (start, len, parallel) of each colour in `manifolds`.
-    colours: Vec<(usize, usize, bool)>,
-    /// Colour of each fresh manifold.
-    colour_of: Vec<u16>,
-    /// Key-order index of each manifold in colour order.
-    order: Vec<u32>,
+    /// The resting speed the prepare used for `bouncy`.
+    resting_speed: f64,
     /// Colour masks per body.
     used: Vec<u64>,
     /// Body motion since the start of the step.

@@ -2,9 +2,8 @@
 //! (prepare, warm start, solve, integrate positions, relax, restitution,
 //! finish).
 
-use super::manifold::{
-    MAX_COLOURS, Pass, Shared, SoftInfo, SoftManifold, colour_manifolds, delta_of, moved, new_manifold,
-};
+use super::WarmImpulses;
+use super::manifold::{MAX_COLOURS, Pass, Shared, SoftInfo, colour_of, delta_of, moved, new_manifold};
 use glam::DVec2;
 
 use super::{SoftStepSettings, Softness};
@@ -56,11 +55,20 @@ impl ContactSet {
         soft.delta.resize(bodies.len(), [0.0, 0.0, 1.0, 0.0]);
         // Pair order = key order, so that matching with the previous step is a merge.
         self.pairs.sort_unstable();
-        std::mem::swap(&mut soft.previous, &mut soft.fresh);
+        std::mem::swap(&mut soft.previous, &mut soft.impulses);
         std::mem::swap(&mut soft.previous_info, &mut soft.info);
-        soft.fresh.clear();
         soft.info.clear();
+        soft.place.clear();
+        soft.by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
+        soft.totals_by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
+        for (colour, totals) in soft.by_colour.iter_mut().zip(&mut soft.totals_by_colour) {
+            colour.clear();
+            totals.clear();
+        }
+        soft.used.clear();
+        soft.used.resize(bodies.len(), 0);
         soft.bouncy = false;
+        soft.resting_speed = resting_speed;
         let mut prev = 0usize;
         for k in 0..self.pairs.len() {
             let pair = self.pairs[k];
@@ -80,7 +88,7 @@ impl ContactSet {
             }
             let material = self.mixed(surfaces, pair.a, pair.b);
             let key = (pair.a, pair.b);
-            while prev < soft.previous.len() && soft.previous_info[prev].key < key {
+            while prev < soft.previous_info.len() && soft.previous_info[prev].key < key {
                 prev += 1;
             }
             let first_prev = prev;
@@ -91,55 +99,39 @@ impl ContactSet {
                         return Err(self.error(bodies, pair, "the contact gap or normal is not finite (NaN state)"));
                     }
                 }
-                let mut man = new_manifold(bodies, pair, &material, q, v, chunk, resting_speed);
+                let (mut man, totals) = new_manifold(bodies, pair, &material, q, v, chunk, resting_speed);
                 let mut features = [0u32; 2];
                 for (f, m) in features.iter_mut().zip(chunk) {
                     *f = m.feature;
                 }
                 // Warm start: the previous step's points of this pair with the same feature.
                 let mut j = first_prev;
-                while j < soft.previous.len() && soft.previous_info[j].key == key {
+                while j < soft.previous_info.len() && soft.previous_info[j].key == key {
                     let (old, old_info) = (&soft.previous[j], &soft.previous_info[j]);
                     for (p, f) in man.points[..man.count as usize].iter_mut().zip(features) {
-                        let found = (0..old.count as usize).find(|&i| old_info.features[i] == f);
-                        if let Some(o) = found.map(|i| &old.points[i]) {
-                            let bound = p.friction * o.normal_impulse;
-                            p.normal_impulse = o.normal_impulse;
-                            p.tangent_impulse = o.tangent_impulse.clamp(-bound, bound);
+                        let found = (0..old_info.count as usize).find(|&i| old_info.features[i] == f);
+                        if let Some(i) = found {
+                            let bound = p.friction * old.normal[i];
+                            p.normal_impulse = old.normal[i];
+                            p.tangent_impulse = old.tangent[i].clamp(-bound, bound);
                         }
                     }
-                    man.rolling_impulse = old.rolling_impulse;
+                    man.rolling_impulse = old.rolling;
                     j += 1;
                 }
-                soft.bouncy |= man.restitution > 0.0;
-                soft.fresh.push(man);
-                soft.info.push(SoftInfo { key, material, features });
+                // The restitution pass only runs if some point approaches
+                // faster than the resting speed (it skips every other point).
+                soft.bouncy |= totals.restitution > 0.0
+                    && totals.relative_velocity[..man.count as usize].iter().any(|&u| u <= -resting_speed);
+                // Colour now (greedy in key order, as a colouring after the
+                // loop would be) and build the constraint in its colour.
+                let c = colour_of(&man, &mut soft.used);
+                let colour = &mut soft.by_colour[c as usize];
+                soft.place.push((c, colour.len() as u32));
+                colour.push(man);
+                soft.totals_by_colour[c as usize].push(totals);
+                soft.info.push(SoftInfo { key, material, features, count: man.count });
             }
-        }
-        // Colour, then lay the manifolds out colour by colour.
-        colour_manifolds(&soft.fresh, &mut soft.used, bodies.len(), &mut soft.colour_of);
-        let mut counts = [0usize; MAX_COLOURS as usize + 1];
-        for &c in &soft.colour_of {
-            counts[c as usize] += 1;
-        }
-        soft.colours.clear();
-        let mut starts = [0usize; MAX_COLOURS as usize + 1];
-        let mut offset = 0;
-        for (c, &n) in counts.iter().enumerate() {
-            starts[c] = offset;
-            if n > 0 {
-                soft.colours.push((offset, n, c < MAX_COLOURS as usize));
-            }
-            offset += n;
-        }
-        soft.manifolds.clear();
-        soft.manifolds.resize(soft.fresh.len(), SoftManifold::default());
-        soft.order.clear();
-        soft.order.resize(soft.fresh.len(), 0);
-        for (k, (m, &c)) in soft.fresh.iter().zip(&soft.colour_of).enumerate() {
-            soft.manifolds[starts[c as usize]] = *m;
-            soft.order[starts[c as usize]] = k as u32;
-            starts[c as usize] += 1;
         }
         self.soft = soft;
         Ok(())
@@ -148,32 +140,38 @@ impl ContactSet {
     /// Manifolds in the largest colour swept on the pool (0 if none) at the
     /// last [`ContactSet::soft_prepare`]: tests check the parallel path is taken.
     pub fn soft_largest_colour(&self) -> usize {
-        self.soft.colours.iter().filter(|c| c.2).map(|c| c.1).max().unwrap_or(0)
+        self.soft.by_colour.iter().take(MAX_COLOURS as usize).map(Vec::len).max().unwrap_or(0)
     }
 
     fn soft_pass(&mut self, pass: Pass, v: &mut [f64], threshold: f64) {
         use rayon::prelude::*;
-        let parallel = rayon::current_num_threads() > 1;
+        let threads = rayon::current_num_threads();
         let shared = Shared { ptr: v.as_mut_ptr(), len: v.len() };
-        let mut manifolds = std::mem::take(&mut self.soft.manifolds);
+        let mut by_colour = std::mem::take(&mut self.soft.by_colour);
+        let mut totals_by_colour = std::mem::take(&mut self.soft.totals_by_colour);
         let st = &self.soft;
         let delta = &st.delta;
-        for &(start, len, colourable) in &st.colours {
-            let slice = &mut manifolds[start..start + len];
-            if parallel && colourable && len >= crate::solver::pgs::PARALLEL_COLOUR_MIN {
+        for (c, (colour, totals)) in by_colour.iter_mut().zip(&mut totals_by_colour).enumerate() {
+            let len = colour.len();
+            if threads > 1 && c < MAX_COLOURS as usize && len >= crate::solver::pgs::PARALLEL_COLOUR_MIN {
+                // One chunk per thread (at least 64 constraints): the
+                // constraints of a colour share no dynamic body, so any split
+                // gives the same bits; fewer, larger tasks cost less to share out.
+                let chunk = len.div_ceil(threads).max(64);
                 let shared = &shared;
-                slice.par_chunks_mut(64).for_each(|chunk| {
-                    for m in chunk {
-                        m.run(pass, shared, delta, st, threshold);
+                colour.par_chunks_mut(chunk).zip(totals.par_chunks_mut(chunk)).for_each(|(chunk, totals)| {
+                    for (m, t) in chunk.iter_mut().zip(totals) {
+                        m.run(t, pass, shared, delta, st, threshold);
                     }
                 });
             } else {
-                for m in slice {
-                    m.run(pass, &shared, delta, st, threshold);
+                for (m, t) in colour.iter_mut().zip(totals) {
+                    m.run(t, pass, &shared, delta, st, threshold);
                 }
             }
         }
-        self.soft.manifolds = manifolds;
+        self.soft.by_colour = by_colour;
+        self.soft.totals_by_colour = totals_by_colour;
     }
 
     /// Sub-step pass: the stored impulses applied again.
@@ -193,8 +191,9 @@ impl ContactSet {
             self.soft_pass(pass, v, 0.0);
         }
         if relax && sweeps == 0 {
-            for m in &mut self.soft.manifolds {
-                m.accumulate();
+            let soft = &mut self.soft;
+            for (m, t) in soft.by_colour.iter().flatten().zip(soft.totals_by_colour.iter_mut().flatten()) {
+                m.accumulate(t);
             }
         }
     }
@@ -202,7 +201,9 @@ impl ContactSet {
     /// After the sub-steps: Newton's restitution for points that approached
     /// faster than `threshold` at the start of the step.
     pub fn soft_restitution(&mut self, v: &mut [f64], threshold: f64) {
-        if self.soft.bouncy {
+        // Skipped when the prepare found no point approaching faster than
+        // its resting speed (a larger threshold selects fewer points still).
+        if self.soft.bouncy || threshold < self.soft.resting_speed {
             self.soft_pass(Pass::Restitution, v, threshold);
         }
     }
@@ -249,20 +250,27 @@ impl ContactSet {
         self.contacts.clear();
         let mut deepest: f64 = 0.0;
         let mut bad = None;
-        // Back to key order (fresh) with the solved impulses, for the next
-        // step's warm start and for output in pair order.
-        for (m, &k) in soft.manifolds.iter().zip(&soft.order) {
-            soft.fresh[k as usize] = *m;
-        }
-        for (m, info) in soft.fresh.iter().zip(&soft.info) {
+        // In key order: the solved impulses for the next step's warm start,
+        // and the contacts for output in pair order.
+        soft.impulses.clear();
+        for (&(c, i), info) in soft.place.iter().zip(&soft.info) {
+            let m = &soft.by_colour[c as usize][i as usize];
+            let totals = &soft.totals_by_colour[c as usize][i as usize];
+            let [p0, p1] = &m.points;
+            soft.impulses.push(WarmImpulses {
+                normal: [p0.normal_impulse, p1.normal_impulse],
+                tangent: [p0.tangent_impulse, p1.tangent_impulse],
+                rolling: m.rolling_impulse,
+            });
             let (da, db) = (delta_of(&soft.delta, m.a), delta_of(&soft.delta, m.b));
             let pair = Pair { a: info.key.0, b: info.key.1 };
-            for (p, &feature) in m.points[..m.count as usize].iter().zip(&info.features) {
+            for (k, (p, &feature)) in m.points[..m.count as usize].iter().zip(&info.features).enumerate() {
                 let s = p.base_separation + p.normal.dot(moved(&da, p.ra) - moved(&db, p.rb));
-                if !(p.total_normal.is_finite() && p.total_tangent.is_finite() && s.is_finite()) {
+                let (total_normal, total_tangent) = (totals.normal[k], totals.tangent[k]);
+                if !(total_normal.is_finite() && total_tangent.is_finite() && s.is_finite()) {
                     bad.get_or_insert(pair);
                 }
-                if p.total_normal > 0.0 {
+                if total_normal > 0.0 {
                     deepest = deepest.max(-s);
                 }
                 let centre = DVec2::new(soft.q0[3 * m.a as usize], soft.q0[3 * m.a as usize + 1]);
@@ -276,7 +284,7 @@ impl ContactSet {
                         feature,
                     },
                     material: info.material,
-                    impulse: [p.total_normal, p.total_tangent, m.total_rolling],
+                    impulse: [total_normal, total_tangent, totals.rolling],
                 });
             }
         }
