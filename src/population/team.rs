@@ -32,7 +32,7 @@
 //! phase's last chunk notifies. A pure spin would burn the time slice that the
 //! thread it waits for needs on an oversubscribed machine.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -59,6 +59,10 @@ pub(crate) struct Schedule {
     sleepers: AtomicUsize,
     lock: Mutex<()>,
     wake: Condvar,
+    /// A participant panicked in a chunk: the phase will never complete, so
+    /// the waiters panic too (rayon's scope then carries the first panic to
+    /// the caller) instead of waiting for ever.
+    poisoned: AtomicBool,
 }
 
 impl Schedule {
@@ -69,6 +73,7 @@ impl Schedule {
             sleepers: AtomicUsize::new(0),
             lock: Mutex::new(()),
             wake: Condvar::new(),
+            poisoned: AtomicBool::new(false),
         }
     }
 
@@ -78,6 +83,9 @@ impl Schedule {
     }
 
     fn is_complete(&self, phase: usize, chunks: usize) -> bool {
+        if self.poisoned.load(Ordering::Relaxed) {
+            panic!("population substeps: another thread of the team panicked in phase {phase}");
+        }
         self.phases[phase].done.load(Ordering::Acquire) >= chunks
     }
 
@@ -101,13 +109,21 @@ impl Schedule {
         // notifies under the lock, which this thread holds until it waits.
         let mut guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
         self.sleepers.fetch_add(1, Ordering::SeqCst);
-        while !self.is_complete(phase, chunks) {
+        while !self.is_complete_or_poisoned(phase, chunks) {
             guard = match self.wake.wait_timeout(guard, PARK) {
                 Ok((g, _)) => g,
                 Err(e) => e.into_inner().0,
             };
         }
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        drop(guard);
+        // Panics (outside the lock) if the team was poisoned.
+        self.is_complete(phase, chunks);
+    }
+
+    /// As `is_complete`, without panicking (under the lock).
+    fn is_complete_or_poisoned(&self, phase: usize, chunks: usize) -> bool {
+        self.poisoned.load(Ordering::Relaxed) || self.phases[phase].done.load(Ordering::Acquire) >= chunks
     }
 
     /// Wakes the parked participants (a phase has just completed).
@@ -116,6 +132,18 @@ impl Schedule {
             let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
             self.wake.notify_all();
         }
+    }
+}
+
+/// Poisons the schedule if dropped while a chunk unwinds (forgotten when the
+/// chunk returns).
+struct Poison<'a>(&'a Schedule);
+
+impl Drop for Poison<'_> {
+    fn drop(&mut self) {
+        self.0.poisoned.store(true, Ordering::SeqCst);
+        let _guard = self.0.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.0.wake.notify_all();
     }
 }
 
@@ -143,7 +171,9 @@ impl Participant<'_> {
                 if k >= chunks {
                     break;
                 }
+                let poison = Poison(schedule);
                 work(k);
+                std::mem::forget(poison);
                 if counters.done.fetch_add(1, Ordering::SeqCst) + 1 == chunks {
                     schedule.notify();
                 }
@@ -222,5 +252,67 @@ impl<T: Copy> Shared<T> {
         assert!(range.start <= range.end && range.end <= self.len);
         // SAFETY: in bounds (checked); exclusive (the caller).
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `program` on `threads` participants of one schedule in a pool of
+    /// that size (the caller and `threads − 1` spawned helpers, as the
+    /// substeps do).
+    fn team(threads: usize, phases: usize, program: impl Fn(&mut Participant<'_>) + Sync) {
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+        let schedule = Schedule::new(phases);
+        pool.install(|| {
+            rayon::scope(|scope| {
+                for _ in 1..threads {
+                    scope.spawn(|_| program(&mut schedule.participant()));
+                }
+                program(&mut schedule.participant());
+            })
+        });
+    }
+
+    /// Every chunk of phase p sees every chunk of phase p − 1 done (each
+    /// chunk records the number of chunks finished before it, per phase),
+    /// and every chunk runs exactly once, with empty phases in between.
+    #[test]
+    fn phases_run_in_order_and_every_chunk_once() {
+        for threads in [1, 2, 3, 7] {
+            let sizes = [5usize, 0, 17, 1, 0, 0, 40, 3];
+            let runs: Vec<AtomicUsize> = sizes.iter().map(|_| AtomicUsize::new(0)).collect();
+            team(threads, sizes.len(), |t| {
+                for (p, &chunks) in sizes.iter().enumerate() {
+                    t.phase(chunks, |_| {
+                        // The last non-empty phase before p is complete.
+                        if let Some(q) = (0..p).rev().find(|&q| sizes[q] > 0) {
+                            assert_eq!(runs[q].load(Ordering::SeqCst), sizes[q], "phase {p} started early");
+                        }
+                        runs[p].fetch_add(1, Ordering::SeqCst);
+                    });
+                }
+                t.finish();
+            });
+            for (p, r) in runs.iter().enumerate() {
+                assert_eq!(r.load(Ordering::SeqCst), sizes[p], "phase {p} at {threads} threads");
+            }
+        }
+    }
+
+    /// A panic in one chunk reaches the caller; the other participants,
+    /// waiting for a phase that cannot complete, do not hang.
+    #[test]
+    fn a_panicking_chunk_poisons_the_team_instead_of_hanging_it() {
+        let result = std::panic::catch_unwind(|| {
+            team(3, 3, |t| {
+                t.phase(4, |k| assert!(k != 2, "chunk 2 fails"));
+                t.phase(4, |_| {});
+                t.phase(1, |_| {});
+                t.finish();
+            })
+        });
+        assert!(result.is_err(), "the panic was lost");
     }
 }
