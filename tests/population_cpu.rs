@@ -246,6 +246,47 @@ fn population_step_same_at_every_pool_size() {
     assert_same_at_every_pool_size("population step", bits);
 }
 
+/// The substep loop's team never waits for a thread to arrive (the team's
+/// doc in `src/population/team.rs`): in a pool of 4 whose 3 other workers are
+/// held busy by tasks that end only after the step, the step completes (the
+/// thread that started it walks every phase itself; a barrier counting the
+/// pool's threads would hang here) and gives the same bits as on one thread.
+#[test]
+fn population_step_completes_when_the_other_workers_are_busy() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let steps = |pop: &mut Population| {
+        for _ in 0..5 {
+            cpu::step(pop, 1.0 / 60.0).unwrap();
+        }
+    };
+    let mut alone = balls_box(700);
+    common::threads::in_pool(1, || steps(&mut alone));
+    let mut busy = balls_box(700);
+    let (held, released) = (AtomicUsize::new(0), AtomicBool::new(false));
+    common::threads::in_pool(4, || {
+        rayon::scope(|scope| {
+            for _ in 0..3 {
+                scope.spawn(|_| {
+                    held.fetch_add(1, Ordering::SeqCst);
+                    while !released.load(Ordering::SeqCst) {
+                        std::thread::sleep(std::time::Duration::from_millis(1));
+                    }
+                });
+            }
+            // Every other worker holds one of the tasks before the step starts.
+            while held.load(Ordering::SeqCst) < 3 {
+                std::thread::yield_now();
+            }
+            steps(&mut busy);
+            released.store(true, Ordering::SeqCst);
+        });
+    });
+    let bits = |p: &Population| -> Vec<u32> {
+        p.position.iter().chain(&p.velocity).flat_map(|v| [v.x.to_bits(), v.y.to_bits()]).collect()
+    };
+    assert_eq!(bits(&alone), bits(&busy), "busy pool of 4 against one thread");
+}
+
 /// Units: lengths (radius, positions, velocities, gravity, container) × 1024
 /// give the trajectory × 1024 *bit for bit*, and densities × 1024 the same
 /// trajectory bit for bit: powers of two scale every f32 operation exactly,

@@ -12,22 +12,21 @@ use std::ops::Range;
 use glam::Vec2;
 use rayon::prelude::*;
 
-use super::contact::{self, ContactImpulse, Material, VelocityContact};
 use super::obstacle::{Obstacle, kind};
 use super::{GridSpec, MAX_NEIGHBOURS, MAX_OBSTACLES, Population, PopulationError, PopulationStats, state};
 use crate::gpu::GpuField;
 
 /// Balls per rayon task (below this the fork-join costs more than it saves).
-const CHUNK: usize = 512;
+pub(crate) const CHUNK: usize = 512;
 
 /// Cells per rayon task in a colour of the Gauss–Seidel sweep.
-const CELL_CHUNK: usize = 64;
+pub(crate) const CELL_CHUNK: usize = 64;
 
 /// Relative margin on squared distances under which a pair is skipped
 /// without its square root: 1e-4 is far above the few ulps (~1e-7) by which
 /// `|r|²` and `|r|` computed in f32 can disagree, so a skipped pair is one
 /// the exact test would have skipped too (the results are bitwise the same).
-const FAR_MARGIN: f32 = 1e-4;
+pub(crate) const FAR_MARGIN: f32 = 1e-4;
 
 /// A contact counts in the velocity pass when it overlapped before the
 /// position solve or its gap is below this fraction of the radii after it.
@@ -36,29 +35,29 @@ pub const ACTIVE_SLOP: f32 = 1e-3;
 /// Step scratch, reused between steps.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Scratch {
-    acc: Vec<Vec2>,
-    v_pre: Vec<Vec2>,
-    x_pred: Vec<Vec2>,
-    dx: Vec<Vec2>,
-    v_new: Vec<Vec2>,
-    omega_new: Vec<f32>,
-    contacts: Vec<u32>,
-    cell_of: Vec<u32>,
-    cell_start: Vec<u32>,
-    sorted: Vec<u32>,
-    neighbours: Vec<u32>,
-    neighbour_count: Vec<u32>,
-    obstacle_ids: Vec<u32>,
-    obstacle_count: Vec<u32>,
+    pub(crate) acc: Vec<Vec2>,
+    pub(crate) v_pre: Vec<Vec2>,
+    pub(crate) x_pred: Vec<Vec2>,
+    pub(crate) dx: Vec<Vec2>,
+    pub(crate) v_new: Vec<Vec2>,
+    pub(crate) omega_new: Vec<f32>,
+    pub(crate) contacts: Vec<u32>,
+    pub(crate) cell_of: Vec<u32>,
+    pub(crate) cell_start: Vec<u32>,
+    pub(crate) sorted: Vec<u32>,
+    pub(crate) neighbours: Vec<u32>,
+    pub(crate) neighbour_count: Vec<u32>,
+    pub(crate) obstacle_ids: Vec<u32>,
+    pub(crate) obstacle_count: Vec<u32>,
     /// Rebound distance of each listed pair for the substep (`count_contacts`).
-    pair_extra: Vec<f32>,
+    pub(crate) pair_extra: Vec<f32>,
     /// Rebound distance of each listed obstacle for the substep.
-    obstacle_extra: Vec<f32>,
+    pub(crate) obstacle_extra: Vec<f32>,
     /// The re-sort's gather order (`resort`).
-    order: Vec<u32>,
+    pub(crate) order: Vec<u32>,
     /// The cells holding balls, by colour (`colour_of_cell`), rebuilt with
     /// the grid.
-    colour_cells: [Vec<u32>; COLOURS],
+    pub(crate) colour_cells: [Vec<u32>; COLOURS],
 }
 
 /// Colours of the Gauss–Seidel sweep: a cell (cx, cy) has colour
@@ -120,16 +119,7 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     let substeps = pop.params.substeps;
     let h = dt / substeps as f32;
     let resting = pop.resting_speed(dt);
-    for _ in 0..substeps {
-        stabilize(pop);
-        predict(pop, h, &live);
-        count_contacts(pop, h, resting, &live);
-        for _ in 0..pop.params.iterations {
-            sweep_positions(pop, Sweep::Solve);
-        }
-        solve_velocities(pop, h, resting, &live);
-        finish_substep(pop, h, &live);
-    }
+    super::substep::run(pop, h, resting, &live);
     pop.steps += 1;
     let result = check_bounds(pop, &live);
     pop.close_window();
@@ -329,7 +319,7 @@ pub(crate) fn resort(pop: &mut Population, live: &Range<usize>) {
 /// Segments claim a ball only within a radius behind them (a ball deeper
 /// than that belongs to another face of the outline).
 #[inline]
-fn obstacle_in_reach(o: &Obstacle, distance: f32, r: f32) -> bool {
+pub(crate) fn obstacle_in_reach(o: &Obstacle, distance: f32, r: f32) -> bool {
     o.kind != kind::SEGMENT || distance > -r
 }
 
@@ -422,91 +412,6 @@ fn find_neighbours(pop: &mut Population, dt: f32, live: &Range<usize>) -> u64 {
     overflow_n + overflow_o
 }
 
-/// v⁻ = v + a h (pre-solve velocity), x* = x + v⁻ h, correction 0.
-///
-/// Fused with the end of the stabilisation: x += dx (its correction) first,
-/// one pass over the balls instead of two.
-fn predict(pop: &mut Population, h: f32, live: &Range<usize>) {
-    let s = &mut pop.scratch;
-    let (velocity, states) = (&pop.velocity, &pop.state);
-    let acc = &s.acc;
-    let r = live.clone();
-    (&mut pop.position[r.clone()], &mut s.v_pre[r.clone()], &mut s.x_pred[r.clone()], &mut s.dx[r])
-        .into_par_iter()
-        .with_min_len(CHUNK)
-        .enumerate()
-        .for_each(|(k, (position, v_pre, x_pred, dx))| {
-            let i = live.start + k;
-            *position += *dx;
-            *dx = Vec2::ZERO;
-            if states[i] != state::ALIVE {
-                *v_pre = velocity[i];
-                *x_pred = *position;
-                return;
-            }
-            *v_pre = velocity[i] + acc[i] * h;
-            *x_pred = *position + *v_pre * h;
-        });
-}
-
-/// Contacts of each ball at the predicted positions, at least 1: the
-/// mass-splitting factor of the velocity pass (Jacobi). In the same pass,
-/// the rebound distance of each listed contact for the substep's solve
-/// sweeps (`rebound_distance` from the positions and pre-solve velocities,
-/// which the sweeps do not change): computed once per substep instead of
-/// once per sweep and per side, bitwise the same value.
-fn count_contacts(pop: &mut Population, h: f32, resting: f32, live: &Range<usize>) {
-    let s = &mut pop.scratch;
-    let (position, radius, obstacles) = (&pop.position, &pop.radius, &pop.obstacles);
-    let balls = pop.params.material;
-    let (x_pred, v_pre) = (&s.x_pred, &s.v_pre);
-    let (nb, nbc, ob, obc) = (&s.neighbours, &s.neighbour_count, &s.obstacle_ids, &s.obstacle_count);
-    let r = live.clone();
-    (
-        &mut s.contacts[r.clone()],
-        s.pair_extra[r.start * MAX_NEIGHBOURS..r.end * MAX_NEIGHBOURS].par_chunks_mut(MAX_NEIGHBOURS),
-        s.obstacle_extra[r.start * MAX_OBSTACLES..r.end * MAX_OBSTACLES].par_chunks_mut(MAX_OBSTACLES),
-    )
-        .into_par_iter()
-        .with_min_len(CHUNK)
-        .enumerate()
-        .for_each(|(k, (count, pair_extra, obstacle_extra))| {
-            let i = live.start + k;
-            let (p, r) = (x_pred[i], radius[i]);
-            let mut n = 0u32;
-            for (slot, &j) in nb[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + nbc[i] as usize].iter().enumerate() {
-                let j = j as usize;
-                let reach = r + radius[j];
-                if (x_pred[j] - p).length_squared() < reach * reach {
-                    n += 1;
-                }
-                let (a, b) = if i < j { (i, j) } else { (j, i) };
-                let sum_r = radius[a] + radius[b];
-                // Overlapping at the substep's start (margin far above f32
-                // rounding): no new impact, no rebound; skip the sqrt.
-                if (position[a] - position[b]).length_squared() < sum_r * sum_r * (1.0 - FAR_MARGIN) {
-                    pair_extra[slot] = 0.0;
-                    continue;
-                }
-                let (n0, d0) = pair_normal(position[a], position[b]);
-                let vn_pre = (v_pre[a] - v_pre[b]).dot(n0);
-                pair_extra[slot] = contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting);
-            }
-            for (slot, &o) in ob[i * MAX_OBSTACLES..i * MAX_OBSTACLES + obc[i] as usize].iter().enumerate() {
-                let o = &obstacles[o as usize];
-                let d = o.contact(p).distance;
-                if d < r && obstacle_in_reach(o, d, r) {
-                    n += 1;
-                }
-                let m = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
-                let start = o.contact(position[i]);
-                let vn_pre = (v_pre[i] - o.velocity_at(position[i] - start.normal * r)).dot(start.normal);
-                obstacle_extra[slot] = contact::rebound_distance(start.distance - r, vn_pre, h, m.restitution, resting);
-            }
-            *count = n.max(1);
-        });
-}
-
 /// The pair geometry in canonical orientation (`a` the lower index): unit
 /// normal from `b` into `a` and the distance. Coincident centres get a fixed
 /// normal so that both balls agree.
@@ -515,308 +420,6 @@ pub fn pair_normal(pa: Vec2, pb: Vec2) -> (Vec2, f32) {
     let r = pa - pb;
     let d = r.length();
     if d > 0.0 { (r / d, d) } else { (Vec2::X, 0.0) }
-}
-
-/// The corrections of one Gauss–Seidel sweep, written in place by the
-/// threads of one colour at a time.
-///
-/// Safety argument (the colouring proof of the module doc of
-/// [`crate::population`]): the thread of cell C reads and writes only balls
-/// of the 3 × 3 cells around C (its own balls, and the neighbours listed
-/// from those cells at the grid build); two cells of one colour are at least
-/// 3 cells apart along x or y, so their 3 × 3 blocks share no cell and no
-/// ball. Within a colour no element is touched by two threads; colours are
-/// separated by the end of a rayon `for_each` (a join: happens-before).
-struct SharedCorrections<'a> {
-    ptr: *mut Vec2,
-    len: usize,
-    _slice: std::marker::PhantomData<&'a mut [Vec2]>,
-}
-
-// SAFETY: see the type's doc — the colouring makes the accesses of
-// concurrent threads disjoint.
-unsafe impl Sync for SharedCorrections<'_> {}
-unsafe impl Send for SharedCorrections<'_> {}
-
-impl<'a> SharedCorrections<'a> {
-    fn new(slice: &'a mut [Vec2]) -> Self {
-        SharedCorrections { ptr: slice.as_mut_ptr(), len: slice.len(), _slice: std::marker::PhantomData }
-    }
-    /// # Safety
-    /// No other thread writes element `i` meanwhile (the colouring).
-    #[inline]
-    unsafe fn get(&self, i: usize) -> Vec2 {
-        assert!(i < self.len);
-        // SAFETY: in bounds (checked); no concurrent writer (the caller).
-        unsafe { *self.ptr.add(i) }
-    }
-    /// # Safety
-    /// No other thread reads or writes element `i` meanwhile (the colouring).
-    #[inline]
-    unsafe fn add(&self, i: usize, v: Vec2) {
-        assert!(i < self.len);
-        // SAFETY: in bounds (checked); exclusive (the caller).
-        unsafe { *self.ptr.add(i) += v }
-    }
-}
-
-/// What a sweep of the position solve does.
-#[derive(Clone, Copy, Debug)]
-enum Sweep {
-    /// Pre-stabilisation: from the current positions, no rebound.
-    Stabilise,
-    /// The substep's solve: from the predicted positions, new impacts get
-    /// their rebound distance (`count_contacts`).
-    Solve,
-}
-
-/// Ball `i`'s turn in a Gauss–Seidel sweep: each of its listed contacts is
-/// projected in full at the latest positions (`base + dx`), moving both
-/// balls by their inverse-mass shares (`k = w_a + w_b`; the pair's
-/// corrections are equal and opposite in momentum), then the ball is
-/// projected out of its obstacles in turn, in full (infinite mass,
-/// priority: a pile cannot push a ball into a wall or a moving paddle).
-///
-/// # Safety
-/// Called by the thread owning ball `i`'s cell while no thread of the same
-/// colour owns a cell adjacent to it (see [`SharedCorrections`]).
-#[inline]
-unsafe fn solve_ball(pop: &Population, i: usize, base: &[Vec2], dx: &SharedCorrections<'_>, sweep: Sweep) {
-    let s = &pop.scratch;
-    let (radius, inv_mass, obstacles) = (&pop.radius, &pop.inv_mass, &pop.obstacles);
-    let relaxation = pop.params.relaxation;
-    let (r_i, w_i) = (radius[i], inv_mass[i]);
-    // SAFETY (every get/add below): balls i and j lie in the 3 × 3 cells
-    // around i's cell, which this thread alone touches (the caller).
-    let at = |j: usize| base[j] + unsafe { dx.get(j) };
-    let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
-    for (&j, &rebound) in s.neighbours[listed.clone()].iter().zip(&s.pair_extra[listed]) {
-        let j = j as usize;
-        let (a, b) = if i < j { (i, j) } else { (j, i) };
-        let sum_r = radius[a] + radius[b];
-        // The substep's rebound distance (count_contacts) in the solve.
-        let extra = match sweep {
-            Sweep::Solve => rebound,
-            Sweep::Stabilise => 0.0,
-        };
-        let (pa, pb) = (at(a), at(b));
-        // Far apart (with a relative margin far above f32 rounding): the
-        // gap below is positive and the pair does nothing; skip its sqrt.
-        let reach = sum_r + extra;
-        if (pa - pb).length_squared() > reach * reach * (1.0 + FAR_MARGIN) {
-            continue;
-        }
-        let (n, d) = pair_normal(pa, pb);
-        let k = inv_mass[a] + inv_mass[b];
-        let gap = d - sum_r - extra;
-        if gap < 0.0 && k > 0.0 {
-            // λ: the pair's position impulse per unit mass share.
-            let lambda = n * (-gap / k * relaxation);
-            unsafe {
-                dx.add(a, lambda * inv_mass[a]);
-                dx.add(b, -(lambda * inv_mass[b]));
-            }
-        }
-    }
-    let mut p_i = at(i);
-    let mut correction = Vec2::ZERO;
-    let listed = i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize;
-    for (&o, &rebound) in s.obstacle_ids[listed.clone()].iter().zip(&s.obstacle_extra[listed]) {
-        let o = &obstacles[o as usize];
-        let extra = match sweep {
-            Sweep::Solve => rebound,
-            Sweep::Stabilise => 0.0,
-        };
-        let now = o.contact(p_i);
-        if obstacle_in_reach(o, now.distance, r_i) {
-            let c = contact::position_correction(now.distance - r_i - extra, now.normal, w_i, w_i);
-            correction += c;
-            p_i += c;
-        }
-    }
-    if correction != Vec2::ZERO {
-        unsafe { dx.add(i, correction) };
-    }
-}
-
-/// One Gauss–Seidel sweep of the position solve over `base + dx`: the
-/// colours in order ([`colour_of_cell`]: the bottom band's rows first), in
-/// each the cells holding balls in parallel, in each cell its balls in
-/// index order. The same at every pool size: a ball's update reads only
-/// values of earlier colours or of earlier balls of its own cell.
-fn sweep_positions(pop: &mut Population, sweep: Sweep) {
-    let mut dx = std::mem::take(&mut pop.scratch.dx);
-    let base = match sweep {
-        Sweep::Stabilise => std::mem::take(&mut pop.position),
-        Sweep::Solve => std::mem::take(&mut pop.scratch.x_pred),
-    };
-    {
-        let p: &Population = pop;
-        let s = &p.scratch;
-        let shared = SharedCorrections::new(&mut dx);
-        for cells in &s.colour_cells {
-            cells.par_iter().with_min_len(CELL_CHUNK).for_each(|&c| {
-                let c = c as usize;
-                for &i in &s.sorted[s.cell_start[c] as usize..s.cell_start[c + 1] as usize] {
-                    // SAFETY: this thread owns cell c for the colour (the
-                    // colour's cells are distinct and 3 apart).
-                    unsafe { solve_ball(p, i as usize, &base, &shared, sweep) };
-                }
-            });
-        }
-    }
-    match sweep {
-        Sweep::Stabilise => pop.position = base,
-        Sweep::Solve => pop.scratch.x_pred = base,
-    }
-    pop.scratch.dx = dx;
-}
-
-/// Pre-stabilisation (Macklin et al. 2014, §4.4): overlaps left at the start
-/// of the substep are corrected in the positions only, before prediction,
-/// so that resolving them creates no velocity (no energy from old overlap).
-/// One Gauss–Seidel sweep from the current positions (the sweep visits the
-/// balls in the grid's cells: the live range's).
-///
-/// The corrections start from zero (the step's start, then
-/// `finish_substep`) and are added to the positions by `predict`.
-fn stabilize(pop: &mut Population) {
-    sweep_positions(pop, Sweep::Stabilise);
-}
-
-/// The velocity pass: v = v⁻ + dx/h, then restitution, friction and rolling
-/// resistance per contact (Jacobi), into `v_new`, `omega_new`.
-fn solve_velocities(pop: &mut Population, h: f32, resting: f32, live: &Range<usize>) {
-    let s = &mut pop.scratch;
-    let (radius, inv_mass, states, obstacles, omega) =
-        (&pop.radius, &pop.inv_mass, &pop.state, &pop.obstacles, &pop.omega);
-    let (x_pred, v_pre, dx, counts) = (&s.x_pred, &s.v_pre, &s.dx, &s.contacts);
-    let (nb, nbc, ob, obc) = (&s.neighbours, &s.neighbour_count, &s.obstacle_ids, &s.obstacle_count);
-    let balls = pop.params.material;
-    let x_new = |i: usize| x_pred[i] + dx[i];
-    let v_mid = |i: usize| v_pre[i] + dx[i] / h;
-    let worst = (&mut s.v_new[live.clone()], &mut s.omega_new[live.clone()])
-        .into_par_iter()
-        .with_min_len(CHUNK)
-        .enumerate()
-        .map(|(k, (v_out, w_out))| {
-            let i = live.start + k;
-            if states[i] != state::ALIVE {
-                *v_out = v_pre[i];
-                *w_out = omega[i];
-                return 0.0f32;
-            }
-            let (r_i, w_i) = (radius[i], inv_mass[i]);
-            // The largest overlap / smaller radius at the substep's new positions
-            // (the summary's `max_overlap_ratio_seen`, reduced over every substep).
-            let mut worst = 0.0f32;
-            let mut dv = Vec2::ZERO;
-            let mut domega = 0.0f32;
-            let mut roll = 0.0f32;
-            for &j in &nb[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + nbc[i] as usize] {
-                let j = j as usize;
-                let (a, b) = if i < j { (i, j) } else { (j, i) };
-                let sum_r = radius[a] + radius[b];
-                // Far apart now and at the prediction (margin far above
-                // f32 rounding): no overlap to report, inactive; skip.
-                let (pa, pb) = (x_new(a), x_new(b));
-                let active = sum_r * (1.0 + ACTIVE_SLOP);
-                if (pa - pb).length_squared() > active * active * (1.0 + FAR_MARGIN)
-                    && (x_pred[a] - x_pred[b]).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
-                {
-                    continue;
-                }
-                let (n, d) = pair_normal(pa, pb);
-                worst = worst.max((sum_r - d) / radius[a].min(radius[b]));
-                let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
-                if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
-                    continue;
-                }
-                let t = n.perp();
-                let rel = (v_mid(a) - t * (radius[a] * omega[a])) - (v_mid(b) + t * (radius[b] * omega[b]));
-                let c = VelocityContact {
-                    normal: n,
-                    relative_velocity: rel,
-                    vn_pre: (v_pre[a] - v_pre[b]).dot(n),
-                    overlap_pred,
-                    k: counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b],
-                };
-                let p: ContactImpulse = contact::contact_impulse(&c, balls, h, resting);
-                let impulse = n * p.normal + t * p.tangent;
-                dv += if i == a { impulse * w_i } else { -impulse * w_i };
-                domega += contact::spin_change(p.tangent, w_i, r_i);
-                roll += contact::rolling_limit(balls, p.total, w_i, r_i);
-            }
-            // Obstacles after the balls, in turn and in full (infinite mass,
-            // priority), from the velocity the balls' impulses left.
-            let p_i = x_new(i);
-            let mut v_i = v_mid(i) + dv;
-            let mut spin = omega[i] + domega;
-            for &o in &ob[i * MAX_OBSTACLES..i * MAX_OBSTACLES + obc[i] as usize] {
-                let o = &obstacles[o as usize];
-                let now = o.contact(p_i);
-                if !obstacle_in_reach(o, now.distance, r_i) {
-                    continue;
-                }
-                worst = worst.max((r_i - now.distance) / r_i);
-                let overlap_pred = (r_i - o.contact(x_pred[i]).distance).max(0.0);
-                if overlap_pred <= 0.0 && now.distance > r_i * (1.0 + ACTIVE_SLOP) {
-                    continue;
-                }
-                let m: Material = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
-                let n = now.normal;
-                let t = n.perp();
-                let surface_velocity = o.velocity_at(p_i - n * r_i);
-                let c = VelocityContact {
-                    normal: n,
-                    relative_velocity: v_i - t * (r_i * spin) - surface_velocity,
-                    vn_pre: (v_pre[i] - surface_velocity).dot(n),
-                    overlap_pred,
-                    k: w_i,
-                };
-                let p = contact::contact_impulse(&c, m, h, resting);
-                v_i += (n * p.normal + t * p.tangent) * w_i;
-                spin += contact::spin_change(p.tangent, w_i, r_i);
-                roll += contact::rolling_limit(m, p.total, w_i, r_i);
-            }
-            *v_out = v_i;
-            *w_out = spin - spin.signum() * roll.min(spin.abs());
-            worst
-        })
-        .reduce(|| 0.0, f32::max);
-    // max is exact and order-free: the same at every pool size.
-    pop.max_overlap_seen = pop.max_overlap_seen.max(worst);
-}
-
-/// x = x* + dx, v, ω from the velocity pass, angle += ω h.
-/// The corrections are cleared for the next substep's stabilisation (as on
-/// the GPU).
-fn finish_substep(pop: &mut Population, h: f32, live: &Range<usize>) {
-    let s = &mut pop.scratch;
-    let states = &pop.state;
-    let (x_pred, v_new, omega_new) = (&s.x_pred, &s.v_new, &s.omega_new);
-    let r = live.clone();
-    (
-        &mut pop.position[r.clone()],
-        &mut pop.velocity[r.clone()],
-        &mut pop.omega[r.clone()],
-        &mut pop.angle[r.clone()],
-        &mut s.dx[r],
-    )
-        .into_par_iter()
-        .with_min_len(CHUNK)
-        .enumerate()
-        .for_each(|(k, (x, v, w, angle, dx))| {
-            let i = live.start + k;
-            let correction = std::mem::take(dx);
-            if states[i] != state::ALIVE {
-                return;
-            }
-            *x = x_pred[i] + correction;
-            *v = v_new[i];
-            *w = omega_new[i];
-            *angle += *w * h;
-        });
 }
 
 /// Removes (and counts, through their state) balls outside the world or in

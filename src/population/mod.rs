@@ -84,8 +84,9 @@
 //! in cy, so their blocks (cx − 1 … cx + 1, cy − 1 … cy + 1) share no cell,
 //! hence no ball: two threads of one colour never touch the same ball —
 //! and no two balls in same-colour cells can be a contact pair of two
-//! threads. Colours are separated by a join (rayon) or a dispatch boundary
-//! (GPU). The result is therefore the same at every pool size and on every
+//! threads. Colours are separated by a phase boundary of the CPU twin's
+//! team (`src/population/team.rs`: every chunk of a colour done before any chunk of the next
+//! starts) or a dispatch boundary (GPU). The result is therefore the same at every pool size and on every
 //! run: a ball's update reads only what earlier colours, or earlier balls of
 //! its own cell, wrote. On the GPU a cell sort after the atomic scatter
 //! (`sort_cells`: each cell's short segment by ball id) gives the twin's
@@ -156,6 +157,8 @@ pub mod gpu;
 pub mod obstacle;
 pub mod snapshot;
 pub mod spawn;
+mod substep;
+mod team;
 
 use glam::{DVec2, Vec2};
 

@@ -1,0 +1,459 @@
+//! The CPU twin's substep loop (step 5 of [`crate::population`]): per
+//! substep `stabilise` (9 colour phases), `predict`, `count_contacts`,
+//! `iterations` × `sweep_positions` (9 colour phases each),
+//! `solve_velocities`, `finish_substep` — all the substeps of a step as one
+//! list of phases walked by one team of threads ([`super::team`]): one
+//! rayon scope per step instead of one join per colour and per pass.
+//!
+//! The kernels are those of `shaders/population.wgsl`, ball for ball; only
+//! the way the work is handed to threads changed (bitwise the same results:
+//! the argument is in [`super::team`]).
+
+use std::ops::Range;
+
+use glam::Vec2;
+
+use super::contact::{self, ContactImpulse, Material, VelocityContact};
+use super::cpu::{ACTIVE_SLOP, CELL_CHUNK, CHUNK, FAR_MARGIN, obstacle_in_reach, pair_normal};
+use super::team::{Participant, Schedule, Shared};
+use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Population, state};
+
+/// The arrays the substeps write, shared by the team (each phase's writes
+/// are disjoint: per ball, or per colour's 3 × 3 blocks).
+struct Arrays {
+    position: Shared<Vec2>,
+    velocity: Shared<Vec2>,
+    omega: Shared<f32>,
+    angle: Shared<f32>,
+    v_pre: Shared<Vec2>,
+    x_pred: Shared<Vec2>,
+    dx: Shared<Vec2>,
+    v_new: Shared<Vec2>,
+    omega_new: Shared<f32>,
+    contacts: Shared<u32>,
+    pair_extra: Shared<f32>,
+    obstacle_extra: Shared<f32>,
+}
+
+/// What a sweep of the position solve does.
+#[derive(Clone, Copy, Debug)]
+enum Sweep {
+    /// Pre-stabilisation: from the current positions, no rebound.
+    Stabilise,
+    /// The substep's solve: from the predicted positions, new impacts get
+    /// their rebound distance (`count_contacts`).
+    Solve,
+}
+
+/// One step's substeps: the read-only state (`pop`, whose written arrays
+/// are taken out into `m` for the loop) and the substep's constants.
+struct Substeps<'a> {
+    pop: &'a Population,
+    m: Arrays,
+    h: f32,
+    resting: f32,
+    live: Range<usize>,
+}
+
+/// Runs the step's `substeps` substeps of length `h` over the balls of
+/// `live` (see the module doc).
+pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize>) {
+    let take2 = |v: &mut Vec<Vec2>| std::mem::take(v);
+    let take1 = |v: &mut Vec<f32>| std::mem::take(v);
+    let (mut position, mut velocity) = (take2(&mut pop.position), take2(&mut pop.velocity));
+    let (mut omega, mut angle) = (take1(&mut pop.omega), take1(&mut pop.angle));
+    let s = &mut pop.scratch;
+    let (mut v_pre, mut x_pred, mut dx, mut v_new) =
+        (take2(&mut s.v_pre), take2(&mut s.x_pred), take2(&mut s.dx), take2(&mut s.v_new));
+    let (mut omega_new, mut pair_extra, mut obstacle_extra) =
+        (take1(&mut s.omega_new), take1(&mut s.pair_extra), take1(&mut s.obstacle_extra));
+    let mut contacts = std::mem::take(&mut s.contacts);
+    let worst = {
+        let work = Substeps {
+            pop,
+            m: Arrays {
+                position: Shared::new(&mut position),
+                velocity: Shared::new(&mut velocity),
+                omega: Shared::new(&mut omega),
+                angle: Shared::new(&mut angle),
+                v_pre: Shared::new(&mut v_pre),
+                x_pred: Shared::new(&mut x_pred),
+                dx: Shared::new(&mut dx),
+                v_new: Shared::new(&mut v_new),
+                omega_new: Shared::new(&mut omega_new),
+                contacts: Shared::new(&mut contacts),
+                pair_extra: Shared::new(&mut pair_extra),
+                obstacle_extra: Shared::new(&mut obstacle_extra),
+            },
+            h,
+            resting,
+            live: live.clone(),
+        };
+        let schedule = Schedule::new(work.phase_count());
+        let threads = rayon::current_num_threads();
+        if threads <= 1 {
+            work.walk(&mut schedule.participant())
+        } else {
+            // One helper per other worker of the pool; the caller walks the
+            // whole list itself, the helpers join when a worker is free
+            // (no one waits for a helper: see the team's doc).
+            let helpers = std::sync::Mutex::new(0.0f32);
+            let mine = rayon::scope(|scope| {
+                for _ in 1..threads {
+                    scope.spawn(|_| {
+                        let worst = work.walk(&mut schedule.participant());
+                        let mut all = helpers.lock().unwrap_or_else(|e| e.into_inner());
+                        *all = all.max(worst);
+                    });
+                }
+                work.walk(&mut schedule.participant())
+            });
+            // max is exact and order-free: the same at every pool size.
+            mine.max(helpers.into_inner().unwrap_or_else(|e| e.into_inner()))
+        }
+    };
+    pop.max_overlap_seen = pop.max_overlap_seen.max(worst);
+    (pop.position, pop.velocity, pop.omega, pop.angle) = (position, velocity, omega, angle);
+    let s = &mut pop.scratch;
+    (s.v_pre, s.x_pred, s.dx, s.v_new) = (v_pre, x_pred, dx, v_new);
+    (s.omega_new, s.pair_extra, s.obstacle_extra, s.contacts) = (omega_new, pair_extra, obstacle_extra, contacts);
+}
+
+impl Substeps<'_> {
+    /// Phases of the step: per substep 9 colours of the stabilisation,
+    /// predict, count, `iterations` × 9 colours, velocities, finish.
+    fn phase_count(&self) -> usize {
+        let p = &self.pop.params;
+        p.substeps as usize * (4 + super::cpu::COLOURS * (1 + p.iterations as usize))
+    }
+
+    /// One participant's walk through the step's phases; returns the largest
+    /// overlap ratio seen by the velocity chunks it ran.
+    fn walk(&self, t: &mut Participant<'_>) -> f32 {
+        let mut worst = 0.0f32;
+        for _ in 0..self.pop.params.substeps {
+            self.sweep(t, Sweep::Stabilise);
+            self.per_ball(t, |i| unsafe { self.predict(i) });
+            self.per_ball(t, |i| unsafe { self.count_contacts(i) });
+            for _ in 0..self.pop.params.iterations {
+                self.sweep(t, Sweep::Solve);
+            }
+            self.per_ball(t, |i| worst = worst.max(unsafe { self.solve_velocities(i) }));
+            self.per_ball(t, |i| unsafe { self.finish_substep(i) });
+        }
+        t.finish();
+        worst
+    }
+
+    /// A per-ball phase over the live range in chunks of [`CHUNK`] balls.
+    fn per_ball(&self, t: &mut Participant<'_>, mut kernel: impl FnMut(usize)) {
+        let live = &self.live;
+        t.phase(live.len().div_ceil(CHUNK), |k| {
+            let start = live.start + k * CHUNK;
+            for i in start..(start + CHUNK).min(live.end) {
+                kernel(i);
+            }
+        });
+    }
+
+    /// One Gauss–Seidel sweep of the position solve over `base + dx`: the
+    /// colours in order ([`super::cpu::colour_of_cell`]: the bottom band's
+    /// rows first), each a phase whose chunks are [`CELL_CHUNK`] of its
+    /// cells holding balls, in each cell its balls in id order. The same at
+    /// every pool size: a ball's update reads only values of earlier colours
+    /// or of earlier balls of its own cell.
+    fn sweep(&self, t: &mut Participant<'_>, sweep: Sweep) {
+        let s = &self.pop.scratch;
+        for cells in &s.colour_cells {
+            t.phase(cells.len().div_ceil(CELL_CHUNK), |k| {
+                for &c in &cells[k * CELL_CHUNK..((k + 1) * CELL_CHUNK).min(cells.len())] {
+                    let c = c as usize;
+                    for &i in &s.sorted[s.cell_start[c] as usize..s.cell_start[c + 1] as usize] {
+                        // SAFETY: this chunk owns cell c for the colour (the
+                        // colour's cells are distinct and 3 apart).
+                        unsafe { self.solve_ball(i as usize, sweep) };
+                    }
+                }
+            });
+        }
+    }
+
+    /// v⁻ = v + a h (pre-solve velocity), x* = x + v⁻ h, correction 0;
+    /// fused with the end of the stabilisation: x += dx (its correction).
+    ///
+    /// # Safety
+    /// A per-ball phase: ball `i` is this thread's alone.
+    unsafe fn predict(&self, i: usize) {
+        let (p, m) = (self.pop, &self.m);
+        unsafe {
+            let position = m.position.get(i) + m.dx.get(i);
+            m.position.set(i, position);
+            m.dx.set(i, Vec2::ZERO);
+            let velocity = m.velocity.get(i);
+            if p.state[i] != state::ALIVE {
+                m.v_pre.set(i, velocity);
+                m.x_pred.set(i, position);
+                return;
+            }
+            let v_pre = velocity + p.scratch.acc[i] * self.h;
+            m.v_pre.set(i, v_pre);
+            m.x_pred.set(i, position + v_pre * self.h);
+        }
+    }
+
+    /// Contacts of ball `i` at the predicted positions, at least 1: the
+    /// mass-splitting factor of the velocity pass (Jacobi). In the same pass,
+    /// the rebound distance of each listed contact for the substep's solve
+    /// sweeps (`rebound_distance` from the positions and pre-solve
+    /// velocities, which the sweeps do not change): computed once per
+    /// substep instead of once per sweep and per side.
+    ///
+    /// # Safety
+    /// A per-ball phase after `predict` (positions, predictions and
+    /// pre-solve velocities are read-only in it).
+    unsafe fn count_contacts(&self, i: usize) {
+        let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
+        let (radius, obstacles, s) = (&pop.radius, &pop.obstacles, &pop.scratch);
+        let balls = pop.params.material;
+        let (position, x_pred, v_pre) = unsafe { (m.position.all(), m.x_pred.all(), m.v_pre.all()) };
+        let pair_extra = unsafe { m.pair_extra.range_mut(i * MAX_NEIGHBOURS..(i + 1) * MAX_NEIGHBOURS) };
+        let obstacle_extra = unsafe { m.obstacle_extra.range_mut(i * MAX_OBSTACLES..(i + 1) * MAX_OBSTACLES) };
+        let (p, r) = (x_pred[i], radius[i]);
+        let mut n = 0u32;
+        let listed = &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize];
+        for (slot, &j) in listed.iter().enumerate() {
+            let j = j as usize;
+            let reach = r + radius[j];
+            if (x_pred[j] - p).length_squared() < reach * reach {
+                n += 1;
+            }
+            let (a, b) = if i < j { (i, j) } else { (j, i) };
+            let sum_r = radius[a] + radius[b];
+            // Overlapping at the substep's start (margin far above f32
+            // rounding): no new impact, no rebound; skip the sqrt.
+            if (position[a] - position[b]).length_squared() < sum_r * sum_r * (1.0 - FAR_MARGIN) {
+                pair_extra[slot] = 0.0;
+                continue;
+            }
+            let (n0, d0) = pair_normal(position[a], position[b]);
+            let vn_pre = (v_pre[a] - v_pre[b]).dot(n0);
+            pair_extra[slot] = contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting);
+        }
+        let listed = &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize];
+        for (slot, &o) in listed.iter().enumerate() {
+            let o = &obstacles[o as usize];
+            let d = o.contact(p).distance;
+            if d < r && obstacle_in_reach(o, d, r) {
+                n += 1;
+            }
+            let mat = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
+            let start = o.contact(position[i]);
+            let vn_pre = (v_pre[i] - o.velocity_at(position[i] - start.normal * r)).dot(start.normal);
+            obstacle_extra[slot] = contact::rebound_distance(start.distance - r, vn_pre, h, mat.restitution, resting);
+        }
+        unsafe { m.contacts.set(i, n.max(1)) };
+    }
+
+    /// Ball `i`'s turn in a Gauss–Seidel sweep: each of its listed contacts
+    /// is projected in full at the latest positions (`base + dx`), moving
+    /// both balls by their inverse-mass shares (`k = w_a + w_b`; the pair's
+    /// corrections are equal and opposite in momentum), then the ball is
+    /// projected out of its obstacles in turn, in full (infinite mass,
+    /// priority: a pile cannot push a ball into a wall or a moving paddle).
+    ///
+    /// # Safety
+    /// Called by the thread owning ball `i`'s cell in a colour phase: the
+    /// balls it touches (its neighbours, listed from the 3 × 3 cells around
+    /// its cell) are touched by no other thread of the colour (the colouring
+    /// proof of [`crate::population`]), and `base` is not written.
+    unsafe fn solve_ball(&self, i: usize, sweep: Sweep) {
+        let (pop, m) = (self.pop, &self.m);
+        let s = &pop.scratch;
+        let (radius, inv_mass, obstacles) = (&pop.radius, &pop.inv_mass, &pop.obstacles);
+        let relaxation = pop.params.relaxation;
+        let base = unsafe {
+            match sweep {
+                Sweep::Stabilise => m.position.all(),
+                Sweep::Solve => m.x_pred.all(),
+            }
+        };
+        let (pair_extra, obstacle_extra) = unsafe { (m.pair_extra.all(), m.obstacle_extra.all()) };
+        let dx = &m.dx;
+        let (r_i, w_i) = (radius[i], inv_mass[i]);
+        // SAFETY (every get/set below): balls i and j lie in the 3 × 3 cells
+        // around i's cell, which this thread alone touches (the caller).
+        let at = |j: usize| base[j] + unsafe { dx.get(j) };
+        let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
+        for (&j, &rebound) in s.neighbours[listed.clone()].iter().zip(&pair_extra[listed]) {
+            let j = j as usize;
+            let (a, b) = if i < j { (i, j) } else { (j, i) };
+            let sum_r = radius[a] + radius[b];
+            // The substep's rebound distance (count_contacts) in the solve.
+            let extra = match sweep {
+                Sweep::Solve => rebound,
+                Sweep::Stabilise => 0.0,
+            };
+            let (pa, pb) = (at(a), at(b));
+            // Far apart (with a relative margin far above f32 rounding): the
+            // gap below is positive and the pair does nothing; skip its sqrt.
+            let reach = sum_r + extra;
+            if (pa - pb).length_squared() > reach * reach * (1.0 + FAR_MARGIN) {
+                continue;
+            }
+            let (n, d) = pair_normal(pa, pb);
+            let k = inv_mass[a] + inv_mass[b];
+            let gap = d - sum_r - extra;
+            if gap < 0.0 && k > 0.0 {
+                // λ: the pair's position impulse per unit mass share.
+                let lambda = n * (-gap / k * relaxation);
+                unsafe {
+                    dx.set(a, dx.get(a) + lambda * inv_mass[a]);
+                    dx.set(b, dx.get(b) + -(lambda * inv_mass[b]));
+                }
+            }
+        }
+        let mut p_i = at(i);
+        let mut correction = Vec2::ZERO;
+        let listed = i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize;
+        for (&o, &rebound) in s.obstacle_ids[listed.clone()].iter().zip(&obstacle_extra[listed]) {
+            let o = &obstacles[o as usize];
+            let extra = match sweep {
+                Sweep::Solve => rebound,
+                Sweep::Stabilise => 0.0,
+            };
+            let now = o.contact(p_i);
+            if obstacle_in_reach(o, now.distance, r_i) {
+                let c = contact::position_correction(now.distance - r_i - extra, now.normal, w_i, w_i);
+                correction += c;
+                p_i += c;
+            }
+        }
+        if correction != Vec2::ZERO {
+            unsafe { dx.set(i, dx.get(i) + correction) };
+        }
+    }
+
+    /// The velocity pass for ball `i`: v = v⁻ + dx/h, then restitution,
+    /// friction and rolling resistance per contact (Jacobi), into `v_new`,
+    /// `omega_new`. Returns the largest overlap / smaller radius at the
+    /// substep's new positions (the summary's `max_overlap_ratio_seen`).
+    ///
+    /// # Safety
+    /// A per-ball phase after the sweeps (predictions, corrections,
+    /// pre-solve velocities, counts and spins are read-only in it).
+    unsafe fn solve_velocities(&self, i: usize) -> f32 {
+        let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
+        let s = &pop.scratch;
+        let (radius, inv_mass, states, obstacles) = (&pop.radius, &pop.inv_mass, &pop.state, &pop.obstacles);
+        let (x_pred, v_pre, dx, counts, omega) =
+            unsafe { (m.x_pred.all(), m.v_pre.all(), m.dx.all(), m.contacts.all(), m.omega.all()) };
+        let balls = pop.params.material;
+        if states[i] != state::ALIVE {
+            unsafe {
+                m.v_new.set(i, v_pre[i]);
+                m.omega_new.set(i, omega[i]);
+            }
+            return 0.0;
+        }
+        let x_new = |i: usize| x_pred[i] + dx[i];
+        let v_mid = |i: usize| v_pre[i] + dx[i] / h;
+        let (r_i, w_i) = (radius[i], inv_mass[i]);
+        let mut worst = 0.0f32;
+        let mut dv = Vec2::ZERO;
+        let mut domega = 0.0f32;
+        let mut roll = 0.0f32;
+        for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
+            let j = j as usize;
+            let (a, b) = if i < j { (i, j) } else { (j, i) };
+            let sum_r = radius[a] + radius[b];
+            // Far apart now and at the prediction (margin far above
+            // f32 rounding): no overlap to report, inactive; skip.
+            let (pa, pb) = (x_new(a), x_new(b));
+            let active = sum_r * (1.0 + ACTIVE_SLOP);
+            if (pa - pb).length_squared() > active * active * (1.0 + FAR_MARGIN)
+                && (x_pred[a] - x_pred[b]).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
+            {
+                continue;
+            }
+            let (n, d) = pair_normal(pa, pb);
+            worst = worst.max((sum_r - d) / radius[a].min(radius[b]));
+            let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
+            if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
+                continue;
+            }
+            let t = n.perp();
+            let rel = (v_mid(a) - t * (radius[a] * omega[a])) - (v_mid(b) + t * (radius[b] * omega[b]));
+            let c = VelocityContact {
+                normal: n,
+                relative_velocity: rel,
+                vn_pre: (v_pre[a] - v_pre[b]).dot(n),
+                overlap_pred,
+                k: counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b],
+            };
+            let p: ContactImpulse = contact::contact_impulse(&c, balls, h, resting);
+            let impulse = n * p.normal + t * p.tangent;
+            dv += if i == a { impulse * w_i } else { -impulse * w_i };
+            domega += contact::spin_change(p.tangent, w_i, r_i);
+            roll += contact::rolling_limit(balls, p.total, w_i, r_i);
+        }
+        // Obstacles after the balls, in turn and in full (infinite mass,
+        // priority), from the velocity the balls' impulses left.
+        let p_i = x_new(i);
+        let mut v_i = v_mid(i) + dv;
+        let mut spin = omega[i] + domega;
+        for &o in &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize] {
+            let o = &obstacles[o as usize];
+            let now = o.contact(p_i);
+            if !obstacle_in_reach(o, now.distance, r_i) {
+                continue;
+            }
+            worst = worst.max((r_i - now.distance) / r_i);
+            let overlap_pred = (r_i - o.contact(x_pred[i]).distance).max(0.0);
+            if overlap_pred <= 0.0 && now.distance > r_i * (1.0 + ACTIVE_SLOP) {
+                continue;
+            }
+            let mat: Material = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
+            let n = now.normal;
+            let t = n.perp();
+            let surface_velocity = o.velocity_at(p_i - n * r_i);
+            let c = VelocityContact {
+                normal: n,
+                relative_velocity: v_i - t * (r_i * spin) - surface_velocity,
+                vn_pre: (v_pre[i] - surface_velocity).dot(n),
+                overlap_pred,
+                k: w_i,
+            };
+            let p = contact::contact_impulse(&c, mat, h, resting);
+            v_i += (n * p.normal + t * p.tangent) * w_i;
+            spin += contact::spin_change(p.tangent, w_i, r_i);
+            roll += contact::rolling_limit(mat, p.total, w_i, r_i);
+        }
+        unsafe {
+            m.v_new.set(i, v_i);
+            m.omega_new.set(i, spin - spin.signum() * roll.min(spin.abs()));
+        }
+        worst
+    }
+
+    /// x = x* + dx, v, ω from the velocity pass, angle += ω h. The
+    /// correction is cleared for the next substep's stabilisation (as on
+    /// the GPU).
+    ///
+    /// # Safety
+    /// A per-ball phase: ball `i` is this thread's alone.
+    unsafe fn finish_substep(&self, i: usize) {
+        let m = &self.m;
+        unsafe {
+            let correction = m.dx.get(i);
+            m.dx.set(i, Vec2::ZERO);
+            if self.pop.state[i] != state::ALIVE {
+                return;
+            }
+            m.position.set(i, m.x_pred.get(i) + correction);
+            m.velocity.set(i, m.v_new.get(i));
+            let w = m.omega_new.get(i);
+            m.omega.set(i, w);
+            m.angle.set(i, m.angle.get(i) + w * self.h);
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! The CPU twin's substep loop as one team of threads walking a fixed list
+//! of phases, instead of one rayon join per colour and per pass.
+//!
+//! Every participant runs the same program: for each phase in order it waits
+//! until the previous phase is complete, then claims the phase's chunks one at
+//! a time from a shared counter (`claimed`) and counts each finished chunk
+//! (`done`). A phase is complete when `done` reaches its chunk count; a phase
+//! with no chunks (an empty colour) is complete at once and costs no wait.
+//!
+//! **No participant waits for another to arrive.** Completion counts chunks,
+//! not threads: the thread that starts the loop runs the whole program itself,
+//! and the helpers spawned beside it (one per other worker of the pool) join
+//! whenever a worker is free — at the first phase or at the last, or never
+//! (a pool busy with other work, the test harness running tests side by
+//! side). So the loop cannot deadlock on a helper that never runs, and with
+//! one thread it costs two atomic increments per chunk and nothing else.
+//!
+//! **Same result at every pool size.** Which thread runs a chunk changes
+//! nothing: a per-ball phase writes only its own balls from arrays that no
+//! one writes in the phase, and a colour of a Gauss–Seidel sweep writes only
+//! the 3 × 3 blocks of its cells, disjoint within the colour (the colouring
+//! proof in [`crate::population`]). Phases follow each other in the same
+//! order as the former rayon joins, and each participant sees all of the
+//! previous phase's writes before it starts the next one: every chunk's end
+//! is a release increment of `done`, the waiter's load of the final count an
+//! acquire, so every write of phase p happens before every read of phase
+//! p + 1 (and, by induction, of every later phase).
+//!
+//! **Waiting.** A participant whose next phase is not ready spins a short
+//! while (the phase is usually a few microseconds from its end), then
+//! yields, then parks on a condition variable that the thread finishing a
+//! phase's last chunk notifies. A pure spin would burn the time slice that the
+//! thread it waits for needs on an oversubscribed machine.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::time::Duration;
+
+/// Spins of a waiting participant before it yields.
+const SPINS: u32 = 200;
+/// Yields before it parks.
+const YIELDS: u32 = 10;
+/// A parked participant re-checks at least this often (a safety net: the
+/// notification is what wakes it).
+const PARK: Duration = Duration::from_millis(2);
+
+/// Counters of one phase (own cache line: the counters of neighbouring
+/// phases are not touched at the same time, but the claims of one phase are).
+#[derive(Default)]
+#[repr(align(64))]
+struct PhaseCounters {
+    claimed: AtomicUsize,
+    done: AtomicUsize,
+}
+
+/// The shared state of one run of a phase list.
+pub(crate) struct Schedule {
+    phases: Vec<PhaseCounters>,
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
+}
+
+impl Schedule {
+    /// A schedule of `phases` phases (the number each participant walks).
+    pub(crate) fn new(phases: usize) -> Self {
+        Schedule {
+            phases: (0..phases).map(|_| PhaseCounters::default()).collect(),
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+        }
+    }
+
+    /// A participant at the start of the list.
+    pub(crate) fn participant(&self) -> Participant<'_> {
+        Participant { schedule: self, next: 0, previous_chunks: 0 }
+    }
+
+    fn is_complete(&self, phase: usize, chunks: usize) -> bool {
+        self.phases[phase].done.load(Ordering::Acquire) >= chunks
+    }
+
+    /// Waits until `phase` (of `chunks` chunks) is complete.
+    fn wait(&self, phase: usize, chunks: usize) {
+        for _ in 0..SPINS {
+            if self.is_complete(phase, chunks) {
+                return;
+            }
+            std::hint::spin_loop();
+        }
+        for _ in 0..YIELDS {
+            if self.is_complete(phase, chunks) {
+                return;
+            }
+            std::thread::yield_now();
+        }
+        // Park. The sleeper count is raised before the last check and the
+        // finisher reads it after its increment (both SeqCst): either the
+        // check sees the phase complete or the finisher sees a sleeper and
+        // notifies under the lock, which this thread holds until it waits.
+        let mut guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+        self.sleepers.fetch_add(1, Ordering::SeqCst);
+        while !self.is_complete(phase, chunks) {
+            guard = match self.wake.wait_timeout(guard, PARK) {
+                Ok((g, _)) => g,
+                Err(e) => e.into_inner().0,
+            };
+        }
+        self.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Wakes the parked participants (a phase has just completed).
+    fn notify(&self) {
+        if self.sleepers.load(Ordering::SeqCst) > 0 {
+            let _guard = self.lock.lock().unwrap_or_else(|e| e.into_inner());
+            self.wake.notify_all();
+        }
+    }
+}
+
+/// One thread's walk through a [`Schedule`]'s phases.
+pub(crate) struct Participant<'a> {
+    schedule: &'a Schedule,
+    next: usize,
+    previous_chunks: usize,
+}
+
+impl Participant<'_> {
+    /// The next phase, of `chunks` chunks: waits for the previous phase to
+    /// complete, then runs `work(k)` for the chunks `k` it claims. Every
+    /// participant calls `phase` with the same chunk counts in the same order.
+    pub(crate) fn phase(&mut self, chunks: usize, mut work: impl FnMut(usize)) {
+        let schedule = self.schedule;
+        if self.next > 0 {
+            schedule.wait(self.next - 1, self.previous_chunks);
+        }
+        let counters = &schedule.phases[self.next];
+        // An empty phase, or one already claimed: nothing to take.
+        if counters.claimed.load(Ordering::Relaxed) < chunks {
+            loop {
+                let k = counters.claimed.fetch_add(1, Ordering::Relaxed);
+                if k >= chunks {
+                    break;
+                }
+                work(k);
+                if counters.done.fetch_add(1, Ordering::SeqCst) + 1 == chunks {
+                    schedule.notify();
+                }
+            }
+        }
+        self.previous_chunks = chunks;
+        self.next += 1;
+    }
+
+    /// Waits until the last phase walked is complete (the caller then reads
+    /// its results).
+    pub(crate) fn finish(&self) {
+        if self.next > 0 {
+            self.schedule.wait(self.next - 1, self.previous_chunks);
+        }
+    }
+}
+
+/// A slice shared by the threads of a team, each touching elements that no
+/// other thread touches in the same phase (the caller's proof).
+pub(crate) struct Shared<T> {
+    ptr: *mut T,
+    len: usize,
+}
+
+// SAFETY: the accessors are unsafe; their callers guarantee that no element
+// is written by one thread while another reads or writes it (the phases).
+unsafe impl<T: Send> Sync for Shared<T> {}
+unsafe impl<T: Send> Send for Shared<T> {}
+
+impl<T: Copy> Shared<T> {
+    /// Shares `v` (which the caller keeps untouched while this lives).
+    pub(crate) fn new(v: &mut [T]) -> Self {
+        Shared { ptr: v.as_mut_ptr(), len: v.len() }
+    }
+
+    /// Element `i`.
+    ///
+    /// # Safety
+    /// No other thread writes element `i` in this phase.
+    #[inline]
+    pub(crate) unsafe fn get(&self, i: usize) -> T {
+        assert!(i < self.len);
+        // SAFETY: in bounds (checked); no concurrent writer (the caller).
+        unsafe { *self.ptr.add(i) }
+    }
+
+    /// Sets element `i`.
+    ///
+    /// # Safety
+    /// No other thread reads or writes element `i` in this phase.
+    #[inline]
+    pub(crate) unsafe fn set(&self, i: usize, v: T) {
+        assert!(i < self.len);
+        // SAFETY: in bounds (checked); exclusive (the caller).
+        unsafe { *self.ptr.add(i) = v }
+    }
+
+    /// The whole slice, read-only.
+    ///
+    /// # Safety
+    /// No thread writes any element while the reference lives (the phase).
+    #[inline]
+    pub(crate) unsafe fn all(&self) -> &[T] {
+        // SAFETY: the pointer and length of a live slice; no writer (the caller).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// Elements `range`, writable.
+    ///
+    /// # Safety
+    /// No other thread reads or writes them while the reference lives.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn range_mut(&self, range: std::ops::Range<usize>) -> &mut [T] {
+        assert!(range.start <= range.end && range.end <= self.len);
+        // SAFETY: in bounds (checked); exclusive (the caller).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(range.start), range.len()) }
+    }
+}
