@@ -75,15 +75,24 @@
 //! would need one projection per sub-step (the cost the soft step exists to
 //! avoid).
 //!
-//! # Parallelism
+//! # Parallelism and layout
 //!
-//! Manifolds are coloured (`manifold::colour_manifolds`, greedy, fixed bodies and
-//! surfaces ignored, as Box2D v3's graph colouring): the manifolds of one
-//! colour share no dynamic body. A colour of at least
+//! Manifolds are coloured (`manifold::colour_of`, greedy in pair order, fixed
+//! bodies and surfaces ignored, as Box2D v3's graph colouring): the manifolds
+//! of one colour share no dynamic body. The prepare colours each manifold as
+//! it is made and builds its constraint straight into its colour's array
+//! (`SoftState::by_colour`, key order within a colour), so a colour is one
+//! contiguous slice and nothing is copied to lay the constraints out. What
+//! only the last relax sweep and the restitution pass touch (the step's
+//! impulse totals, the start-of-step normal velocities, the restitution)
+//! lies beside it in `totals_by_colour` (same colour, same index), so that
+//! the warm start, solve and relax sweeps stream less memory. After the step
+//! only the impulses (`WarmImpulses`, 40 bytes per manifold, key order) are
+//! kept for the next warm start. A colour of at least
 //! [`crate::solver::pgs::PARALLEL_COLOUR_MIN`] manifolds is split over the
-//! rayon pool; each manifold reads and writes only its own bodies' velocities,
-//! so the result is bitwise the same at every pool size.
-
+//! rayon pool, one chunk per thread (at least 64 manifolds); each manifold
+//! reads and writes only its own bodies' velocities, so the result is bitwise
+//! the same at every pool size and for any split.
 //!
 //! # Files
 //!
@@ -115,7 +124,7 @@ impl Default for Partner {
 pub type BodyDelta = [f64; 4];
 
 /// The impulses of one manifold kept for the next step's warm start (key
-/// order, 40 bytes instead of the whole 330-byte constraint).
+/// order: 40 bytes instead of the whole ~300-byte constraint).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(super) struct WarmImpulses {
     /// Normal impulse of the last sub-step per point (N·s).

@@ -243,7 +243,7 @@ impl ContactSet {
 
     /// After the step: the contacts for output (impulses summed over the
     /// sub-steps, gap at the end of the step), the largest penetration, and
-    /// the manifolds kept in pair order for the next warm start. A
+    /// the impulses kept in pair order for the next warm start. A
     /// non-finite impulse is an error naming the pair.
     pub fn soft_finish(&mut self, bodies: &[Body]) -> Result<(), ContactError> {
         let mut soft = std::mem::take(&mut self.soft);
