@@ -87,7 +87,11 @@
 //!   smaller step.
 //! - *My light chain under a heavy load (or a stiff spring) diverges with
 //!   `rk4`.* Its stiffest mode needs a tiny explicit step; `sdirk3` (L-stable,
-//!   implicit, adaptive) runs it at the step the motion needs.
+//!   implicit, adaptive) runs it at the step the motion needs, its Newton
+//!   iteration on the same sparse factorisation as the constraint solve
+//!   (`integrator::sparse_newton`). For a mechanism that is not stiff, `rk4`
+//!   or `dopri5` are cheaper and, at large steps through a singular
+//!   configuration, more reliable.
 //! - *How do I model a point mass?* `shape: Point` with a `mass`: its rotation
 //!   is not a degree of freedom; hang it on a `Distance` rod. A body with a
 //!   tiny inertia on an offset pin works too (it is not a singular joint).
