@@ -216,9 +216,9 @@ fn balls_box_2000_settles() {
 /// solve at the default 16 substeps × 2 sweeps (measured at 10 s: overlap
 /// 0.84 % of r; with 12 × 2 the overlap is 1.1 % but a late collapse leaves
 /// KE/ball 1.5e-3 of the initial over the tenth second, and it fails). The
-/// Jacobi solve left 3–3.4 % of r. In the suite since the team of threads
-/// (`src/population/team.rs`): 29 s in release on the 2-core machine at
-/// load ≈ 1.4 (171 s on the loaded machine before).
+/// Jacobi solve left 3–3.4 % of r. 29 s in release on the 2-core machine
+/// at load ≈ 1.4 (the 171 s that kept it out of the suite were measured
+/// under a load of ~10).
 #[test]
 fn balls_box_10000_settles() {
     settles(10_000);
