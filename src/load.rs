@@ -258,15 +258,20 @@ impl Load {
 
     /// The bodies this load touches.
     pub fn bodies(&self) -> Vec<BodyHandle> {
-        match self {
-            Load::Force { body, .. } | Load::Torque { body, .. } | Load::Drag { body, .. } => {
-                vec![*body]
-            }
+        self.body_handles().collect()
+    }
+
+    /// The bodies this load touches, without allocating: its body, then the
+    /// other end of a spring anchored on a body.
+    pub fn body_handles(&self) -> impl Iterator<Item = BodyHandle> + Clone {
+        let (body, other) = match self {
+            Load::Force { body, .. } | Load::Torque { body, .. } | Load::Drag { body, .. } => (*body, None),
             Load::Spring { body, anchor, .. } => match anchor {
-                Anchor::World(_) => vec![*body],
-                Anchor::Body(h, _) => vec![*body, *h],
+                Anchor::World(_) => (*body, None),
+                Anchor::Body(h, _) => (*body, Some(*h)),
             },
-        }
+        };
+        std::iter::once(body).chain(other)
     }
 }
 

@@ -51,6 +51,7 @@ use crate::solver::SolverError;
 use crate::surface::Surface;
 
 mod linear_model;
+pub(crate) use linear_model::LinearisationScratch;
 
 /// Below this many bodies the per-body loop runs on one thread (rayon's
 /// fork-join costs more than it saves).

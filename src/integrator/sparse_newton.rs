@@ -92,6 +92,10 @@ pub struct LinearModel {
     /// Per-body weights of the solver's rank metric
     /// ([`ConstraintSolver::set_rank_metric`]); empty: none.
     pub rank_weights: Vec<[f64; 3]>,
+    /// The finite-difference pass's working arrays, kept between
+    /// linearisations so that a Newton Jacobian allocates nothing once the
+    /// sizes are reached (`src/world/linear_model.rs`).
+    pub(crate) scratch: crate::world::LinearisationScratch,
 }
 
 impl LinearModel {

@@ -249,6 +249,48 @@ pub fn ldl_inverse(s: &Block, thresh: &[f64; 3], floor: &[f64; 3], mode: SmallPi
     (inv, piv)
 }
 
+/// The inverse of a pivot `d` of row `r` for [`ldl_inverse_pivots`]: `1/d` when
+/// `d > thresh[r]`, else the row is marked small and dropped (0: an infinite
+/// pivot) or floored (`1/floor[r]`). NaN counts as small.
+#[inline(always)]
+fn inverse_pivot(
+    d: f64,
+    r: usize,
+    thresh: &[f64; 3],
+    floor: &[f64; 3],
+    mode: SmallPivot,
+    piv: &mut [Pivot; 3],
+) -> f64 {
+    if d > thresh[r] {
+        1.0 / d
+    } else {
+        piv[r] = Pivot::Small;
+        match mode {
+            SmallPivot::Drop => 0.0,
+            SmallPivot::Floor => 1.0 / floor[r],
+        }
+    }
+}
+
+/// `s⁻¹ = Mᵀ diag(i) M` from the unit lower factor's multipliers
+/// `l = [l10, l20, l21]` and the inverse pivots `i`, with
+/// `M = L⁻¹ = [[1,0,0],[−l10,1,0],[l10 l21 − l20, −l21, 1]]`.
+#[inline(always)]
+fn inverse_from_factors(l: [f64; 3], i: [f64; 3]) -> Block {
+    let [l10, l20, l21] = l;
+    let [i0, i1, i2] = i;
+    let m20 = l10 * l21 - l20;
+    let m21 = -l21;
+    let m10 = -l10;
+    let a00 = i0 + m10 * m10 * i1 + m20 * m20 * i2;
+    let a01 = m10 * i1 + m20 * m21 * i2;
+    let a02 = m20 * i2;
+    let a11 = i1 + m21 * m21 * i2;
+    let a12 = m21 * i2;
+    let a22 = i2;
+    [a00, a01, a02, a01, a11, a12, a02, a12, a22]
+}
+
 /// [`ldl_inverse`], also returning the three scalar pivots `d_r` of the block as
 /// computed (before any drop or floor): the solver's continuous regularisation
 /// weighs the exact and the regularised solutions by the smallest relative pivot
@@ -262,17 +304,7 @@ pub fn ldl_inverse_pivots(
 ) -> (Block, [Pivot; 3], [f64; 3]) {
     let mut piv = [Pivot::Ok; 3];
     // inverse pivots; 0 means "dropped row" (infinite pivot)
-    let fix = |d: f64, r: usize, piv: &mut [Pivot; 3]| -> f64 {
-        if d > thresh[r] {
-            1.0 / d
-        } else {
-            piv[r] = Pivot::Small;
-            match mode {
-                SmallPivot::Drop => 0.0,
-                SmallPivot::Floor => 1.0 / floor[r],
-            }
-        }
-    };
+    let fix = |d: f64, r: usize, piv: &mut [Pivot; 3]| inverse_pivot(d, r, thresh, floor, mode, piv);
     let d0 = s[0];
     let i0 = fix(d0, 0, &mut piv);
     let l10 = s[3] * i0;
@@ -283,18 +315,7 @@ pub fn ldl_inverse_pivots(
     let l21 = (s[7] - l20 * s[3]) * i1;
     let d2 = s[8] - l20 * s[6] - l21 * (s[7] - l20 * s[3]);
     let i2 = fix(d2, 2, &mut piv);
-    // M = L⁻¹ (unit lower): [[1,0,0],[-l10,1,0],[l10 l21 - l20, -l21, 1]]
-    let m20 = l10 * l21 - l20;
-    let m21 = -l21;
-    let m10 = -l10;
-    // s⁻¹ = Mᵀ diag(i) M
-    let a00 = i0 + m10 * m10 * i1 + m20 * m20 * i2;
-    let a01 = m10 * i1 + m20 * m21 * i2;
-    let a02 = m20 * i2;
-    let a11 = i1 + m21 * m21 * i2;
-    let a12 = m21 * i2;
-    let a22 = i2;
-    ([a00, a01, a02, a01, a11, a12, a02, a12, a22], piv, [d0, d1, d2])
+    (inverse_from_factors([l10, l20, l21], [i0, i1, i2]), piv, [d0, d1, d2])
 }
 
 /// [`ldl_inverse_pivots`] of a block whose third row and column are padding
@@ -315,17 +336,7 @@ pub fn ldl_inverse_pivots_r<const R: usize>(
         return ldl_inverse_pivots(s, thresh, floor, mode);
     }
     let mut piv = [Pivot::Ok; 3];
-    let fix = |d: f64, r: usize, piv: &mut [Pivot; 3]| -> f64 {
-        if d > thresh[r] {
-            1.0 / d
-        } else {
-            piv[r] = Pivot::Small;
-            match mode {
-                SmallPivot::Drop => 0.0,
-                SmallPivot::Floor => 1.0 / floor[r],
-            }
-        }
-    };
+    let fix = |d: f64, r: usize, piv: &mut [Pivot; 3]| inverse_pivot(d, r, thresh, floor, mode, piv);
     let d0 = s[0];
     let i0 = fix(d0, 0, &mut piv);
     let l10 = s[3] * i0;
@@ -333,16 +344,7 @@ pub fn ldl_inverse_pivots_r<const R: usize>(
     let i1 = fix(d1, 1, &mut piv);
     // padding: l20 = 0·i0 = +0, l21 = (0 − l20·s3)·i1 = +0, d2 = i2 = 1
     let (l20, l21, i2) = (0.0, 0.0, 1.0);
-    let m20 = l10 * l21 - l20;
-    let m21 = -l21;
-    let m10 = -l10;
-    let a00 = i0 + m10 * m10 * i1 + m20 * m20 * i2;
-    let a01 = m10 * i1 + m20 * m21 * i2;
-    let a02 = m20 * i2;
-    let a11 = i1 + m21 * m21 * i2;
-    let a12 = m21 * i2;
-    let a22 = i2;
-    ([a00, a01, a02, a01, a11, a12, a02, a12, a22], piv, [d0, d1, 1.0])
+    (inverse_from_factors([l10, l20, l21], [i0, i1, i2]), piv, [d0, d1, 1.0])
 }
 
 #[cfg(test)]

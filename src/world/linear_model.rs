@@ -38,35 +38,55 @@ impl ForceModel<'_> {
     }
 
     fn linearise_cpu(&mut self, t: f64, q: &[f64], v: &[f64], model: &mut LinearModel) -> bool {
+        let mut scratch = std::mem::take(&mut model.scratch);
+        let ok = self.finite_differences(t, q, v, model, &mut scratch);
+        model.scratch = scratch;
+        ok
+    }
+
+    fn finite_differences(
+        &mut self,
+        t: f64,
+        q: &[f64],
+        v: &[f64],
+        model: &mut LinearModel,
+        scratch: &mut LinearisationScratch,
+    ) -> bool {
         let n = self.bodies.len();
         let constrained = !self.constraints.is_empty();
+        let LinearisationScratch { lambda, base, x, perturbed, step, colours, jt, neighbours, used } = scratch;
+        let [base_q, base_v] = base;
+        for buffer in [&mut *base_q, &mut *base_v, &mut *perturbed, &mut *jt] {
+            buffer.clear();
+            buffer.resize(3 * n, 0.0);
+        }
+        step.clear();
+        step.resize(n, 0.0);
         // λ and J at the state
-        let mut lambda = Vec::new();
+        lambda.clear();
         if constrained {
-            let mut f = vec![0.0; 3 * n];
-            self.apply_fields(q, v, &mut f);
-            self.apply_loads(t, q, v, &mut f);
-            self.solve_constraints(t, q, v, &mut f);
+            let f = &mut perturbed[..];
+            self.apply_fields(q, v, f);
+            self.apply_loads(t, q, v, f);
+            self.solve_constraints(t, q, v, f);
             if self.solver_error.is_some() {
                 return false;
             }
             lambda.extend_from_slice(self.system.lambda());
             model.jacobian.copy_from(self.system.jacobian());
         }
-        let colours = self.colours();
-        model.coupling_loads =
-            self.loads.iter().any(|load| load.bodies().iter().filter(|h| !self.bodies[h.0].fixed).count() >= 2);
+        self.colour_bodies(colours, neighbours, used);
+        model.coupling_loads = self
+            .loads
+            .iter()
+            .any(|load| load.body_handles().filter(|h| !self.bodies[h.0].fixed).count() >= 2);
         let n_colours = colours.iter().filter(|&&c| c != NO_COLOUR).max().map_or(0, |&c| c as usize + 1);
         // the unperturbed forces: with the constraint forces (for ∂/∂q), without (∂/∂v)
-        let mut base = [vec![0.0; 3 * n], vec![0.0; 3 * n]];
-        if !self.total_force(t, q, v, &lambda, &mut base[0]) || !self.total_force(t, q, v, &[], &mut base[1]) {
+        if !self.total_force(t, q, v, lambda, base_q, jt) || !self.total_force(t, q, v, &[], base_v, jt) {
             return false;
         }
         let sqrt_u = f64::EPSILON.sqrt();
         let kinds = [kind_norms(q), kind_norms(v)];
-        let mut x = Vec::with_capacity(3 * n);
-        let mut perturbed = vec![0.0; 3 * n];
-        let mut step = vec![0.0; n];
         // wrt positions (forces and constraint forces), then velocities (forces)
         for wrt_velocity in [false, true] {
             for colour in 0..n_colours as u32 {
@@ -87,18 +107,18 @@ impl ForceModel<'_> {
                         continue;
                     }
                     let ok = if wrt_velocity {
-                        self.total_force(t, q, &x, &[], &mut perturbed)
+                        self.total_force(t, q, x, &[], perturbed, jt)
                     } else {
-                        self.total_force(t, &x, v, &lambda, &mut perturbed)
+                        self.total_force(t, x, v, lambda, perturbed, jt)
                     };
                     if !ok {
                         return false;
                     }
                     let gradient = if wrt_velocity { &mut model.force_gradient_v } else { &mut model.force_gradient_q };
+                    let base = if wrt_velocity { &*base_v } else { &*base_q };
                     for (b, &c) in colours.iter().enumerate() {
                         if c == colour && model.inverse_mass[b][k] > 0.0 {
                             for i in 0..3 {
-                                let base = &base[wrt_velocity as usize];
                                 gradient[b][i][k] = (perturbed[3 * b + i] - base[3 * b + i]) / step[b];
                             }
                         }
@@ -119,7 +139,8 @@ impl ForceModel<'_> {
 
     /// F(t, q, v) + J(q)ᵀ λ with λ given (empty: F alone). False if the
     /// constraint rows could not be assembled.
-    fn total_force(&mut self, t: f64, q: &[f64], v: &[f64], lambda: &[f64], out: &mut [f64]) -> bool {
+    /// `jt` is scratch of `out`'s length.
+    fn total_force(&mut self, t: f64, q: &[f64], v: &[f64], lambda: &[f64], out: &mut [f64], jt: &mut [f64]) -> bool {
         out.fill(0.0);
         self.apply_fields(q, v, out);
         self.apply_loads(t, q, v, out);
@@ -131,11 +152,10 @@ impl ForceModel<'_> {
             self.solver_error.get_or_insert(e);
             return false;
         }
-        let mut jt = vec![0.0; out.len()];
-        if self.system.jacobian().mul_transpose(lambda, &mut jt).is_err() {
+        if self.system.jacobian().mul_transpose(lambda, jt).is_err() {
             return false;
         }
-        for ((o, f), b) in out.iter_mut().zip(&jt).zip(self.bodies.iter().flat_map(|b| b.inverse_mass())) {
+        for ((o, f), b) in out.iter_mut().zip(jt.iter()).zip(self.bodies.iter().flat_map(|b| b.inverse_mass())) {
             // a fixed body (or a point's angle) takes no force
             if b > 0.0 {
                 *o += f;
@@ -144,11 +164,13 @@ impl ForceModel<'_> {
         true
     }
 
-    /// Greedy colouring of the bodies: a body's colour differs from every body
-    /// sharing a constraint or a load with it; fixed bodies get none.
-    fn colours(&self) -> Vec<u32> {
+    /// Greedy colouring of the bodies into `colours`: a body's colour differs
+    /// from every body sharing a constraint or a load with it; fixed bodies get
+    /// none. `neighbours` and `used` are scratch.
+    fn colour_bodies(&self, colours: &mut Vec<u32>, neighbours: &mut Vec<Vec<usize>>, used: &mut Vec<u32>) {
         let n = self.bodies.len();
-        let mut neighbours: Vec<Vec<usize>> = vec![Vec::new(); n];
+        neighbours.iter_mut().for_each(Vec::clear);
+        neighbours.resize_with(n, Vec::new);
         let mut link = |a: usize, b: usize| {
             if a != b {
                 neighbours[a].push(b);
@@ -161,15 +183,14 @@ impl ForceModel<'_> {
             }
         }
         for load in self.loads {
-            let bodies = load.bodies();
-            for (i, a) in bodies.iter().enumerate() {
-                for b in &bodies[i + 1..] {
+            for (i, a) in load.body_handles().enumerate() {
+                for b in load.body_handles().skip(i + 1) {
                     link(a.0, b.0);
                 }
             }
         }
-        let mut colours = vec![NO_COLOUR; n];
-        let mut used = Vec::new();
+        colours.clear();
+        colours.resize(n, NO_COLOUR);
         for b in 0..n {
             if self.bodies[b].fixed {
                 continue;
@@ -187,6 +208,20 @@ impl ForceModel<'_> {
             }
             colours[b] = colour;
         }
-        colours
     }
+}
+
+/// The working arrays of [`ForceModel::linearise`]'s finite differences,
+/// kept in the [`LinearModel`] between Newton Jacobians.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LinearisationScratch {
+    lambda: Vec<f64>,
+    base: [Vec<f64>; 2],
+    x: Vec<f64>,
+    perturbed: Vec<f64>,
+    step: Vec<f64>,
+    colours: Vec<u32>,
+    jt: Vec<f64>,
+    neighbours: Vec<Vec<usize>>,
+    used: Vec<u32>,
 }
