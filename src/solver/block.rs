@@ -253,14 +253,7 @@ pub fn ldl_inverse(s: &Block, thresh: &[f64; 3], floor: &[f64; 3], mode: SmallPi
 /// `d > thresh[r]`, else the row is marked small and dropped (0: an infinite
 /// pivot) or floored (`1/floor[r]`). NaN counts as small.
 #[inline(always)]
-fn inverse_pivot(
-    d: f64,
-    r: usize,
-    thresh: &[f64; 3],
-    floor: &[f64; 3],
-    mode: SmallPivot,
-    piv: &mut [Pivot; 3],
-) -> f64 {
+fn inverse_pivot(d: f64, r: usize, thresh: &[f64; 3], floor: &[f64; 3], mode: SmallPivot, piv: &mut [Pivot; 3]) -> f64 {
     if d > thresh[r] {
         1.0 / d
     } else {

@@ -76,10 +76,8 @@ impl ForceModel<'_> {
             model.jacobian.copy_from(self.system.jacobian());
         }
         self.colour_bodies(colours, neighbours, used);
-        model.coupling_loads = self
-            .loads
-            .iter()
-            .any(|load| load.body_handles().filter(|h| !self.bodies[h.0].fixed).count() >= 2);
+        model.coupling_loads =
+            self.loads.iter().any(|load| load.body_handles().filter(|h| !self.bodies[h.0].fixed).count() >= 2);
         let n_colours = colours.iter().filter(|&&c| c != NO_COLOUR).max().map_or(0, |&c| c as usize + 1);
         // the unperturbed forces: with the constraint forces (for ∂/∂q), without (∂/∂v)
         if !self.total_force(t, q, v, lambda, base_q, jt) || !self.total_force(t, q, v, &[], base_v, jt) {
