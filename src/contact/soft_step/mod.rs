@@ -177,6 +177,8 @@ pub struct SoftState {
     soft: Softness,
     static_soft: Softness,
     push_speed: f64,
+    /// The polygons' world outlines of this step's prepare.
+    world_polygons: step::WorldPolygons,
     /// Relax sweeps per sub-step (friction is solved in them; in the soft
     /// sweep only when there are none).
     relax_iterations: usize,

@@ -11,6 +11,7 @@ use glam::DVec2;
 
 use super::{SoftStepSettings, Softness};
 use crate::body::Body;
+use crate::contact::narrowphase::{Pose, hull_is_polygon, polygon::polygon_polygon_world};
 use crate::contact::{Contact, ContactError, ContactSet, Pair, Partner};
 use crate::surface::Surface;
 
@@ -20,6 +21,45 @@ const MAX_PASSES: usize = 16;
 /// Chunks per thread of a shared colour: a few, so that a thread that the
 /// machine delays leaves its share to the others instead of holding the phase.
 const CHUNKS_PER_THREAD: usize = 2;
+
+/// The world outlines (vertices and unit outward edge normals) of the
+/// polygons met in one prepare, each computed at the first pair that needs
+/// it, at the start-of-step pose.
+#[derive(Clone, Debug, Default)]
+pub(super) struct WorldPolygons {
+    /// Where each body's outline starts in `vertices` (`u32::MAX`: not yet).
+    start: Vec<u32>,
+    vertices: Vec<DVec2>,
+    normals: Vec<DVec2>,
+}
+
+impl WorldPolygons {
+    /// Forgets the outlines of the last step (`bodies` bodies).
+    fn clear(&mut self, bodies: usize) {
+        self.start.clear();
+        self.start.resize(bodies, u32::MAX);
+        self.vertices.clear();
+        self.normals.clear();
+    }
+
+    /// Body `i`'s outline at positions `q` (computed on first use): its
+    /// range in the arrays.
+    fn of(&mut self, hulls: &[Vec<DVec2>], q: &[f64], i: usize) -> std::ops::Range<usize> {
+        let len = hulls[i].len();
+        if self.start[i] == u32::MAX {
+            self.start[i] = self.vertices.len() as u32;
+            let pose = Pose { position: DVec2::new(q[3 * i], q[3 * i + 1]), angle: q[3 * i + 2] };
+            crate::contact::narrowphase::polygon::push_world(&hulls[i], &pose, &mut self.vertices, &mut self.normals);
+        }
+        let start = self.start[i] as usize;
+        start..start + len
+    }
+
+    /// The vertices and normals of a range from [`WorldPolygons::of`].
+    fn get(&self, range: std::ops::Range<usize>) -> (&[DVec2], &[DVec2]) {
+        (&self.vertices[range.clone()], &self.normals[range])
+    }
+}
 
 impl ContactSet {
     /// The soft-step settings, when that is the contact solver.
@@ -79,6 +119,7 @@ impl ContactSet {
         soft.used.resize(bodies.len(), 0);
         soft.bouncy = false;
         soft.resting_speed = resting_speed;
+        soft.world_polygons.clear(bodies.len());
         let mut prev = 0usize;
         for k in 0..self.pairs.len() {
             let pair = self.pairs[k];
@@ -92,7 +133,19 @@ impl ContactSet {
                 DVec2::new(v[3 * i], v[3 * i + 1]).length() + v[3 * i + 2].abs() * r
             };
             let closing = speed(pair.a) + if let Partner::Body(j) = pair.b { speed(j) } else { 0.0 };
-            self.collide_pair(bodies, surfaces, pair, q, margin + dt * closing);
+            let reach = margin + dt * closing;
+            match pair.b {
+                // Two polygons: their world outlines once per body and step,
+                // not once per pair (a box of a pile meets about three).
+                Partner::Body(j) if hull_is_polygon(&bodies[pair.a].shape) && hull_is_polygon(&bodies[j].shape) => {
+                    let world_a = soft.world_polygons.of(&self.hulls, q, pair.a);
+                    let world_b = soft.world_polygons.of(&self.hulls, q, j);
+                    self.scratch.clear();
+                    let (a, b) = (soft.world_polygons.get(world_a), soft.world_polygons.get(world_b));
+                    polygon_polygon_world(&self.hulls[pair.a], a, b, reach, &mut self.scratch);
+                }
+                _ => self.collide_pair(bodies, surfaces, pair, q, reach),
+            }
             if self.scratch.is_empty() {
                 continue;
             }
