@@ -4,7 +4,7 @@
 
 use super::WarmImpulses;
 use super::manifold::{
-    MAX_COLOURS, Pass, Shared, SoftInfo, SoftManifold, SoftTotals, colour_of, delta_of, moved, new_manifold,
+    MAX_COLOURS, Pass, Shared, SoftInfo, SoftManifold, SoftTotals, colour_of, delta_of, moved, new_manifold, sweep,
 };
 use crate::team::{Participant, Schedule, Shared as TeamShared};
 use glam::DVec2;
@@ -228,9 +228,7 @@ impl ContactSet {
         if !shareable {
             for &pass in passes {
                 for (colour, totals) in by_colour[..colours].iter_mut().zip(&mut totals_by_colour) {
-                    for (m, t) in colour.iter_mut().zip(totals) {
-                        m.run(t, pass, &shared, delta, st, threshold);
-                    }
+                    sweep(colour, totals, pass, &shared, delta, st, threshold);
                 }
             }
         } else {
@@ -262,9 +260,7 @@ impl ContactSet {
                             // nothing else touches the colour in the phase.
                             let (ms, ts) =
                                 unsafe { (constraints[c].range_mut(range.clone()), totals[c].range_mut(range)) };
-                            for (m, t) in ms.iter_mut().zip(ts) {
-                                m.run(t, pass, &shared, delta, st, threshold);
-                            }
+                            sweep(ms, ts, pass, &shared, delta, st, threshold);
                         });
                     }
                 }
