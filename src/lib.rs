@@ -134,4 +134,5 @@ pub mod scene;
 pub mod shape;
 pub mod solver;
 pub mod surface;
+pub(crate) mod team;
 pub mod world;

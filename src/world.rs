@@ -728,8 +728,7 @@ impl World {
             });
             let before = kinetic(&state.v);
             times.timed(Stage::ContactSolve, || {
-                contacts.soft_warm_start(&mut state.v);
-                contacts.soft_solve(&mut state.v, false, settings.iterations);
+                contacts.soft_warm_start_and_solve(&mut state.v, settings.iterations);
             });
             times.timed(Stage::Integrate, || contacts.soft_integrate_positions(&mut state.q, &state.v));
             times.timed(Stage::ContactSolve, || contacts.soft_solve(&mut state.v, true, settings.relax_iterations));

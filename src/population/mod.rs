@@ -85,7 +85,7 @@
 //! hence no ball: two threads of one colour never touch the same ball —
 //! and no two balls in same-colour cells can be a contact pair of two
 //! threads. Colours are separated by a phase boundary of the CPU twin's
-//! team (`src/population/team.rs`: every chunk of a colour done before any chunk of the next
+//! team (`src/team.rs`: every chunk of a colour done before any chunk of the next
 //! starts) or a dispatch boundary (GPU). The result is therefore the same at every pool size and on every
 //! run: a ball's update reads only what earlier colours, or earlier balls of
 //! its own cell, wrote. On the GPU a cell sort after the atomic scatter
@@ -127,7 +127,7 @@
 //! 6–15: README). The barriers were then 432 colour joins per step (a
 //! profile under load: ~30 % in the rayon workers' sleep/wake); since issue
 //! 8's third round the substeps of a step are one list of phases walked by
-//! one team (`src/population/team.rs`: one rayon scope per step, a phase
+//! one team (`src/team.rs`: one rayon scope per step, a phase
 //! boundary is a chunk counter — spin, yield, then park — and empty colours
 //! cost nothing; bitwise the same results). Measured (24 Nov, 2-core machine
 //! under a load of 6–12, one-thread CPU time and `benches/peers/run.sh
@@ -170,7 +170,6 @@ pub mod obstacle;
 pub mod snapshot;
 pub mod spawn;
 mod substep;
-mod team;
 
 use glam::{DVec2, Vec2};
 

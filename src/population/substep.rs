@@ -2,12 +2,12 @@
 //! substep `stabilise` (9 colour phases), `predict`, `count_contacts`,
 //! `iterations` × `sweep_positions` (9 colour phases each),
 //! `solve_velocities`, `finish_substep` — all the substeps of a step as one
-//! list of phases walked by one team of threads ([`super::team`]): one
+//! list of phases walked by one team of threads ([`crate::team`]): one
 //! rayon scope per step instead of one join per colour and per pass.
 //!
 //! The kernels are those of `shaders/population.wgsl`, ball for ball; only
 //! the way the work is handed to threads changed (bitwise the same results:
-//! the argument is in [`super::team`]).
+//! the argument is in [`crate::team`]).
 
 use std::ops::Range;
 
@@ -15,8 +15,8 @@ use glam::Vec2;
 
 use super::contact::{self, ContactImpulse, Material, VelocityContact};
 use super::cpu::{ACTIVE_SLOP, CELL_CHUNK, CHUNK, FAR_MARGIN, obstacle_in_reach, pair_normal};
-use super::team::{Participant, Schedule, Shared};
 use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Population, state};
+use crate::team::{Participant, Schedule, Shared};
 
 /// The arrays the substeps write, shared by the team (each phase's writes
 /// are disjoint: per ball, or per colour's 3 × 3 blocks).

@@ -17,17 +17,7 @@ const STACK_VERTICES: usize = 8;
 /// polygon at a pose (the rotation computed once; no allocation up to
 /// [`STACK_VERTICES`] vertices).
 fn with_world<R>(hull: &[DVec2], pose: &Pose, f: impl FnOnce(&[DVec2], &[DVec2]) -> R) -> R {
-    let rot = DVec2::from_angle(pose.angle);
-    let fill = |v: &mut [DVec2], n: &mut [DVec2]| {
-        for (w, &p) in v.iter_mut().zip(hull) {
-            *w = pose.position + rot.rotate(p);
-        }
-        let len = v.len();
-        for i in 0..len {
-            let e = v[(i + 1) % len] - v[i];
-            n[i] = DVec2::new(e.y, -e.x).normalize_or_zero();
-        }
-    };
+    let fill = |v: &mut [DVec2], n: &mut [DVec2]| fill_world(hull, pose, v, n);
     let len = hull.len();
     if len <= STACK_VERTICES {
         let (mut v, mut n) = ([DVec2::ZERO; STACK_VERTICES], [DVec2::ZERO; STACK_VERTICES]);
@@ -38,6 +28,44 @@ fn with_world<R>(hull: &[DVec2], pose: &Pose, f: impl FnOnce(&[DVec2], &[DVec2])
         fill(&mut v, &mut n);
         f(&v, &n)
     }
+}
+
+/// The world vertices `v` and unit outward edge normals `n` of a polygon
+/// (`hull`: body-frame vertices) at a pose; `v` and `n` as long as `hull`.
+fn fill_world(hull: &[DVec2], pose: &Pose, v: &mut [DVec2], n: &mut [DVec2]) {
+    let rot = DVec2::from_angle(pose.angle);
+    for (w, &p) in v.iter_mut().zip(hull) {
+        *w = pose.position + rot.rotate(p);
+    }
+    let len = v.len();
+    for i in 0..len {
+        let e = v[(i + 1) % len] - v[i];
+        n[i] = DVec2::new(e.y, -e.x).normalize_or_zero();
+    }
+}
+
+/// Appends a polygon's world vertices and unit outward edge normals at a
+/// pose to `vertices` and `normals`: the very values [`polygon_polygon`]
+/// computes for each pair, computed once per body by a caller that meets a
+/// body in several pairs at one pose (the soft step's prepare).
+pub(crate) fn push_world(hull: &[DVec2], pose: &Pose, vertices: &mut Vec<DVec2>, normals: &mut Vec<DVec2>) {
+    let start = vertices.len();
+    vertices.resize(start + hull.len(), DVec2::ZERO);
+    normals.resize(start + hull.len(), DVec2::ZERO);
+    fill_world(hull, pose, &mut vertices[start..], &mut normals[start..]);
+}
+
+/// [`polygon_polygon`] on world vertices and normals from [`push_world`]
+/// (`a`: body-frame vertices of the first, for its size): the same points
+/// bit for bit.
+pub(crate) fn polygon_polygon_world(
+    a: &[DVec2],
+    world_a: (&[DVec2], &[DVec2]),
+    world_b: (&[DVec2], &[DVec2]),
+    margin: f64,
+    out: &mut Vec<ManifoldPoint>,
+) {
+    collide_world(a, world_a.0, world_a.1, world_b.0, world_b.1, margin, out);
 }
 
 /// Polygons with at least this many vertices find their deepest vertex by

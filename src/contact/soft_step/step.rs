@@ -3,13 +3,63 @@
 //! finish).
 
 use super::WarmImpulses;
-use super::manifold::{MAX_COLOURS, Pass, Shared, SoftInfo, colour_of, delta_of, moved, new_manifold};
+use super::manifold::{
+    MAX_COLOURS, Pass, Shared, SoftInfo, SoftManifold, SoftTotals, colour_of, delta_of, moved, new_manifold, sweep,
+};
+use crate::team::{Participant, Schedule, Shared as TeamShared};
 use glam::DVec2;
 
 use super::{SoftStepSettings, Softness};
 use crate::body::Body;
+use crate::contact::narrowphase::{Pose, hull_is_polygon, polygon::polygon_polygon_world};
 use crate::contact::{Contact, ContactError, ContactSet, Pair, Partner};
 use crate::surface::Surface;
+
+/// Passes walked by one team at most (a longer list is walked in pieces).
+const MAX_PASSES: usize = 16;
+
+/// Chunks per thread of a shared colour: a few, so that a thread that the
+/// machine delays leaves its share to the others instead of holding the phase.
+const CHUNKS_PER_THREAD: usize = 2;
+
+/// The world outlines (vertices and unit outward edge normals) of the
+/// polygons met in one prepare, each computed at the first pair that needs
+/// it, at the start-of-step pose.
+#[derive(Clone, Debug, Default)]
+pub(super) struct WorldPolygons {
+    /// Where each body's outline starts in `vertices` (`u32::MAX`: not yet).
+    start: Vec<u32>,
+    vertices: Vec<DVec2>,
+    normals: Vec<DVec2>,
+}
+
+impl WorldPolygons {
+    /// Forgets the outlines of the last step (`bodies` bodies).
+    fn clear(&mut self, bodies: usize) {
+        self.start.clear();
+        self.start.resize(bodies, u32::MAX);
+        self.vertices.clear();
+        self.normals.clear();
+    }
+
+    /// Body `i`'s outline at positions `q` (computed on first use): its
+    /// range in the arrays.
+    fn of(&mut self, hulls: &[Vec<DVec2>], q: &[f64], i: usize) -> std::ops::Range<usize> {
+        let len = hulls[i].len();
+        if self.start[i] == u32::MAX {
+            self.start[i] = self.vertices.len() as u32;
+            let pose = Pose { position: DVec2::new(q[3 * i], q[3 * i + 1]), angle: q[3 * i + 2] };
+            crate::contact::narrowphase::polygon::push_world(&hulls[i], &pose, &mut self.vertices, &mut self.normals);
+        }
+        let start = self.start[i] as usize;
+        start..start + len
+    }
+
+    /// The vertices and normals of a range from [`WorldPolygons::of`].
+    fn get(&self, range: std::ops::Range<usize>) -> (&[DVec2], &[DVec2]) {
+        (&self.vertices[range.clone()], &self.normals[range])
+    }
+}
 
 impl ContactSet {
     /// The soft-step settings, when that is the contact solver.
@@ -69,6 +119,7 @@ impl ContactSet {
         soft.used.resize(bodies.len(), 0);
         soft.bouncy = false;
         soft.resting_speed = resting_speed;
+        soft.world_polygons.clear(bodies.len());
         let mut prev = 0usize;
         for k in 0..self.pairs.len() {
             let pair = self.pairs[k];
@@ -82,7 +133,19 @@ impl ContactSet {
                 DVec2::new(v[3 * i], v[3 * i + 1]).length() + v[3 * i + 2].abs() * r
             };
             let closing = speed(pair.a) + if let Partner::Body(j) = pair.b { speed(j) } else { 0.0 };
-            self.collide_pair(bodies, surfaces, pair, q, margin + dt * closing);
+            let reach = margin + dt * closing;
+            match pair.b {
+                // Two polygons: their world outlines once per body and step,
+                // not once per pair (a box of a pile meets about three).
+                Partner::Body(j) if hull_is_polygon(&bodies[pair.a].shape) && hull_is_polygon(&bodies[j].shape) => {
+                    let world_a = soft.world_polygons.of(&self.hulls, q, pair.a);
+                    let world_b = soft.world_polygons.of(&self.hulls, q, j);
+                    self.scratch.clear();
+                    let (a, b) = (soft.world_polygons.get(world_a), soft.world_polygons.get(world_b));
+                    polygon_polygon_world(&self.hulls[pair.a], a, b, reach, &mut self.scratch);
+                }
+                _ => self.collide_pair(bodies, surfaces, pair, q, reach),
+            }
             if self.scratch.is_empty() {
                 continue;
             }
@@ -143,52 +206,108 @@ impl ContactSet {
         self.soft.by_colour.iter().take(MAX_COLOURS as usize).map(Vec::len).max().unwrap_or(0)
     }
 
-    fn soft_pass(&mut self, pass: Pass, v: &mut [f64], threshold: f64) {
-        use rayon::prelude::*;
+    /// Runs `passes` one after the other, each over every colour in order
+    /// (a Gauss–Seidel sweep per pass). When the pool has several threads and
+    /// some colour is large enough to share, one team of threads
+    /// ([`crate::team`]) walks the whole list — one phase per colour and
+    /// pass — instead of one rayon join per colour and pass: a sub-step's
+    /// warm start and solve are one team, its relax sweeps another.
+    fn soft_passes(&mut self, passes: &[Pass], v: &mut [f64], threshold: f64) {
         let threads = rayon::current_num_threads();
         let shared = Shared { ptr: v.as_mut_ptr(), len: v.len() };
         let mut by_colour = std::mem::take(&mut self.soft.by_colour);
         let mut totals_by_colour = std::mem::take(&mut self.soft.totals_by_colour);
         let st = &self.soft;
         let delta = &st.delta;
-        for (c, (colour, totals)) in by_colour.iter_mut().zip(&mut totals_by_colour).enumerate() {
-            let len = colour.len();
-            if threads > 1 && c < MAX_COLOURS as usize && len >= crate::solver::pgs::PARALLEL_COLOUR_MIN {
-                // One chunk per thread (at least 64 constraints): the
-                // constraints of a colour share no dynamic body, so any split
-                // gives the same bits; fewer, larger tasks cost less to share out.
-                let chunk = len.div_ceil(threads).max(64);
-                let shared = &shared;
-                colour.par_chunks_mut(chunk).zip(totals.par_chunks_mut(chunk)).for_each(|(chunk, totals)| {
-                    for (m, t) in chunk.iter_mut().zip(totals) {
-                        m.run(t, pass, shared, delta, st, threshold);
-                    }
-                });
-            } else {
-                for (m, t) in colour.iter_mut().zip(totals) {
-                    m.run(t, pass, &shared, delta, st, threshold);
+        // Colours past the last non-empty one are not walked.
+        let colours = by_colour.iter().rposition(|c| !c.is_empty()).map_or(0, |c| c + 1);
+        let parallel = |c: usize, len: usize| {
+            threads > 1 && c < MAX_COLOURS as usize && len >= crate::solver::pgs::PARALLEL_COLOUR_MIN
+        };
+        let shareable = by_colour[..colours].iter().enumerate().any(|(c, m)| parallel(c, m.len()));
+        if !shareable {
+            for &pass in passes {
+                for (colour, totals) in by_colour[..colours].iter_mut().zip(&mut totals_by_colour) {
+                    sweep(colour, totals, pass, &shared, delta, st, threshold);
                 }
             }
+        } else {
+            // Chunks of a shared colour: a few per thread (at least 64
+            // constraints), claimed as threads come free; the constraints of
+            // a colour share no dynamic body, so any split and any thread
+            // gives the same bits. A small colour, or the overflow colour,
+            // is one chunk (sequential).
+            let chunk_size = |c: usize, len: usize| {
+                if parallel(c, len) { len.div_ceil(CHUNKS_PER_THREAD * threads).max(64) } else { len.max(1) }
+            };
+            let lens: [usize; MAX_COLOURS as usize + 1] = std::array::from_fn(|c| by_colour.get(c).map_or(0, Vec::len));
+            let mut constraints = by_colour.iter_mut();
+            let constraints: [TeamShared<SoftManifold>; MAX_COLOURS as usize + 1] =
+                std::array::from_fn(|_| TeamShared::new(constraints.next().map_or(&mut [][..], |c| &mut c[..])));
+            let mut totals = totals_by_colour.iter_mut();
+            let totals: [TeamShared<SoftTotals>; MAX_COLOURS as usize + 1] =
+                std::array::from_fn(|_| TeamShared::new(totals.next().map_or(&mut [][..], |c| &mut c[..])));
+            let schedule = Schedule::new(passes.len() * colours);
+            let walk = |team: &mut Participant<'_>| {
+                for &pass in passes {
+                    for c in 0..colours {
+                        let len = lens[c];
+                        let size = chunk_size(c, len);
+                        team.phase(len.div_ceil(size), |k| {
+                            let range = k * size..((k + 1) * size).min(len);
+                            // SAFETY: the chunks of a phase are disjoint
+                            // ranges of one colour, each run by one thread;
+                            // nothing else touches the colour in the phase.
+                            let (ms, ts) =
+                                unsafe { (constraints[c].range_mut(range.clone()), totals[c].range_mut(range)) };
+                            sweep(ms, ts, pass, &shared, delta, st, threshold);
+                        });
+                    }
+                }
+                team.finish();
+            };
+            // The caller walks the whole list itself; a helper per other
+            // worker joins when it is free (no one waits for a helper).
+            rayon::scope(|scope| {
+                for _ in 1..threads {
+                    scope.spawn(|_| walk(&mut schedule.participant()));
+                }
+                walk(&mut schedule.participant());
+            });
         }
         self.soft.by_colour = by_colour;
         self.soft.totals_by_colour = totals_by_colour;
     }
 
-    /// Sub-step pass: the stored impulses applied again.
-    pub fn soft_warm_start(&mut self, v: &mut [f64]) {
-        self.soft_pass(Pass::WarmStart, v, 0.0);
+    /// Sub-step passes: the stored impulses applied again (warm start),
+    /// then `sweeps` soft solve sweeps (with bias).
+    pub fn soft_warm_start_and_solve(&mut self, v: &mut [f64], sweeps: usize) {
+        let mut passes = [Pass::Solve; MAX_PASSES];
+        passes[0] = Pass::WarmStart;
+        let count = (1 + sweeps).min(MAX_PASSES);
+        self.soft_passes(&passes[..count], v, 0.0);
+        for _ in count..1 + sweeps {
+            self.soft_passes(&[Pass::Solve], v, 0.0);
+        }
     }
 
     /// Sub-step pass: the soft solve (`relax` false, with bias) or the relax
     /// (rigid, no bias), `sweeps` times.
     pub fn soft_solve(&mut self, v: &mut [f64], relax: bool, sweeps: usize) {
-        for k in 0..sweeps {
-            let pass = match (relax, k + 1 == sweeps) {
-                (false, _) => Pass::Solve,
-                (true, false) => Pass::Relax,
-                (true, true) => Pass::RelaxAccumulate,
-            };
-            self.soft_pass(pass, v, 0.0);
+        let pass_of = |k: usize| match (relax, k + 1 == sweeps) {
+            (false, _) => Pass::Solve,
+            (true, false) => Pass::Relax,
+            (true, true) => Pass::RelaxAccumulate,
+        };
+        let mut done = 0;
+        while done < sweeps {
+            let count = (sweeps - done).min(MAX_PASSES);
+            let mut passes = [Pass::Solve; MAX_PASSES];
+            for (i, p) in passes[..count].iter_mut().enumerate() {
+                *p = pass_of(done + i);
+            }
+            self.soft_passes(&passes[..count], v, 0.0);
+            done += count;
         }
         if relax && sweeps == 0 {
             let soft = &mut self.soft;
@@ -204,7 +323,7 @@ impl ContactSet {
         // Skipped when the prepare found no point approaching faster than
         // its resting speed (a larger threshold selects fewer points still).
         if self.soft.bouncy || threshold < self.soft.resting_speed {
-            self.soft_pass(Pass::Restitution, v, threshold);
+            self.soft_passes(&[Pass::Restitution], v, threshold);
         }
     }
 

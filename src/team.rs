@@ -1,5 +1,7 @@
-//! The CPU twin's substep loop as one team of threads walking a fixed list
-//! of phases, instead of one rayon join per colour and per pass.
+//! One team of threads walking a fixed list of phases, instead of one rayon
+//! join per colour and per pass: the population's CPU twin walks its whole
+//! step this way ([`crate::population`]), the soft contact step each
+//! sub-step's sweeps ([`crate::contact::soft_step`]).
 //!
 //! Every participant runs the same program: for each phase in order it waits
 //! until the previous phase is complete, then claims the phase's chunks one at
@@ -19,7 +21,9 @@
 //! nothing: a per-ball phase writes only its own balls from arrays that no
 //! one writes in the phase, and a colour of a Gauss–Seidel sweep writes only
 //! the 3 × 3 blocks of its cells, disjoint within the colour (the colouring
-//! proof in [`crate::population`]). Phases follow each other in the same
+//! proof in [`crate::population`]); a colour of soft contact constraints
+//! writes only the velocities of its own dynamic bodies, which no other
+//! constraint of the colour has. Phases follow each other in the same
 //! order as the former rayon joins, and each participant sees all of the
 //! previous phase's writes before it starts the next one: every chunk's end
 //! is a release increment of `done`, the waiter's load of the final count an
@@ -84,7 +88,7 @@ impl Schedule {
 
     fn is_complete(&self, phase: usize, chunks: usize) -> bool {
         if self.poisoned.load(Ordering::Relaxed) {
-            panic!("population substeps: another thread of the team panicked in phase {phase}");
+            panic!("team of threads: another thread of the team panicked in phase {phase}");
         }
         self.phases[phase].done.load(Ordering::Acquire) >= chunks
     }
