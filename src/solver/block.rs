@@ -125,14 +125,26 @@ pub fn mul_ab_r<const R: usize>(a: &Block, b: &Block) -> Block {
     o
 }
 
-/// `dst[..k] = src[..k]` for a constraint's `k` (1 to 3) rows, as fixed-size
-/// copies: a `copy_from_slice` of a run-time length of 1–3 is a libc call.
+/// `dst[..k] = src[..k]` for a constraint's `k` (1 to 3) rows, as scalar
+/// moves: a `copy_from_slice` of a run-time length of 1–3 is a libc call, and
+/// so were fixed-size `copy_from_slice`s in the arms of a `match` on `k` (the
+/// compiler merged the three copies into one `memcpy` of length 8k: ≈ 4 % of
+/// a small linkage's step, issue 10).
 #[inline(always)]
 pub fn copy_rows(dst: &mut [f64], src: &[f64], k: usize) {
     match k {
-        1 => dst[..1].copy_from_slice(&src[..1]),
-        2 => dst[..2].copy_from_slice(&src[..2]),
-        3 => dst[..3].copy_from_slice(&src[..3]),
+        1 => dst[0] = src[0],
+        2 => {
+            let (s0, s1) = (src[0], src[1]);
+            dst[0] = s0;
+            dst[1] = s1;
+        }
+        3 => {
+            let (s0, s1, s2) = (src[0], src[1], src[2]);
+            dst[0] = s0;
+            dst[1] = s1;
+            dst[2] = s2;
+        }
         _ => dst[..k].copy_from_slice(&src[..k]),
     }
 }

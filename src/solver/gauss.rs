@@ -945,11 +945,19 @@ impl BlockLdl {
         let mut x = std::mem::take(&mut self.r);
         let mut dx = std::mem::take(&mut self.d);
         b.clear();
-        b.resize(n, [0.0; 3]);
-        for c in 0..n {
-            let o = a.row_offset[c] as usize;
-            let k = a.rows[c] as usize;
-            block::copy_rows(&mut b[c], &rhs[o..], k);
+        // every constraint of two rows (pins): the compact vector is the
+        // padded one without its zero third entries (the same values, with no
+        // per-constraint offsets or row counts to read)
+        let two_rows = a.n_rows() == 2 * n && self.max_rows == 2;
+        if two_rows {
+            b.extend(rhs.chunks_exact(2).map(|r| [r[0], r[1], 0.0]));
+        } else {
+            b.resize(n, [0.0; 3]);
+            for c in 0..n {
+                let o = a.row_offset[c] as usize;
+                let k = a.rows[c] as usize;
+                block::copy_rows(&mut b[c], &rhs[o..], k);
+            }
         }
         let mut xn = std::mem::take(&mut self.w3);
         let mut t = std::mem::take(&mut self.w4);
@@ -1035,10 +1043,17 @@ impl BlockLdl {
         }
         self.w3 = xn;
         self.w4 = t;
-        for c in 0..n {
-            let o = a.row_offset[c] as usize;
-            let k = a.rows[c] as usize;
-            block::copy_rows(&mut lambda[o..], &x[c], k);
+        if two_rows {
+            for (l, xc) in lambda.chunks_exact_mut(2).zip(&x) {
+                l[0] = xc[0];
+                l[1] = xc[1];
+            }
+        } else {
+            for c in 0..n {
+                let o = a.row_offset[c] as usize;
+                let k = a.rows[c] as usize;
+                block::copy_rows(&mut lambda[o..], &x[c], k);
+            }
         }
         self.b = b;
         self.r = x;

@@ -199,6 +199,13 @@ impl SparseJacobian {
     /// Makes `self` a copy of `other`, reusing `self`'s allocations (a derived
     /// `clone_from` would allocate anew).
     pub fn copy_from(&mut self, other: &SparseJacobian) {
+        // the same structure id: the structure is already the same (a step
+        // copies the same J's values again and again), only the values move
+        if self.structure_id == other.structure_id && self.structure_id != 0 && self.blocks.len() == other.blocks.len()
+        {
+            self.blocks.copy_from_slice(&other.blocks);
+            return;
+        }
         self.n_bodies = other.n_bodies;
         self.n_rows = other.n_rows;
         self.structure_id = other.structure_id;
