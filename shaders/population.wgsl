@@ -500,8 +500,12 @@ fn solve_ball(i: u32, stabilise: bool) {
     let w_i = ang[i].w;
     for (var k = 0u; k < neighbour_count[i]; k++) {
         let j = neighbours[i * MAX_NEIGHBOURS + k];
-        let a = min(i, j);
-        let b = max(i, j);
+        // Each pair once per sweep, from its lower slot (cpu solve_ball).
+        if j < i {
+            continue;
+        }
+        let a = i;
+        let b = j;
         let sum_r = ang[a].z + ang[b].z;
         var extra = 0.0;
         if !stabilise {

@@ -275,6 +275,9 @@ pub struct PopulationParams {
     pub substeps: u32,
     /// Jacobi position iterations per substep.
     pub iterations: u32,
+    /// The stabilisation sweep runs in substeps 0, K, 2K, … of each step for
+    /// K = `stabilise_every` (0: never; [`PopulationParams::stabilises`]).
+    pub stabilise_every: u32,
     /// Over-relaxation of the position correction.
     pub relaxation: f32,
     /// Neighbour margin (m).
@@ -286,6 +289,20 @@ pub struct PopulationParams {
     pub bounds: (Vec2, Vec2),
     /// Kill regions (min, max).
     pub kill: Vec<(Vec2, Vec2)>,
+}
+
+impl PopulationParams {
+    /// Whether substep `substep` (0-based, within a step) begins with the
+    /// stabilisation sweep: substeps 0, K, 2K, … for K = `stabilise_every`,
+    /// none for K = 0. Both backends ask this, so they run the same sweeps.
+    pub fn stabilises(&self, substep: u32) -> bool {
+        self.stabilise_every != 0 && substep % self.stabilise_every == 0
+    }
+
+    /// Substeps of a step that begin with the stabilisation sweep.
+    pub fn stabilising_substeps(&self) -> u32 {
+        (0..self.substeps).filter(|&s| self.stabilises(s)).count() as u32
+    }
 }
 
 /// The uniform grid the balls are sorted into.
@@ -636,6 +653,7 @@ impl Population {
                 resting_speed: def.resting_speed.map(|v| v as f32),
                 substeps: def.substeps,
                 iterations: def.iterations,
+                stabilise_every: def.stabilise_every,
                 relaxation: def.relaxation as f32,
                 skin: skin as f32,
                 resort_every: def.resort_every,

@@ -124,15 +124,18 @@ impl Substeps<'_> {
     /// predict, count, `iterations` × 9 colours, velocities, finish.
     fn phase_count(&self) -> usize {
         let p = &self.pop.params;
-        p.substeps as usize * (4 + super::cpu::COLOURS * (1 + p.iterations as usize))
+        let colours = super::cpu::COLOURS;
+        p.substeps as usize * (4 + colours * p.iterations as usize) + p.stabilising_substeps() as usize * colours
     }
 
     /// One participant's walk through the step's phases; returns the largest
     /// overlap ratio seen by the velocity chunks it ran.
     fn walk(&self, t: &mut Participant<'_>) -> f32 {
         let mut worst = 0.0f32;
-        for _ in 0..self.pop.params.substeps {
-            self.sweep(t, Sweep::Stabilise);
+        for substep in 0..self.pop.params.substeps {
+            if self.pop.params.stabilises(substep) {
+                self.sweep(t, Sweep::Stabilise);
+            }
             self.per_chunk(t, |balls| unsafe { self.predict(balls) });
             self.per_ball(t, |i| unsafe { self.count_contacts(i) });
             for _ in 0..self.pop.params.iterations {
@@ -244,7 +247,11 @@ impl Substeps<'_> {
             if (x_pred[j] - p).length_squared() < reach * reach {
                 n += 1;
             }
-            let (a, b) = if i < j { (i, j) } else { (j, i) };
+            // Only the lower slot projects the pair (solve_ball).
+            if j < i {
+                continue;
+            }
+            let (a, b) = (i, j);
             let sum_r = radius[a] + radius[b];
             // Overlapping at the substep's start (margin far above f32
             // rounding): no new impact, no rebound; skip the sqrt.
@@ -303,6 +310,11 @@ impl Substeps<'_> {
         let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
         for (&j, &rebound) in s.neighbours[listed.clone()].iter().zip(&pair_extra[listed]) {
             let j = j as usize;
+            // Each pair once per sweep, from its lower slot (the list holds
+            // it on both sides): the pair's projection moves both balls.
+            if j < i {
+                continue;
+            }
             let (a, b) = if i < j { (i, j) } else { (j, i) };
             let sum_r = radius[a] + radius[b];
             // The substep's rebound distance (count_contacts) in the solve.
