@@ -247,11 +247,11 @@ impl Substeps<'_> {
             if (x_pred[j] - p).length_squared() < reach * reach {
                 n += 1;
             }
-            // Only the lower slot projects the pair (solve_ball).
-            if j < i {
+            // Only the ball of lower id projects the pair (solve_ball).
+            if pop.ball_id[j] < pop.ball_id[i] {
                 continue;
             }
-            let (a, b) = (i, j);
+            let (a, b) = if i < j { (i, j) } else { (j, i) };
             let sum_r = radius[a] + radius[b];
             // Overlapping at the substep's start (margin far above f32
             // rounding): no new impact, no rebound; skip the sqrt.
@@ -304,15 +304,17 @@ impl Substeps<'_> {
         let (pair_extra, obstacle_extra) = unsafe { (m.pair_extra.all(), m.obstacle_extra.all()) };
         let dx = &m.dx;
         let (r_i, w_i) = (radius[i], inv_mass[i]);
+        let ball_id = &pop.ball_id;
         // SAFETY (every get/set below): balls i and j lie in the 3 × 3 cells
         // around i's cell, which this thread alone touches (the caller).
         let at = |j: usize| base[j] + unsafe { dx.get(j) };
         let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
         for (&j, &rebound) in s.neighbours[listed.clone()].iter().zip(&pair_extra[listed]) {
             let j = j as usize;
-            // Each pair once per sweep, from its lower slot (the list holds
-            // it on both sides): the pair's projection moves both balls.
-            if j < i {
+            // Each pair once per sweep, from its ball of lower id (the list
+            // holds it on both sides; ids, not slots, so that a re-sort
+            // changes nothing): the pair's projection moves both balls.
+            if ball_id[j] < ball_id[i] {
                 continue;
             }
             let (a, b) = if i < j { (i, j) } else { (j, i) };
