@@ -1,5 +1,6 @@
 //! The CPU twin's substep loop (step 5 of [`crate::population`]): per
-//! substep `stabilise` (9 colour phases), `predict`, `count_contacts`,
+//! substep `stabilise` (9 colour phases; only in the substeps
+//! [`super::PopulationParams::stabilises`] names), `predict`, `count_contacts`,
 //! `iterations` × `sweep_positions` (9 colour phases each),
 //! `solve_velocities`, `finish_substep` — all the substeps of a step as one
 //! list of phases walked by one team of threads ([`super::team`]): one
@@ -279,7 +280,8 @@ impl Substeps<'_> {
     }
 
     /// Ball `i`'s turn in a Gauss–Seidel sweep: each of its listed contacts
-    /// is projected in full at the latest positions (`base + dx`), moving
+    /// with a ball of higher id (the other side's turn takes the rest: each
+    /// pair once per sweep) is projected in full at the latest positions (`base + dx`), moving
     /// both balls by their inverse-mass shares (`k = w_a + w_b`; the pair's
     /// corrections are equal and opposite in momentum), then the ball is
     /// projected out of its obstacles in turn, in full (infinite mass,
