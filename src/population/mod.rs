@@ -328,7 +328,7 @@ impl PopulationParams {
     /// stabilisation sweep: substeps 0, K, 2K, … for K = `stabilise_every`,
     /// none for K = 0. Both backends ask this, so they run the same sweeps.
     pub fn stabilises(&self, substep: u32) -> bool {
-        self.stabilise_every != 0 && substep % self.stabilise_every == 0
+        self.stabilise_every != 0 && substep.is_multiple_of(self.stabilise_every)
     }
 
     /// Substeps of a step that begin with the stabilisation sweep.
