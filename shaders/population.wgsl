@@ -500,6 +500,10 @@ fn solve_ball(i: u32, stabilise: bool) {
     let w_i = ang[i].w;
     for (var k = 0u; k < neighbour_count[i]; k++) {
         let j = neighbours[i * MAX_NEIGHBOURS + k];
+        // Each pair once per sweep, from its ball of lower id (cpu solve_ball).
+        if ball_id[j] < ball_id[i] {
+            continue;
+        }
         let a = min(i, j);
         let b = max(i, j);
         let sum_r = ang[a].z + ang[b].z;

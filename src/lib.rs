@@ -81,7 +81,7 @@
 //!   a pile is its load over the position solve's stiffness, ~N g h² per
 //!   sweep for a pile N balls high: raise `substeps` (h² falls with their
 //!   square, better than `iterations`). balls_box 10⁴ (100 high) rests at
-//!   0.8 % of r with the default 16 × 2.
+//!   0.9 % of r with the default 16 × 2.
 //! - *My chain diverges with `symplectic`.* First-order methods cannot follow
 //!   links spinning at hundreds of rad/s at a millisecond step; use `rk4` or a
 //!   smaller step.

@@ -213,8 +213,10 @@ fn balls_box_2000_settles() {
 }
 
 /// The 10⁴ balls (a pile 100 high): passes with the Gauss–Seidel
-/// solve at the default 16 substeps × 2 sweeps (measured at 10 s: overlap
-/// 0.84 % of r; with 12 × 2 the overlap is 1.1 % but a late collapse leaves
+/// solve at the default 16 substeps × 2 sweeps, each pair once per sweep,
+/// no stabilisation sweep (measured at 10 s: overlap 0.90 % of r, 0.84 %
+/// with pairs from both sides and the stabilisation; 8 × 4 fails on the
+/// tenth second's KE; with 12 × 2 the overlap is 1.1 % but a late collapse leaves
 /// KE/ball 1.5e-3 of the initial over the tenth second, and it fails). The
 /// Jacobi solve left 3–3.4 % of r. 29 s in release on the 2-core machine
 /// at load ≈ 1.4 (the 171 s that kept it out of the suite were measured

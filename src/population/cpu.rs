@@ -2,7 +2,7 @@
 //! kernel, as rayon loops over a structure of arrays in f32. Every per-ball
 //! loop writes only its own ball from buffers that no one writes meanwhile;
 //! the substeps (`src/population/substep.rs`) run as one list of phases
-//! walked by one team of threads (`src/population/team.rs`), the Gauss–Seidel
+//! walked by one team of threads (`src/team.rs`), the Gauss–Seidel
 //! position sweeps one colour at a time, chunks of cells, each cell writing
 //! only the balls of the 3 × 3 cells around it (disjoint within a colour:
 //! the proof is in [`crate::population`]). So the

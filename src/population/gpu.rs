@@ -532,9 +532,11 @@ impl GpuPopulation {
                     run(pass, pipeline, grid);
                 }
             };
-            for _ in 0..substeps {
-                sweep(&mut pass, &p.stabilise_colour);
-                run(&mut pass, &p.commit_stabilised, balls);
+            for substep in 0..substeps {
+                if pop.params.stabilises(substep) {
+                    sweep(&mut pass, &p.stabilise_colour);
+                    run(&mut pass, &p.commit_stabilised, balls);
+                }
                 run(&mut pass, &p.predict, balls);
                 run(&mut pass, &p.count_predicted, balls);
                 for _ in 0..pop.params.iterations {

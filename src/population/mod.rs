@@ -26,7 +26,8 @@
 //!    (fixed-capacity lists, [`MAX_NEIGHBOURS`], [`MAX_OBSTACLES`]; overflow
 //!    is counted and reported);
 //! 5. `substeps` × { `stabilise` (one Gauss–Seidel sweep from the current
-//!    positions, committed without velocity), `predict` (v += a h,
+//!    positions, committed without velocity; only in substeps 0, K, 2K, …
+//!    of [`PopulationParams::stabilise_every`] = K, default never), `predict` (v += a h,
 //!    x* = x + v h), `count_contacts` (the velocity pass's mass splitting),
 //!    `iterations` × `sweep_positions` (cell-coloured Gauss–Seidel, below),
 //!    then `solve_velocities` (restitution, friction, rolling resistance,
@@ -63,7 +64,8 @@
 //! # Why this contact scheme
 //! A substepped position-based solve (small steps, XPBD style) whose
 //! position iterations are **cell-coloured Gauss–Seidel**: every contact is
-//! projected in full at the latest positions, both balls moved in place by
+//! projected in full at the latest positions, once per sweep (at the turn of
+//! its ball of lower id: the ball lists hold a pair on both sides), both balls moved in place by
 //! their inverse-mass shares (`λ = −gap/(w_a + w_b)`, `Δx_a = λ w_a n`,
 //! `Δx_b = −λ w_b n`: equal and opposite momenta, so momentum is conserved),
 //! then the ball is projected out of its obstacles. A correction made low
@@ -84,8 +86,12 @@
 //! in cy, so their blocks (cx − 1 … cx + 1, cy − 1 … cy + 1) share no cell,
 //! hence no ball: two threads of one colour never touch the same ball —
 //! and no two balls in same-colour cells can be a contact pair of two
-//! threads. Colours are separated by a phase boundary of the CPU twin's
-//! team (`src/team.rs`: every chunk of a colour done before any chunk of the next
+//! threads. Which of a pair's two balls runs its projection does not matter
+//! to this argument (the projection writes both, and both lie in the block
+//! of either ball's cell); the ball of lower *id* runs it, not the lower
+//! array slot, so that the re-sort changes no result. Colours are separated
+//! by a phase boundary of the CPU twin's team (`src/team.rs`: every chunk of
+//! a colour done before any chunk of the next
 //! starts) or a dispatch boundary (GPU). The result is therefore the same at every pool size and on every
 //! run: a ball's update reads only what earlier colours, or earlier balls of
 //! its own cell, wrote. On the GPU a cell sort after the atomic scatter
@@ -110,7 +116,34 @@
 //! substeps as before, not with fewer: halving h² costs more overlap than
 //! Gauss–Seidel gains.
 //!
-//! **What it costs in time**: 16 substeps of three sweeps (a stabilisation,
+//! **Issue 8's fourth round: less work per step** (27 Nov, measured at
+//! 10⁴ balls, 10 s; CPU user time of the 600 steps at 2 threads, load 4–7,
+//! one run each): each pair projected once per sweep instead of from both
+//! balls, and the stabilisation sweep a knob (`stabilise_every`, default 0
+//! = never). Before (16 × 2, stabilised every substep, pairs twice): 0.84 %
+//! of r at the end, 3.5 % worst, KE 2.8e-4, 60.5 s. Pairs once: 0.90 %,
+//! 4.7 %, 1.0e-3, 43.0 s. And the stabilisation every other substep: 1.1 %,
+//! 9.2 %, 3.6e-3, 38 s; in the first substep only: 1.2 %, 7.4 %, 1.6e-3,
+//! 35 s; never (**the default**): **0.90 %, 12.6 %, 1.6e-5, 37 s** (0.86 %,
+//! 11.6 %, 1.5e-4, 39 s with the pair's projecting ball chosen by slot). Without
+//! the stabilisation, fewer substeps: 12 × 2 2.4 % (fails the 2 %), 10 × 3
+//! 2.8 %, 8 × 3 2.1 %, 8 × 4 1.8 % and 23 s but a late collapse leaves
+//! KE/ball 1.9e-3 of the initial over the tenth second
+//! (`balls_box_10000_settles` fails): 16 × 2 stays. The worst overlap while
+//! the pile forms rises (3.5 → 12.6 % at 10⁴; Box2D v3 138 %). The mixer's
+//! scene keeps `stabilise_every: 1`: without it a ball ends up to 40 % of r
+//! inside the turning paddle (the stabilisation projects the balls out of
+//! the obstacles from the current positions first). One-thread CPU time of
+//! the falling phase, before/after alternated, 3 pairs each, load 6–7:
+//! 10⁴ × 30 steps 914 → 729 ms (−20 %), 10⁵ × 8 steps 3,076 → 2,467 ms
+//! (−20 %), scene build included (−24 %, −26 % with the ball chosen by
+//! slot: the id costs a lookup per listed pair); the settled pile gains more (−35 % above),
+//! its sweeps having more contacts per ball. The velocity pass (Jacobi, per
+//! ball, both sides of a pair) and the four per-ball passes are unchanged;
+//! the GPU issues 288 dispatches per step for the position solve instead of
+//! 432 (no stabilisation sweeps, no commit).
+//!
+//! **What it costs in time** (before the fourth round): 16 substeps of three sweeps (a stabilisation,
 //! two solves) of 9 colours each, each pair projected from both of its
 //! balls, plus four per-ball passes (predict with the stabilisation's
 //! commit, count with the rebound distances, velocities, finish). In one
@@ -274,6 +307,9 @@ pub struct PopulationParams {
     pub substeps: u32,
     /// Jacobi position iterations per substep.
     pub iterations: u32,
+    /// The stabilisation sweep runs in substeps 0, K, 2K, … of each step for
+    /// K = `stabilise_every` (0: never; [`PopulationParams::stabilises`]).
+    pub stabilise_every: u32,
     /// Over-relaxation of the position correction.
     pub relaxation: f32,
     /// Neighbour margin (m).
@@ -285,6 +321,20 @@ pub struct PopulationParams {
     pub bounds: (Vec2, Vec2),
     /// Kill regions (min, max).
     pub kill: Vec<(Vec2, Vec2)>,
+}
+
+impl PopulationParams {
+    /// Whether substep `substep` (0-based, within a step) begins with the
+    /// stabilisation sweep: substeps 0, K, 2K, … for K = `stabilise_every`,
+    /// none for K = 0. Both backends ask this, so they run the same sweeps.
+    pub fn stabilises(&self, substep: u32) -> bool {
+        self.stabilise_every != 0 && substep.is_multiple_of(self.stabilise_every)
+    }
+
+    /// Substeps of a step that begin with the stabilisation sweep.
+    pub fn stabilising_substeps(&self) -> u32 {
+        (0..self.substeps).filter(|&s| self.stabilises(s)).count() as u32
+    }
 }
 
 /// The uniform grid the balls are sorted into.
@@ -635,6 +685,7 @@ impl Population {
                 resting_speed: def.resting_speed.map(|v| v as f32),
                 substeps: def.substeps,
                 iterations: def.iterations,
+                stabilise_every: def.stabilise_every,
                 relaxation: def.relaxation as f32,
                 skin: skin as f32,
                 resort_every: def.resort_every,

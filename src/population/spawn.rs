@@ -15,6 +15,9 @@ fn default_substeps() -> u32 {
 fn default_iterations() -> u32 {
     2
 }
+fn default_stabilise_every() -> u32 {
+    0
+}
 fn default_resort_every() -> u32 {
     super::DEFAULT_RESORT_EVERY
 }
@@ -57,9 +60,13 @@ pub struct PopulationDef {
     /// Substeps per step (≥ 1); default 16.
     #[serde(default = "default_substeps")]
     pub substeps: u32,
-    /// Jacobi position iterations per substep (≥ 1); default 2.
+    /// Gauss–Seidel position sweeps per substep (≥ 1); default 2.
     #[serde(default = "default_iterations")]
     pub iterations: u32,
+    /// The stabilisation sweep runs in substeps 0, K, 2K, … of a step for
+    /// `stabilise_every` = K (0: never); default 0.
+    #[serde(default = "default_stabilise_every")]
+    pub stabilise_every: u32,
     /// Over-relaxation of the Jacobi position correction, in (0, 2); default 1.
     #[serde(default = "one")]
     pub relaxation: f64,

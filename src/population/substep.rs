@@ -1,5 +1,6 @@
 //! The CPU twin's substep loop (step 5 of [`crate::population`]): per
-//! substep `stabilise` (9 colour phases), `predict`, `count_contacts`,
+//! substep `stabilise` (9 colour phases; only in the substeps
+//! [`super::PopulationParams::stabilises`] names), `predict`, `count_contacts`,
 //! `iterations` × `sweep_positions` (9 colour phases each),
 //! `solve_velocities`, `finish_substep` — all the substeps of a step as one
 //! list of phases walked by one team of threads ([`crate::team`]): one
@@ -124,15 +125,18 @@ impl Substeps<'_> {
     /// predict, count, `iterations` × 9 colours, velocities, finish.
     fn phase_count(&self) -> usize {
         let p = &self.pop.params;
-        p.substeps as usize * (4 + super::cpu::COLOURS * (1 + p.iterations as usize))
+        let colours = super::cpu::COLOURS;
+        p.substeps as usize * (4 + colours * p.iterations as usize) + p.stabilising_substeps() as usize * colours
     }
 
     /// One participant's walk through the step's phases; returns the largest
     /// overlap ratio seen by the velocity chunks it ran.
     fn walk(&self, t: &mut Participant<'_>) -> f32 {
         let mut worst = 0.0f32;
-        for _ in 0..self.pop.params.substeps {
-            self.sweep(t, Sweep::Stabilise);
+        for substep in 0..self.pop.params.substeps {
+            if self.pop.params.stabilises(substep) {
+                self.sweep(t, Sweep::Stabilise);
+            }
             self.per_chunk(t, |balls| unsafe { self.predict(balls) });
             self.per_ball(t, |i| unsafe { self.count_contacts(i) });
             for _ in 0..self.pop.params.iterations {
@@ -244,6 +248,10 @@ impl Substeps<'_> {
             if (x_pred[j] - p).length_squared() < reach * reach {
                 n += 1;
             }
+            // Only the ball of lower id projects the pair (solve_ball).
+            if pop.ball_id[j] < pop.ball_id[i] {
+                continue;
+            }
             let (a, b) = if i < j { (i, j) } else { (j, i) };
             let sum_r = radius[a] + radius[b];
             // Overlapping at the substep's start (margin far above f32
@@ -272,7 +280,8 @@ impl Substeps<'_> {
     }
 
     /// Ball `i`'s turn in a Gauss–Seidel sweep: each of its listed contacts
-    /// is projected in full at the latest positions (`base + dx`), moving
+    /// with a ball of higher id (the other side's turn takes the rest: each
+    /// pair once per sweep) is projected in full at the latest positions (`base + dx`), moving
     /// both balls by their inverse-mass shares (`k = w_a + w_b`; the pair's
     /// corrections are equal and opposite in momentum), then the ball is
     /// projected out of its obstacles in turn, in full (infinite mass,
@@ -297,12 +306,19 @@ impl Substeps<'_> {
         let (pair_extra, obstacle_extra) = unsafe { (m.pair_extra.all(), m.obstacle_extra.all()) };
         let dx = &m.dx;
         let (r_i, w_i) = (radius[i], inv_mass[i]);
+        let ball_id = &pop.ball_id;
         // SAFETY (every get/set below): balls i and j lie in the 3 × 3 cells
         // around i's cell, which this thread alone touches (the caller).
         let at = |j: usize| base[j] + unsafe { dx.get(j) };
         let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
         for (&j, &rebound) in s.neighbours[listed.clone()].iter().zip(&pair_extra[listed]) {
             let j = j as usize;
+            // Each pair once per sweep, from its ball of lower id (the list
+            // holds it on both sides; ids, not slots, so that a re-sort
+            // changes nothing): the pair's projection moves both balls.
+            if ball_id[j] < ball_id[i] {
+                continue;
+            }
             let (a, b) = if i < j { (i, j) } else { (j, i) };
             let sum_r = radius[a] + radius[b];
             // The substep's rebound distance (count_contacts) in the solve.
