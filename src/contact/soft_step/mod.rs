@@ -197,6 +197,11 @@ pub struct SoftState {
     push_speed: f64,
     /// The polygons' world outlines of this step's prepare.
     world_polygons: step::WorldPolygons,
+    /// The prepare's narrowphase: the contact points of each chunk of pairs
+    /// (one buffer per chunk, so that the chunks run on any thread).
+    narrow_points: Vec<Vec<crate::contact::narrowphase::ManifoldPoint>>,
+    /// Where each pair's points end in its chunk's buffer (pair order).
+    narrow_ends: Vec<u32>,
     /// Relax sweeps per sub-step (friction is solved in them; in the soft
     /// sweep only when there are none).
     relax_iterations: usize,
