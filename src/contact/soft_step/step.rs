@@ -537,3 +537,41 @@ impl ContactSet {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// A 30-row pyramid (465 boxes, well over [`super::PARALLEL_PAIRS_MIN`]
+    /// candidate pairs) stepped 10 times on pools of 1 and 3 threads: on 3 the
+    /// prepare's narrowphase is cut into several chunks that all hold points,
+    /// and the state and contact impulses are the same bits as on 1.
+    #[test]
+    fn prepare_narrowphase_in_chunks_gives_the_bits_of_one_thread() {
+        let overrides = ["piles[0].rows=30".to_string()];
+        let scene = crate::scene::Scene::load(std::path::Path::new("scenes/pyramid.ron"), &overrides).expect("scene");
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+            pool.install(|| {
+                let mut world = scene.build_world().expect("world");
+                for _ in 0..10 {
+                    world.step().expect("step");
+                }
+                let soft = &world.contacts.soft;
+                let pairs = soft.narrow_ends.len();
+                let chunk =
+                    if threads > 1 { pairs.div_ceil(super::NARROW_CHUNKS_PER_THREAD * threads).max(64) } else { pairs };
+                let chunks = pairs.div_ceil(chunk);
+                let filled = soft.narrow_points[..chunks].iter().filter(|p| !p.is_empty()).count();
+                let (q, v) = world.state_vectors();
+                let mut bits: Vec<u64> = q.iter().chain(v).map(|x| x.to_bits()).collect();
+                bits.extend(world.contacts.contacts().iter().flat_map(|c| c.impulse.map(f64::to_bits)));
+                (pairs, filled, bits)
+            })
+        };
+        let (pairs, one_filled, one) = run(1);
+        let (_, three_filled, three) = run(3);
+        assert!(pairs >= super::PARALLEL_PAIRS_MIN, "{pairs} pairs: the parallel path is not taken");
+        assert_eq!(one_filled, 1);
+        assert!(three_filled > 3, "{three_filled} chunks hold points on 3 threads");
+        assert!(one == three, "the state or the contact impulses differ between 1 and 3 threads");
+    }
+}
