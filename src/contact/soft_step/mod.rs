@@ -121,10 +121,11 @@
 //! alternated runs, 27 Nov 2026, load 6–7; the README's "Speed at Box2D's
 //! settings on 100 rows" has the table): 20.3 before these three changes,
 //! 15.9 after (−22 %), Box2D v3 5.18 in the same session (3.1×, was 3.9×).
-//! The narrowphase on the pool (same command, three alternated pairs,
-//! 27 Nov 2026 04:12 UTC, load 6.2–6.9): CPU 15.1 → 14.7 ms/step, wall
-//! 39.9 → 36.5 ms/step (medians; the wall time of a 2-core machine shared by
-//! other builds is mostly waiting), Box2D v3 5.27 CPU, 21.7 wall.
+//! The narrowphase on the pool (same command, six alternated pairs,
+//! 27 Nov 2026 04:11–04:20 UTC, load 4.3–6.9): CPU 15.2 → 14.7 ms/step
+//! (medians; one thread: 15.2 → 14.3), wall 32.1 → 25.9 ms/step (the wall
+//! time of a 2-core machine shared by other builds is mostly waiting for a
+//! core), Box2D v3 5.06 CPU in the same session (2.9×).
 //!
 //! # Files
 //!
