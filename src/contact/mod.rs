@@ -460,38 +460,8 @@ impl ContactSet {
 
     /// Contact points of one pair at positions `q`, gap ≤ `margin`.
     fn collide_pair(&mut self, bodies: &[Body], surfaces: &[Surface], pair: Pair, q: &[f64], margin: f64) {
-        let pose = |i: usize| Pose { position: DVec2::new(q[3 * i], q[3 * i + 1]), angle: q[3 * i + 2] };
         self.scratch.clear();
-        match pair.b {
-            Partner::Body(j) => narrowphase::collide_hulls(
-                &bodies[pair.a].shape,
-                &self.hulls[pair.a],
-                &pose(pair.a),
-                &bodies[j].shape,
-                &self.hulls[j],
-                &pose(j),
-                margin,
-                &mut self.scratch,
-            ),
-            // Polygons against the cached outline (the very vertices
-            // `narrowphase::hull` would build: no allocation per pair).
-            Partner::Surface(s) if narrowphase::hull_is_polygon(&bodies[pair.a].shape) => {
-                narrowphase::surface::collide_polygon_surface(
-                    &self.hulls[pair.a],
-                    &pose(pair.a),
-                    &surfaces[s].geometry,
-                    margin,
-                    &mut self.scratch,
-                )
-            }
-            Partner::Surface(s) => narrowphase::surface::collide_surface(
-                &bodies[pair.a].shape,
-                &pose(pair.a),
-                &surfaces[s].geometry,
-                margin,
-                &mut self.scratch,
-            ),
-        }
+        collide_pair_into(&self.hulls, bodies, surfaces, pair, q, margin, &mut self.scratch);
     }
 
     /// Stage `narrowphase`: the contacts at positions `q` (gap ≤ slop), with
@@ -578,4 +548,49 @@ pub fn mechanical_energy(bodies: &[Body], q: &[f64], v: &[f64], gravity: DVec2) 
                 - b.mass * gravity.dot(DVec2::new(q[3 * i], q[3 * i + 1]))
         })
         .sum()
+}
+
+/// The contact points of one pair at positions `q` within `margin`,
+/// appended to `out` (`hulls`: the cached body-frame outlines): a function of
+/// its inputs only, so that pairs can be collided on any thread.
+fn collide_pair_into(
+    hulls: &[Vec<DVec2>],
+    bodies: &[Body],
+    surfaces: &[Surface],
+    pair: Pair,
+    q: &[f64],
+    margin: f64,
+    out: &mut Vec<ManifoldPoint>,
+) {
+    let pose = |i: usize| Pose { position: DVec2::new(q[3 * i], q[3 * i + 1]), angle: q[3 * i + 2] };
+    match pair.b {
+        Partner::Body(j) => narrowphase::collide_hulls(
+            &bodies[pair.a].shape,
+            &hulls[pair.a],
+            &pose(pair.a),
+            &bodies[j].shape,
+            &hulls[j],
+            &pose(j),
+            margin,
+            out,
+        ),
+        // Polygons against the cached outline (the very vertices
+        // `narrowphase::hull` would build: no allocation per pair).
+        Partner::Surface(s) if narrowphase::hull_is_polygon(&bodies[pair.a].shape) => {
+            narrowphase::surface::collide_polygon_surface(
+                &hulls[pair.a],
+                &pose(pair.a),
+                &surfaces[s].geometry,
+                margin,
+                out,
+            )
+        }
+        Partner::Surface(s) => narrowphase::surface::collide_surface(
+            &bodies[pair.a].shape,
+            &pose(pair.a),
+            &surfaces[s].geometry,
+            margin,
+            out,
+        ),
+    }
 }

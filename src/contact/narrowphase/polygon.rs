@@ -31,8 +31,11 @@ fn with_world<R>(hull: &[DVec2], pose: &Pose, f: impl FnOnce(&[DVec2], &[DVec2])
 }
 
 /// The world vertices `v` and unit outward edge normals `n` of a polygon
-/// (`hull`: body-frame vertices) at a pose; `v` and `n` as long as `hull`.
-fn fill_world(hull: &[DVec2], pose: &Pose, v: &mut [DVec2], n: &mut [DVec2]) {
+/// (`hull`: body-frame vertices) at a pose; `v` and `n` as long as `hull`:
+/// the very values [`polygon_polygon`] computes for each pair, computed once
+/// per body by a caller that meets a body in several pairs at one pose (the
+/// soft step's prepare).
+pub(crate) fn fill_world(hull: &[DVec2], pose: &Pose, v: &mut [DVec2], n: &mut [DVec2]) {
     let rot = DVec2::from_angle(pose.angle);
     for (w, &p) in v.iter_mut().zip(hull) {
         *w = pose.position + rot.rotate(p);
@@ -44,18 +47,7 @@ fn fill_world(hull: &[DVec2], pose: &Pose, v: &mut [DVec2], n: &mut [DVec2]) {
     }
 }
 
-/// Appends a polygon's world vertices and unit outward edge normals at a
-/// pose to `vertices` and `normals`: the very values [`polygon_polygon`]
-/// computes for each pair, computed once per body by a caller that meets a
-/// body in several pairs at one pose (the soft step's prepare).
-pub(crate) fn push_world(hull: &[DVec2], pose: &Pose, vertices: &mut Vec<DVec2>, normals: &mut Vec<DVec2>) {
-    let start = vertices.len();
-    vertices.resize(start + hull.len(), DVec2::ZERO);
-    normals.resize(start + hull.len(), DVec2::ZERO);
-    fill_world(hull, pose, &mut vertices[start..], &mut normals[start..]);
-}
-
-/// [`polygon_polygon`] on world vertices and normals from [`push_world`]
+/// [`polygon_polygon`] on world vertices and normals from [`fill_world`]
 /// (`a`: body-frame vertices of the first, for its size): the same points
 /// bit for bit.
 pub(crate) fn polygon_polygon_world(

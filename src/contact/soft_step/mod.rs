@@ -101,16 +101,31 @@
 //! bodies' velocities, so the result is bitwise the same at every pool size,
 //! for any split and whichever thread runs a chunk. A sweep matches its pass
 //! once per chunk and runs a copy of the constraint kernel inlined for that
-//! pass (no branch on the pass per constraint). The prepare computes each
-//! polygon's world outline (vertices, edge normals) once per step, at its
-//! first pair, instead of once per pair (`step::WorldPolygons`): the same
-//! values, bit for bit.
+//! pass (no branch on the pass per constraint).
+//!
+//! The prepare runs in two parts. First the narrowphase of every candidate
+//! pair, on the pool when there are at least 512 pairs and several threads:
+//! the pairs are cut into four chunks per thread (at least 64 pairs), each
+//! chunk writes its pairs' contact points into its own buffer
+//! (`SoftState::narrow_points`, with each pair's end in `narrow_ends`), and
+//! the polygons' world outlines (vertices, edge normals; `step::WorldPolygons`)
+//! are filled before it, once per body met by a polygon–polygon pair, in
+//! body order and in parallel, instead of once per pair. Then one sequential
+//! pass in pair order reads the buffers, matches the previous step's
+//! impulses, colours each manifold and builds its constraint in its colour.
+//! A pair's points are a function of that pair alone and the colouring runs
+//! in the same order as before: the same bits at every pool size.
 //!
 //! Measured (100-row pyramid, 5,050 boxes, Box2D's settings: 4 sub-steps,
 //! 30 Hz; `pyramid_quality -- 100 2`, CPU ms/step, 2-core machine, five
 //! alternated runs, 27 Nov 2026, load 6–7; the README's "Speed at Box2D's
 //! settings on 100 rows" has the table): 20.3 before these three changes,
 //! 15.9 after (−22 %), Box2D v3 5.18 in the same session (3.1×, was 3.9×).
+//! The narrowphase on the pool (same command, six alternated pairs,
+//! 27 Nov 2026 04:11–04:20 UTC, load 4.3–6.9): CPU 15.2 → 14.7 ms/step
+//! (medians; one thread: 15.2 → 14.3), wall 32.1 → 25.9 ms/step (the wall
+//! time of a 2-core machine shared by other builds is mostly waiting for a
+//! core), Box2D v3 5.06 CPU in the same session (2.9×).
 //!
 //! # Files
 //!
@@ -197,6 +212,11 @@ pub struct SoftState {
     push_speed: f64,
     /// The polygons' world outlines of this step's prepare.
     world_polygons: step::WorldPolygons,
+    /// The prepare's narrowphase: the contact points of each chunk of pairs
+    /// (one buffer per chunk, so that the chunks run on any thread).
+    narrow_points: Vec<Vec<crate::contact::narrowphase::ManifoldPoint>>,
+    /// Where each pair's points end in its chunk's buffer (pair order).
+    narrow_ends: Vec<u32>,
     /// Relax sweeps per sub-step (friction is solved in them; in the soft
     /// sweep only when there are none).
     relax_iterations: usize,

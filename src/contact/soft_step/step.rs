@@ -11,8 +11,11 @@ use glam::DVec2;
 
 use super::{SoftStepSettings, Softness};
 use crate::body::Body;
-use crate::contact::narrowphase::{Pose, hull_is_polygon, polygon::polygon_polygon_world};
-use crate::contact::{Contact, ContactError, ContactSet, Pair, Partner};
+use crate::contact::narrowphase::{
+    ManifoldPoint, Pose, hull_is_polygon,
+    polygon::{fill_world, polygon_polygon_world},
+};
+use crate::contact::{Contact, ContactError, ContactSet, Pair, Partner, collide_pair_into};
 use crate::surface::Surface;
 
 /// Passes walked by one team at most (a longer list is walked in pieces).
@@ -22,42 +25,145 @@ const MAX_PASSES: usize = 16;
 /// machine delays leaves its share to the others instead of holding the phase.
 const CHUNKS_PER_THREAD: usize = 2;
 
+/// Pairs below which the prepare collides them on the calling thread (a
+/// fork costs more than a few hundred small narrowphases).
+const PARALLEL_PAIRS_MIN: usize = 512;
+
+/// Chunks of pairs per thread in the parallel narrowphase (a few, for balance).
+const NARROW_CHUNKS_PER_THREAD: usize = 4;
+
+/// Bodies below which the world outlines are filled without splitting further.
+const OUTLINE_BODIES_MIN: usize = 256;
+
 /// The world outlines (vertices and unit outward edge normals) of the
-/// polygons met in one prepare, each computed at the first pair that needs
-/// it, at the start-of-step pose.
+/// polygons that meet another polygon in one prepare, at the start-of-step
+/// pose: each computed once per step, not once per pair (a box of a pile
+/// meets about three), laid out in body order before the narrowphase so that
+/// every thread reads them.
 #[derive(Clone, Debug, Default)]
 pub(super) struct WorldPolygons {
-    /// Where each body's outline starts in `vertices` (`u32::MAX`: not yet).
+    /// Where each body's outline starts in `vertices` (`u32::MAX`: none).
     start: Vec<u32>,
     vertices: Vec<DVec2>,
     normals: Vec<DVec2>,
 }
 
 impl WorldPolygons {
-    /// Forgets the outlines of the last step (`bodies` bodies).
-    fn clear(&mut self, bodies: usize) {
+    /// The outlines of the bodies met by a polygon–polygon pair of `pairs`,
+    /// at positions `q` (filled on the pool when `parallel`).
+    fn build(&mut self, hulls: &[Vec<DVec2>], bodies: &[Body], pairs: &[Pair], q: &[f64], parallel: bool) {
+        const NEEDED: u32 = 0;
         self.start.clear();
-        self.start.resize(bodies, u32::MAX);
-        self.vertices.clear();
-        self.normals.clear();
-    }
-
-    /// Body `i`'s outline at positions `q` (computed on first use): its
-    /// range in the arrays.
-    fn of(&mut self, hulls: &[Vec<DVec2>], q: &[f64], i: usize) -> std::ops::Range<usize> {
-        let len = hulls[i].len();
-        if self.start[i] == u32::MAX {
-            self.start[i] = self.vertices.len() as u32;
-            let pose = Pose { position: DVec2::new(q[3 * i], q[3 * i + 1]), angle: q[3 * i + 2] };
-            crate::contact::narrowphase::polygon::push_world(&hulls[i], &pose, &mut self.vertices, &mut self.normals);
+        self.start.resize(bodies.len(), u32::MAX);
+        for pair in pairs {
+            if let Partner::Body(j) = pair.b
+                && hull_is_polygon(&bodies[pair.a].shape)
+                && hull_is_polygon(&bodies[j].shape)
+            {
+                self.start[pair.a] = NEEDED;
+                self.start[j] = NEEDED;
+            }
         }
-        let start = self.start[i] as usize;
-        start..start + len
+        let mut total = 0usize;
+        for (start, hull) in self.start.iter_mut().zip(hulls) {
+            if *start == NEEDED {
+                *start = total as u32;
+                total += hull.len();
+            }
+        }
+        self.vertices.resize(total, DVec2::ZERO);
+        self.normals.resize(total, DVec2::ZERO);
+        let min = if parallel { OUTLINE_BODIES_MIN } else { usize::MAX };
+        fill_outlines(hulls, q, &self.start, 0..bodies.len(), &mut self.vertices, &mut self.normals, min);
     }
 
-    /// The vertices and normals of a range from [`WorldPolygons::of`].
-    fn get(&self, range: std::ops::Range<usize>) -> (&[DVec2], &[DVec2]) {
+    /// Body `i`'s outline: its vertices and normals.
+    fn get(&self, hulls: &[Vec<DVec2>], i: usize) -> (&[DVec2], &[DVec2]) {
+        let start = self.start[i] as usize;
+        let range = start..start + hulls[i].len();
         (&self.vertices[range.clone()], &self.normals[range])
+    }
+}
+
+/// Fills the outlines of `bodies` (a range whose outlines start at the
+/// beginning of `vertices` and `normals`), halving the range on the pool
+/// while it holds `min` bodies or more. Each outline is a function of its
+/// body's hull and pose only: the same bits on any thread.
+fn fill_outlines(
+    hulls: &[Vec<DVec2>],
+    q: &[f64],
+    start: &[u32],
+    bodies: std::ops::Range<usize>,
+    vertices: &mut [DVec2],
+    normals: &mut [DVec2],
+    min: usize,
+) {
+    if bodies.len() >= min.max(2) {
+        let mid = bodies.start + bodies.len() / 2;
+        // The first outline at or after `mid`, relative to this range's.
+        let base = start[bodies.clone()].iter().find(|&&s| s != u32::MAX).map_or(0, |&s| s as usize);
+        let split =
+            start[mid..bodies.end].iter().find(|&&s| s != u32::MAX).map_or(vertices.len(), |&s| s as usize - base);
+        let (va, vb) = vertices.split_at_mut(split);
+        let (na, nb) = normals.split_at_mut(split);
+        rayon::join(
+            || fill_outlines(hulls, q, start, bodies.start..mid, va, na, min),
+            || fill_outlines(hulls, q, start, mid..bodies.end, vb, nb, min),
+        );
+        return;
+    }
+    let mut offset = 0;
+    for i in bodies {
+        if start[i] != u32::MAX {
+            let len = hulls[i].len();
+            let pose = Pose { position: DVec2::new(q[3 * i], q[3 * i + 1]), angle: q[3 * i + 2] };
+            fill_world(&hulls[i], &pose, &mut vertices[offset..offset + len], &mut normals[offset..offset + len]);
+            offset += len;
+        }
+    }
+}
+
+/// What the narrowphase of the prepare reads (shared by its threads).
+struct NarrowInputs<'a> {
+    bodies: &'a [Body],
+    surfaces: &'a [Surface],
+    hulls: &'a [Vec<DVec2>],
+    pairs: &'a [Pair],
+    world: &'a WorldPolygons,
+    q: &'a [f64],
+    v: &'a [f64],
+    dt: f64,
+    margin: f64,
+}
+
+/// The narrowphase of the pairs from `first` on (one per entry of `ends`):
+/// their points appended to `out` (cleared first), pair `k`'s ending at
+/// `ends[k - first]`.
+fn narrow_chunk(inputs: &NarrowInputs<'_>, first: usize, ends: &mut [u32], out: &mut Vec<ManifoldPoint>) {
+    let NarrowInputs { bodies, surfaces, hulls, pairs, world, q, v, dt, margin } = *inputs;
+    out.clear();
+    for (k, end) in ends.iter_mut().enumerate() {
+        let pair = pairs[first + k];
+        // The pair's reach over the step: the speculative margin plus how
+        // far the two can close at their start-of-step speeds (centre
+        // speed + spin × bounding radius), so that a fast body meets a
+        // thin one or a surface as a speculative contact instead of
+        // passing through it between two narrowphases.
+        let speed = |i: usize| {
+            let r = bodies[i].shape.bounding_radius();
+            DVec2::new(v[3 * i], v[3 * i + 1]).length() + v[3 * i + 2].abs() * r
+        };
+        let closing = speed(pair.a) + if let Partner::Body(j) = pair.b { speed(j) } else { 0.0 };
+        let reach = margin + dt * closing;
+        match pair.b {
+            // Two polygons: their world outlines, computed once per body.
+            Partner::Body(j) if hull_is_polygon(&bodies[pair.a].shape) && hull_is_polygon(&bodies[j].shape) => {
+                let (a, b) = (world.get(hulls, pair.a), world.get(hulls, j));
+                polygon_polygon_world(&hulls[pair.a], a, b, reach, out);
+            }
+            _ => collide_pair_into(hulls, bodies, surfaces, pair, q, reach, out),
+        }
+        *end = out.len() as u32;
     }
 }
 
@@ -119,34 +225,50 @@ impl ContactSet {
         soft.used.resize(bodies.len(), 0);
         soft.bouncy = false;
         soft.resting_speed = resting_speed;
-        soft.world_polygons.clear(bodies.len());
-        let mut prev = 0usize;
-        for k in 0..self.pairs.len() {
-            let pair = self.pairs[k];
-            // The pair's reach over the step: the speculative margin plus how
-            // far the two can close at their start-of-step speeds (centre
-            // speed + spin × bounding radius), so that a fast body meets a
-            // thin one or a surface as a speculative contact instead of
-            // passing through it between two narrowphases.
-            let speed = |i: usize| {
-                let r = bodies[i].shape.bounding_radius();
-                DVec2::new(v[3 * i], v[3 * i + 1]).length() + v[3 * i + 2].abs() * r
-            };
-            let closing = speed(pair.a) + if let Partner::Body(j) = pair.b { speed(j) } else { 0.0 };
-            let reach = margin + dt * closing;
-            match pair.b {
-                // Two polygons: their world outlines once per body and step,
-                // not once per pair (a box of a pile meets about three).
-                Partner::Body(j) if hull_is_polygon(&bodies[pair.a].shape) && hull_is_polygon(&bodies[j].shape) => {
-                    let world_a = soft.world_polygons.of(&self.hulls, q, pair.a);
-                    let world_b = soft.world_polygons.of(&self.hulls, q, j);
-                    self.scratch.clear();
-                    let (a, b) = (soft.world_polygons.get(world_a), soft.world_polygons.get(world_b));
-                    polygon_polygon_world(&self.hulls[pair.a], a, b, reach, &mut self.scratch);
-                }
-                _ => self.collide_pair(bodies, surfaces, pair, q, reach),
+        // The narrowphase: every pair's points into its chunk's buffer, the
+        // chunks on the pool when there are enough pairs (each pair's points
+        // are a function of that pair alone: the same bits at any pool
+        // size); then, below, the colouring and the constraints in pair order.
+        let pairs = self.pairs.len();
+        let threads = rayon::current_num_threads();
+        let parallel = threads > 1 && pairs >= PARALLEL_PAIRS_MIN;
+        let chunk = if parallel { pairs.div_ceil(NARROW_CHUNKS_PER_THREAD * threads).max(64) } else { pairs.max(1) };
+        let chunks = pairs.div_ceil(chunk);
+        if soft.narrow_points.len() < chunks {
+            soft.narrow_points.resize_with(chunks, Vec::new);
+        }
+        soft.narrow_ends.resize(pairs, 0);
+        soft.world_polygons.build(&self.hulls, bodies, &self.pairs, q, parallel);
+        let inputs = NarrowInputs {
+            bodies,
+            surfaces,
+            hulls: &self.hulls,
+            pairs: &self.pairs,
+            world: &soft.world_polygons,
+            q,
+            v,
+            dt,
+            margin,
+        };
+        let ends = &mut soft.narrow_ends[..pairs];
+        let buffers = &mut soft.narrow_points[..chunks];
+        if parallel {
+            use rayon::prelude::*;
+            ends.par_chunks_mut(chunk)
+                .zip(buffers.par_iter_mut())
+                .enumerate()
+                .for_each(|(c, (ends, out))| narrow_chunk(&inputs, c * chunk, ends, out));
+        } else {
+            for (c, (ends, out)) in ends.chunks_mut(chunk).zip(buffers).enumerate() {
+                narrow_chunk(&inputs, c * chunk, ends, out);
             }
-            if self.scratch.is_empty() {
+        }
+        let mut prev = 0usize;
+        for k in 0..pairs {
+            let pair = self.pairs[k];
+            let begin = if k % chunk == 0 { 0 } else { soft.narrow_ends[k - 1] as usize };
+            let points = &soft.narrow_points[k / chunk][begin..soft.narrow_ends[k] as usize];
+            if points.is_empty() {
                 continue;
             }
             let material = self.mixed(surfaces, pair.a, pair.b);
@@ -155,7 +277,7 @@ impl ContactSet {
                 prev += 1;
             }
             let first_prev = prev;
-            for chunk in self.scratch.chunks(2) {
+            for chunk in points.chunks(2) {
                 for m in chunk {
                     if !(m.gap.is_finite() && m.normal.is_finite() && m.point.is_finite()) {
                         self.soft = soft;
@@ -413,5 +535,43 @@ impl ContactSet {
             Some(pair) => Err(self.error(bodies, pair, "the contact impulse is not finite")),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A 30-row pyramid (465 boxes, well over [`super::PARALLEL_PAIRS_MIN`]
+    /// candidate pairs) stepped 10 times on pools of 1 and 3 threads: on 3 the
+    /// prepare's narrowphase is cut into several chunks that all hold points,
+    /// and the state and contact impulses are the same bits as on 1.
+    #[test]
+    fn prepare_narrowphase_in_chunks_gives_the_bits_of_one_thread() {
+        let overrides = ["piles[0].rows=30".to_string()];
+        let scene = crate::scene::Scene::load(std::path::Path::new("scenes/pyramid.ron"), &overrides).expect("scene");
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+            pool.install(|| {
+                let mut world = scene.build_world().expect("world");
+                for _ in 0..10 {
+                    world.step().expect("step");
+                }
+                let soft = &world.contacts.soft;
+                let pairs = soft.narrow_ends.len();
+                let chunk =
+                    if threads > 1 { pairs.div_ceil(super::NARROW_CHUNKS_PER_THREAD * threads).max(64) } else { pairs };
+                let chunks = pairs.div_ceil(chunk);
+                let filled = soft.narrow_points[..chunks].iter().filter(|p| !p.is_empty()).count();
+                let (q, v) = world.state_vectors();
+                let mut bits: Vec<u64> = q.iter().chain(v).map(|x| x.to_bits()).collect();
+                bits.extend(world.contacts.contacts().iter().flat_map(|c| c.impulse.map(f64::to_bits)));
+                (pairs, filled, bits)
+            })
+        };
+        let (pairs, one_filled, one) = run(1);
+        let (_, three_filled, three) = run(3);
+        assert!(pairs >= super::PARALLEL_PAIRS_MIN, "{pairs} pairs: the parallel path is not taken");
+        assert_eq!(one_filled, 1);
+        assert!(three_filled > 3, "{three_filled} chunks hold points on 3 threads");
+        assert!(one == three, "the state or the contact impulses differ between 1 and 3 threads");
     }
 }
