@@ -157,7 +157,7 @@
 //! of balls_box (falling phase, same load, back to back): 10⁴ −25 %, 10⁵
 //! −35 %; 2 threads, 10⁴: 110 → 88 ms/step wall under a load of 15. The
 //! issue's ≤ 0.3× is still not met (3–5× Box2D v3 in runs under loads of
-//! 6–15: README). The barriers were then 432 colour joins per step (a
+//! 6–15: docs/benchmarks.md). The barriers were then 432 colour joins per step (a
 //! profile under load: ~30 % in the rayon workers' sleep/wake); since issue
 //! 8's third round the substeps of a step are one list of phases walked by
 //! one team (`src/team.rs`: one rayon scope per step, a phase

@@ -118,7 +118,7 @@
 //!
 //! Measured (100-row pyramid, 5,050 boxes, Box2D's settings: 4 sub-steps,
 //! 30 Hz; `pyramid_quality -- 100 2`, CPU ms/step, 2-core machine, five
-//! alternated runs, 27 Nov 2026, load 6–7; the README's "Speed at Box2D's
+//! alternated runs, 27 Nov 2026, load 6–7; docs/benchmarks.md's "Speed at Box2D's
 //! settings on 100 rows" has the table): 20.3 before these three changes,
 //! 15.9 after (−22 %), Box2D v3 5.18 in the same session (3.1×, was 3.9×).
 //! The narrowphase on the pool (same command, six alternated pairs,

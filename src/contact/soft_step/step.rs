@@ -197,7 +197,7 @@ impl ContactSet {
         let h = dt / settings.substeps as f64;
         // A spring stiffer than a quarter of the sub-step rate is not
         // resolved by the sub-step (Box2D v3.0's cap; v3.1 caps at an
-        // eighth, where the README finds the pyramid's stability limit).
+        // eighth, where docs/benchmarks.md finds the pyramid's stability limit).
         let hertz = settings.hertz.min(0.25 / h);
         let mut soft = std::mem::take(&mut self.soft);
         soft.h = h;
