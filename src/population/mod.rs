@@ -182,6 +182,31 @@
 //! 10⁶ ≤ 1 ms/step target cannot afford at 16 substeps (not measured on
 //! one: no GPU machine for this work).
 //!
+//! **Small populations** (issue 8, pop7b; 27 Nov, 2-core machine, load
+//! 3.5–6, balls_box × 300 steps, `--summary` ms/step, before and after back to
+//! back). Where 10³ balls spend their time: one thread, `perf record`: 46 %
+//! `solve_velocities`, 30 % `solve_ball`, 16 % `count_contacts`, the team's
+//! `phase` 1 %, the grid, lists and allocation under 1.5 % each — the same
+//! shares at 2 threads. So the fixed costs are not what 10³ pays: it is
+//! the arithmetic of 16 substeps (one-thread CPU 4.6 ms/step; Box2D v3 in
+//! the same minute 0.90 ms/step, 4 substeps, 2 workers). What was fixed
+//! cost is now cut: the caller walks the list alone below 128 balls a
+//! thread (no helper, no scope, no waits: `substep::MIN_BALLS_PER_THREAD`,
+//! break-even measured near 125–150), and a phase's chunks cut its work
+//! evenly between the threads (10³ on 2 threads: 500 + 500 balls, not
+//! 512 + 488; a colour's 111 cells 56 + 55, not 64 + 47; below 512 balls
+//! there used to be one per-ball chunk, run by one thread). Bitwise the
+//! same (snapshots of 200, 10³, 10⁴ balls × 120 steps at 1, 2, 3, 16
+//! threads against the former binary). Measured, 2 threads (medians of 6
+//! alternated pairs at 10³, 3 at 10² and 300): 10² 0.83 → 0.41 ms/step,
+//! 300 1.34 → 1.55 (within the noise: 1.29–1.70 both), 10³ 6.6 → 5.9
+//! ms/step wall (CPU 1.97 → 1.68 s for 300 steps, 3 pairs); one thread
+//! 10³ unchanged (task-clock 1.37 s both, median of 3 pairs). 10⁴ takes the
+//! former chunks (512 balls, 64 cells: the caps) and is unchanged. Under
+//! these loads 2 threads at 10³ (5–7 ms/step wall) can be slower than one
+//! (4.6): the helper waits on a thread that the machine's other load has
+//! descheduled; at load 2.7, 3.3 ms/step at 2 threads against 4.5 at one.
+//!
 //! Tried for the tall pile with the Jacobi solve and not kept (measured at
 //! 10⁴, 10 s): stack mass scaling (Macklin et al. 2014 §5.1; resting pairs'
 //! upper ball lighter in the position solve) brings the overlap to 1 % but

@@ -54,6 +54,35 @@ struct Substeps<'a> {
     h: f32,
     resting: f32,
     live: Range<usize>,
+    /// Threads walking the phases ([`team_size`]); the chunk sizes follow
+    /// from it (which thread runs a chunk, and how the work is cut into
+    /// chunks, change no result: see [`crate::team`]).
+    threads: usize,
+}
+
+/// Fewest balls per thread for which a team is worth its phase boundaries.
+/// Measured on balls_box (2 threads of a 2-core machine, load ~6, ms/step
+/// as a team / alone, with the balanced chunks): 100 balls 0.49–0.57 /
+/// 0.40–0.43, 150 0.63–0.75 / 0.63–0.67, 250 1.06 / 1.05, 300 1.24–1.47 /
+/// 1.29–1.30, 500 1.96–2.09 / 2.18–2.22: the break-even is near 125–150
+/// balls a thread. Below it the caller walks the list alone: no helper, no
+/// rayon scope, no waits.
+const MIN_BALLS_PER_THREAD: usize = 128;
+
+/// Fewest cells in a chunk of a colour phase (a claim costs an atomic).
+const MIN_CELL_CHUNK: usize = 8;
+
+/// The threads of a step's team: the pool's, or one (the caller alone) when
+/// the live range gives fewer than [`MIN_BALLS_PER_THREAD`] balls a thread.
+fn team_size(pool: usize, balls: usize) -> usize {
+    if balls < pool.saturating_mul(MIN_BALLS_PER_THREAD) { 1 } else { pool.max(1) }
+}
+
+/// Chunk size cutting `items` into one chunk per thread, within
+/// `min..=max` (at most `max`: more chunks than threads then, so that a
+/// thread late to the phase still finds work).
+fn balanced_chunk(items: usize, threads: usize, min: usize, max: usize) -> usize {
+    items.div_ceil(threads.max(1)).clamp(min, max)
 }
 
 /// Runs the step's `substeps` substeps of length `h` over the balls of
@@ -89,10 +118,10 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
             h,
             resting,
             live: live.clone(),
+            threads: team_size(rayon::current_num_threads(), live.len()),
         };
         let schedule = Schedule::new(work.phase_count());
-        let threads = rayon::current_num_threads();
-        if threads <= 1 {
+        if work.threads <= 1 {
             work.walk(&mut schedule.participant())
         } else {
             // One helper per other worker of the pool; the caller walks the
@@ -100,7 +129,7 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
             // (no one waits for a helper: see the team's doc).
             let helpers = std::sync::Mutex::new(0.0f32);
             let mine = rayon::scope(|scope| {
-                for _ in 1..threads {
+                for _ in 1..work.threads {
                     scope.spawn(|_| {
                         let worst = work.walk(&mut schedule.participant());
                         let mut all = helpers.lock().unwrap_or_else(|e| e.into_inner());
@@ -149,38 +178,48 @@ impl Substeps<'_> {
         worst
     }
 
-    /// A per-ball phase over the live range in chunks of [`CHUNK`] balls.
+    /// Balls per chunk of a per-ball phase: the live range cut evenly
+    /// between the threads, at most [`CHUNK`] (1000 balls on 2 threads:
+    /// 500 + 500, not 512 + 488).
+    fn ball_chunk(&self) -> usize {
+        balanced_chunk(self.live.len(), self.threads, 1, CHUNK)
+    }
+
+    /// A per-ball phase over the live range in chunks of
+    /// [`Self::ball_chunk`] balls.
     fn per_ball(&self, t: &mut Participant<'_>, mut kernel: impl FnMut(usize)) {
-        let live = &self.live;
-        t.phase(live.len().div_ceil(CHUNK), |k| {
-            let start = live.start + k * CHUNK;
-            for i in start..(start + CHUNK).min(live.end) {
+        let (live, chunk) = (&self.live, self.ball_chunk());
+        t.phase(live.len().div_ceil(chunk), |k| {
+            let start = live.start + k * chunk;
+            for i in start..(start + chunk).min(live.end) {
                 kernel(i);
             }
         });
     }
 
-    /// A per-ball phase whose kernel takes a chunk of [`CHUNK`] balls at once
+    /// A per-ball phase whose kernel takes a chunk of balls at once
     /// (streaming passes: slices, no per-element bounds checks).
     fn per_chunk(&self, t: &mut Participant<'_>, mut kernel: impl FnMut(Range<usize>)) {
-        let live = &self.live;
-        t.phase(live.len().div_ceil(CHUNK), |k| {
-            let start = live.start + k * CHUNK;
-            kernel(start..(start + CHUNK).min(live.end));
+        let (live, chunk) = (&self.live, self.ball_chunk());
+        t.phase(live.len().div_ceil(chunk), |k| {
+            let start = live.start + k * chunk;
+            kernel(start..(start + chunk).min(live.end));
         });
     }
 
     /// One Gauss–Seidel sweep of the position solve over `base + dx`: the
     /// colours in order ([`super::cpu::colour_of_cell`]: the bottom band's
-    /// rows first), each a phase whose chunks are [`CELL_CHUNK`] of its
-    /// cells holding balls, in each cell its balls in id order. The same at
+    /// rows first), each a phase whose chunks are its cells holding balls
+    /// cut evenly between the threads (at most [`CELL_CHUNK`], at least
+    /// [`MIN_CELL_CHUNK`]), in each cell its balls in id order. The same at
     /// every pool size: a ball's update reads only values of earlier colours
     /// or of earlier balls of its own cell.
     fn sweep(&self, t: &mut Participant<'_>, sweep: Sweep) {
         let s = &self.pop.scratch;
         for cells in &s.colour_cells {
-            t.phase(cells.len().div_ceil(CELL_CHUNK), |k| {
-                for &c in &cells[k * CELL_CHUNK..((k + 1) * CELL_CHUNK).min(cells.len())] {
+            let chunk = balanced_chunk(cells.len(), self.threads, MIN_CELL_CHUNK, CELL_CHUNK);
+            t.phase(cells.len().div_ceil(chunk), |k| {
+                for &c in &cells[k * chunk..((k + 1) * chunk).min(cells.len())] {
                     let c = c as usize;
                     for &i in &s.sorted[s.cell_start[c] as usize..s.cell_start[c + 1] as usize] {
                         // SAFETY: this chunk owns cell c for the colour (the
@@ -498,6 +537,29 @@ impl Substeps<'_> {
             velocity[k] = v_new[k];
             omega[k] = omega_new[k];
             angle[k] += omega[k] * h;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A team only where each thread gets its share of balls; the chunks
+    /// cut the work evenly, within their bounds, and cover it.
+    #[test]
+    fn small_live_ranges_walk_alone_and_chunks_are_balanced() {
+        assert_eq!(team_size(2, 2 * MIN_BALLS_PER_THREAD - 1), 1);
+        assert_eq!(team_size(2, 2 * MIN_BALLS_PER_THREAD), 2);
+        assert_eq!(team_size(16, 1000), 1);
+        assert_eq!(team_size(0, 1000), 1);
+        assert_eq!(balanced_chunk(1000, 2, 1, CHUNK), 500);
+        assert_eq!(balanced_chunk(10_000, 2, 1, CHUNK), CHUNK);
+        assert_eq!(balanced_chunk(111, 2, MIN_CELL_CHUNK, CELL_CHUNK), 56);
+        assert_eq!(balanced_chunk(5, 16, MIN_CELL_CHUNK, CELL_CHUNK), MIN_CELL_CHUNK);
+        for (items, threads) in [(1000, 2), (1001, 3), (7, 16), (0, 2)] {
+            let chunk = balanced_chunk(items, threads, 1, CHUNK);
+            assert!(items.div_ceil(chunk) * chunk >= items && items.div_ceil(chunk) <= threads.max(1));
         }
     }
 }
