@@ -57,6 +57,15 @@ struct PhaseCounters {
     done: AtomicUsize,
 }
 
+/// Length of the chunks that cut `items` into `parts` chunks, within
+/// `min..=max` (clamped: at `max`, more chunks than parts, so that a thread
+/// late to the phase still finds work; at `min`, fewer, when a claim would
+/// cost more than its work). Which thread runs a chunk, and where the
+/// chunks are cut, change no result of a phase whose chunks are independent.
+pub(crate) fn balanced_chunk(items: usize, parts: usize, min: usize, max: usize) -> usize {
+    items.div_ceil(parts.max(1)).clamp(min, max)
+}
+
 /// The shared state of one run of a phase list.
 pub(crate) struct Schedule {
     phases: Vec<PhaseCounters>,

@@ -17,7 +17,7 @@ use glam::Vec2;
 use super::contact::{self, ContactImpulse, Material, VelocityContact};
 use super::cpu::{ACTIVE_SLOP, CELL_CHUNK, CHUNK, FAR_MARGIN, obstacle_in_reach, pair_normal};
 use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Population, state};
-use crate::team::{Participant, Schedule, Shared};
+use crate::team::{Participant, Schedule, Shared, balanced_chunk};
 
 /// The arrays the substeps write, shared by the team (each phase's writes
 /// are disjoint: per ball, or per colour's 3 × 3 blocks).
@@ -76,13 +76,6 @@ const MIN_CELL_CHUNK: usize = 8;
 /// the live range gives fewer than [`MIN_BALLS_PER_THREAD`] balls a thread.
 fn team_size(pool: usize, balls: usize) -> usize {
     if balls < pool.saturating_mul(MIN_BALLS_PER_THREAD) { 1 } else { pool.max(1) }
-}
-
-/// Chunk size cutting `items` into one chunk per thread, within
-/// `min..=max` (at most `max`: more chunks than threads then, so that a
-/// thread late to the phase still finds work).
-fn balanced_chunk(items: usize, threads: usize, min: usize, max: usize) -> usize {
-    items.div_ceil(threads.max(1)).clamp(min, max)
 }
 
 /// Runs the step's `substeps` substeps of length `h` over the balls of

@@ -6,7 +6,7 @@ use super::WarmImpulses;
 use super::manifold::{
     MAX_COLOURS, Pass, Shared, SoftInfo, SoftManifold, SoftTotals, colour_of, delta_of, moved, new_manifold, sweep,
 };
-use crate::team::{Participant, Schedule, Shared as TeamShared};
+use crate::team::{Participant, Schedule, Shared as TeamShared, balanced_chunk};
 use glam::DVec2;
 
 use super::{SoftStepSettings, Softness};
@@ -34,6 +34,22 @@ const NARROW_CHUNKS_PER_THREAD: usize = 4;
 
 /// Bodies below which the world outlines are filled without splitting further.
 const OUTLINE_BODIES_MIN: usize = 256;
+
+/// Whether the prepare's narrowphase goes to the pool: several threads and
+/// enough pairs.
+fn narrow_in_parallel(pairs: usize, threads: usize) -> bool {
+    threads > 1 && pairs >= PARALLEL_PAIRS_MIN
+}
+
+/// Pairs per chunk of the prepare's narrowphase: a few chunks per thread (at
+/// least 64 pairs each) on the pool, else one chunk of every pair.
+fn narrow_chunk_len(pairs: usize, threads: usize) -> usize {
+    if narrow_in_parallel(pairs, threads) {
+        balanced_chunk(pairs, NARROW_CHUNKS_PER_THREAD * threads, 64, usize::MAX)
+    } else {
+        pairs.max(1)
+    }
+}
 
 /// The world outlines (vertices and unit outward edge normals) of the
 /// polygons that meet another polygon in one prepare, at the start-of-step
@@ -231,8 +247,8 @@ impl ContactSet {
         // size); then, below, the colouring and the constraints in pair order.
         let pairs = self.pairs.len();
         let threads = rayon::current_num_threads();
-        let parallel = threads > 1 && pairs >= PARALLEL_PAIRS_MIN;
-        let chunk = if parallel { pairs.div_ceil(NARROW_CHUNKS_PER_THREAD * threads).max(64) } else { pairs.max(1) };
+        let parallel = narrow_in_parallel(pairs, threads);
+        let chunk = narrow_chunk_len(pairs, threads);
         let chunks = pairs.div_ceil(chunk);
         if soft.narrow_points.len() < chunks {
             soft.narrow_points.resize_with(chunks, Vec::new);
@@ -360,7 +376,11 @@ impl ContactSet {
             // gives the same bits. A small colour, or the overflow colour,
             // is one chunk (sequential).
             let chunk_size = |c: usize, len: usize| {
-                if parallel(c, len) { len.div_ceil(CHUNKS_PER_THREAD * threads).max(64) } else { len.max(1) }
+                if parallel(c, len) {
+                    balanced_chunk(len, CHUNKS_PER_THREAD * threads, 64, usize::MAX)
+                } else {
+                    len.max(1)
+                }
             };
             let lens: [usize; MAX_COLOURS as usize + 1] = std::array::from_fn(|c| by_colour.get(c).map_or(0, Vec::len));
             let mut constraints = by_colour.iter_mut();
@@ -557,9 +577,7 @@ mod tests {
                 }
                 let soft = &world.contacts.soft;
                 let pairs = soft.narrow_ends.len();
-                let chunk =
-                    if threads > 1 { pairs.div_ceil(super::NARROW_CHUNKS_PER_THREAD * threads).max(64) } else { pairs };
-                let chunks = pairs.div_ceil(chunk);
+                let chunks = pairs.div_ceil(super::narrow_chunk_len(pairs, threads));
                 let filled = soft.narrow_points[..chunks].iter().filter(|p| !p.is_empty()).count();
                 let (q, v) = world.state_vectors();
                 let mut bits: Vec<u64> = q.iter().chain(v).map(|x| x.to_bits()).collect();
