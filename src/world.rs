@@ -426,9 +426,12 @@ impl World {
     /// Kinetic, potential, total energy and the non-conservative work so far.
     pub fn energy(&self) -> Energy {
         let bodies = self.bodies.as_slice();
-        let kinetic: f64 = bodies.iter().map(Body::kinetic_energy).sum();
-        let gravity: f64 = bodies.iter().filter(|b| !b.fixed).map(|b| -b.mass * self.gravity.dot(b.position)).sum();
-        let springs: f64 = self.loads.iter().map(|l| l.potential_energy(bodies)).sum();
+        // Folded from +0.0: `Sum` of an empty iterator of floats is −0.0,
+        // which a scene without bodies (a population alone) printed as "-0".
+        let kinetic = bodies.iter().map(Body::kinetic_energy).fold(0.0, |s, e| s + e);
+        let gravity =
+            bodies.iter().filter(|b| !b.fixed).map(|b| -b.mass * self.gravity.dot(b.position)).fold(0.0, |s, e| s + e);
+        let springs = self.loads.iter().map(|l| l.potential_energy(bodies)).fold(0.0, |s, e| s + e);
         let potential = gravity + springs;
         Energy { kinetic, potential, total: kinetic + potential, work: self.state.work }
     }
