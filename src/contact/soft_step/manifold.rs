@@ -174,35 +174,6 @@ pub(super) enum Pass {
     Restitution,
 }
 
-/// One pass over consecutive constraints of a colour (with their totals).
-/// The pass is matched once, outside the loop: each arm runs an inlined
-/// copy of [`SoftManifold::run`] with the pass a constant, so the sweep
-/// carries no per-constraint branch on it (same arithmetic, same bits).
-pub(super) fn sweep(
-    constraints: &mut [SoftManifold],
-    totals: &mut [SoftTotals],
-    pass: Pass,
-    v: &Shared,
-    delta: &[BodyDelta],
-    st: &SoftState,
-    threshold: f64,
-) {
-    macro_rules! each {
-        ($pass:expr) => {
-            for (m, t) in constraints.iter_mut().zip(totals.iter_mut()) {
-                m.run(t, $pass, v, delta, st, threshold);
-            }
-        };
-    }
-    match pass {
-        Pass::WarmStart => each!(Pass::WarmStart),
-        Pass::Solve => each!(Pass::Solve),
-        Pass::Relax => each!(Pass::Relax),
-        Pass::RelaxAccumulate => each!(Pass::RelaxAccumulate),
-        Pass::Restitution => each!(Pass::Restitution),
-    }
-}
-
 impl SoftManifold {
     /// One pass on this manifold, reading and writing its bodies' velocities.
     #[inline(always)]

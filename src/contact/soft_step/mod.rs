@@ -137,13 +137,15 @@
 //! - `step.rs`: the step driver on [`ContactSet`](super::ContactSet) that
 //!   [`crate::world::World`] calls stage by stage.
 
+mod lanes;
 mod manifold;
 mod settings;
 mod step;
 
 pub use settings::{SoftStepSettings, Softness};
 
-use manifold::{SoftInfo, SoftManifold, SoftTotals};
+use lanes::SoftLanes;
+use manifold::{SoftInfo, SoftTotals};
 
 use super::Partner;
 
@@ -172,13 +174,15 @@ pub(super) struct WarmImpulses {
 /// once they have grown).
 #[derive(Clone, Debug, Default)]
 pub struct SoftState {
-    /// The constraints of each colour, contiguous (colour `c` is
-    /// `by_colour[c]`; the last, [`manifold::MAX_COLOURS`], is the sequential
-    /// overflow colour). Built there directly by the prepare, in key order
-    /// within a colour: no copy of the constraints to lay them out.
-    by_colour: Vec<Vec<SoftManifold>>,
+    /// The constraints of each colour, contiguous, four to a group
+    /// (colour `c` is `by_colour[c]`, its manifold `i` lane `i % 4` of group
+    /// `i / 4`, the last group padded with empty lanes; the last colour,
+    /// [`manifold::MAX_COLOURS`], is the sequential overflow colour). Built
+    /// there directly by the prepare, in key order within a colour: no copy
+    /// of the constraints to lay them out.
+    by_colour: Vec<Vec<SoftLanes>>,
     /// The step totals and restitution data of each constraint, beside it
-    /// (same colour, same index).
+    /// (same colour, same index; its length is the colour's manifold count).
     totals_by_colour: Vec<Vec<SoftTotals>>,
     /// Where each manifold (key order) lies: (colour, index in it).
     place: Vec<(u16, u32)>,
