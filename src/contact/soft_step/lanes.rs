@@ -29,8 +29,9 @@ pub(super) const LANES: usize = 4;
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(super) struct F4([f64; LANES]);
 
-/// A lane condition.
-type Mask = [bool; LANES];
+/// A lane condition: all bits set (true) or none (false) per lane, so that
+/// a select is three bitwise operations on the packed register.
+type Mask = [u64; LANES];
 
 /// `[f(0), f(1), f(2), f(3)]`, unrolled.
 macro_rules! lanes {
@@ -82,13 +83,13 @@ impl F4 {
 
     #[inline(always)]
     fn gt(self, o: F4) -> Mask {
-        lanes!(|l| self.0[l] > o.0[l])
+        lanes!(|l| if self.0[l] > o.0[l] { u64::MAX } else { 0 })
     }
 
     /// `on ? a : b` per lane.
     #[inline(always)]
     fn select(on: Mask, a: F4, b: F4) -> F4 {
-        F4(lanes!(|l| if on[l] { a.0[l] } else { b.0[l] }))
+        F4(lanes!(|l| f64::from_bits((a.0[l].to_bits() & on[l]) | (b.0[l].to_bits() & !on[l]))))
     }
 }
 
@@ -193,6 +194,34 @@ fn moved(d: &[F4; 4], r: V4) -> V4 {
     V4 { x: d[0] + d[2] * r.x - d[3] * r.y - r.x, y: d[1] + d[3] * r.x + d[2] * r.y - r.y }
 }
 
+/// The velocities of the lanes' two bodies, gathered.
+#[derive(Clone, Copy, Default)]
+struct Velocities {
+    va: V4,
+    wa: F4,
+    vb: V4,
+    wb: F4,
+}
+
+/// The lanes' inverse masses and inertias.
+#[derive(Clone, Copy)]
+struct InverseMasses {
+    ma: F4,
+    ia: F4,
+    mb: F4,
+    ib: F4,
+}
+
+/// `SoftManifold::run`'s `apply` (impulse `p` at anchors `ra`, `rb`), kept
+/// only in the lanes `on`.
+#[inline(always)]
+fn apply(on: Mask, p: V4, ra: V4, rb: V4, m: &InverseMasses, vel: &mut Velocities) {
+    vel.va = V4::select(on, vel.va + m.ma * p, vel.va);
+    vel.wa = F4::select(on, vel.wa + m.ia * cross(ra, p), vel.wa);
+    vel.vb = V4::select(on, vel.vb - m.mb * p, vel.vb);
+    vel.wb = F4::select(on, vel.wb - m.ib * cross(rb, p), vel.wb);
+}
+
 /// One point of [`LANES`] manifolds (fields as [`SoftPoint`]'s).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct PointLanes {
@@ -222,10 +251,14 @@ pub(super) struct SoftLanes {
     rolling_resistance: F4,
     rolling_mass: F4,
     rolling_impulse: F4,
-    dynamic_a: Mask,
-    dynamic_b: Mask,
-    static_partner: Mask,
+    dynamic_a: [bool; LANES],
+    dynamic_b: [bool; LANES],
+    static_partner: [bool; LANES],
     count: [u8; LANES],
+    /// Whether each lane has its first, second point (`count` as masks).
+    has_point: [Mask; 2],
+    /// `static_partner` as a mask.
+    static_mask: Mask,
     points: [PointLanes; 2],
 }
 
@@ -245,6 +278,8 @@ impl SoftLanes {
         dynamic_b: [false; LANES],
         static_partner: [false; LANES],
         count: [0; LANES],
+        has_point: [[0; LANES]; 2],
+        static_mask: [0; LANES],
         points: [PointLanes {
             normal: V4 { x: F4::ZERO, y: F4::ZERO },
             ra: V4 { x: F4::ZERO, y: F4::ZERO },
@@ -273,6 +308,10 @@ impl SoftLanes {
         self.dynamic_b[l] = m.dynamic_b;
         self.static_partner[l] = m.static_partner;
         self.count[l] = m.count;
+        for (k, has) in self.has_point.iter_mut().enumerate() {
+            has[l] = if (m.count as usize) > k { u64::MAX } else { 0 };
+        }
+        self.static_mask[l] = if m.static_partner { u64::MAX } else { 0 };
         for (q, p) in self.points.iter_mut().zip(&m.points) {
             q.normal.x.0[l] = p.normal.x;
             q.normal.y.0[l] = p.normal.y;
@@ -325,36 +364,31 @@ impl SoftLanes {
     /// lanes' dynamic bodies must all differ.
     #[inline(always)]
     fn run(&mut self, pass: Pass, v: &Shared, delta: &[BodyDelta], st: &SoftState) {
-        let (mut va, mut wa, mut vb, mut wb) = (V4::default(), F4::ZERO, V4::default(), F4::ZERO);
+        let mut vel = Velocities::default();
         for l in 0..LANES {
             let (x, w) = v.get(self.a[l]);
-            (va.x.0[l], va.y.0[l], wa.0[l]) = (x.x, x.y, w);
+            (vel.va.x.0[l], vel.va.y.0[l], vel.wa.0[l]) = (x.x, x.y, w);
             let (x, w) = v.get(self.b[l]);
-            (vb.x.0[l], vb.y.0[l], wb.0[l]) = (x.x, x.y, w);
+            (vel.vb.x.0[l], vel.vb.y.0[l], vel.wb.0[l]) = (x.x, x.y, w);
         }
-        let (ma, ia, mb, ib) = (self.inv_mass_a, self.inv_inertia_a, self.inv_mass_b, self.inv_inertia_b);
-        // `manifold::SoftManifold::run`'s `apply`, kept only in the lanes `on`.
-        let apply = |on: Mask, p: V4, ra: V4, rb: V4, va: &mut V4, wa: &mut F4, vb: &mut V4, wb: &mut F4| {
-            *va = V4::select(on, *va + ma * p, *va);
-            *wa = F4::select(on, *wa + ia * cross(ra, p), *wa);
-            *vb = V4::select(on, *vb - mb * p, *vb);
-            *wb = F4::select(on, *wb - ib * cross(rb, p), *wb);
-        };
-        let has = |k: u8| -> Mask { lanes!(|l| self.count[l] > k) };
+        let m =
+            InverseMasses { ma: self.inv_mass_a, ia: self.inv_inertia_a, mb: self.inv_mass_b, ib: self.inv_inertia_b };
+        let has_point = self.has_point;
+        let has = |k: usize| has_point[k];
         match pass {
             Pass::WarmStart => {
                 for (k, p) in self.points.iter().enumerate() {
                     let t = p.normal.perp();
                     let imp = p.normal_impulse * p.normal + p.tangent_impulse * t;
-                    apply(has(k as u8), imp, p.ra, p.rb, &mut va, &mut wa, &mut vb, &mut wb);
+                    apply(has(k), imp, p.ra, p.rb, &m, &mut vel);
                 }
-                wa = wa + ia * self.rolling_impulse;
-                wb = wb - ib * self.rolling_impulse;
+                vel.wa = vel.wa + m.ia * self.rolling_impulse;
+                vel.wb = vel.wb - m.ib * self.rolling_impulse;
             }
             Pass::Solve | Pass::Relax | Pass::RelaxAccumulate => {
                 let use_bias = pass == Pass::Solve;
                 let pick = |f: fn(&super::Softness) -> f64| {
-                    F4::select(self.static_partner, F4::splat(f(&st.static_soft)), F4::splat(f(&st.soft)))
+                    F4::select(self.static_mask, F4::splat(f(&st.static_soft)), F4::splat(f(&st.soft)))
                 };
                 let mass_scale_soft = pick(|s| s.mass_scale);
                 let bias_rate = pick(|s| s.bias_rate);
@@ -372,7 +406,7 @@ impl SoftLanes {
                 let inv_h = F4::splat(1.0 / st.h);
                 let mut total_normal = F4::ZERO;
                 for (k, p) in self.points.iter_mut().enumerate() {
-                    let on = has(k as u8);
+                    let on = has(k);
                     let s = p.base_separation + p.normal.dot(moved(&da, p.ra) - moved(&db, p.rb));
                     // As the scalar kernel: speculative, soft (solve) or rigid (relax).
                     let speculative = s.gt(F4::ZERO);
@@ -389,45 +423,45 @@ impl SoftLanes {
                     } else {
                         (F4::select(speculative, s * inv_h, F4::ZERO), F4::splat(1.0), F4::ZERO)
                     };
-                    let dv = va + cross_sv(wa, p.ra) - vb - cross_sv(wb, p.rb);
+                    let dv = vel.va + cross_sv(vel.wa, p.ra) - vel.vb - cross_sv(vel.wb, p.rb);
                     let vn = dv.dot(p.normal);
                     let impulse = -p.normal_mass * (mass_scale * vn + bias) - impulse_scale * p.normal_impulse;
                     let new = (p.normal_impulse + impulse).max(F4::ZERO);
                     let d = new - p.normal_impulse;
                     p.normal_impulse = F4::select(on, new, p.normal_impulse);
                     total_normal = F4::select(on, total_normal + new, total_normal);
-                    apply(on, d * p.normal, p.ra, p.rb, &mut va, &mut wa, &mut vb, &mut wb);
+                    apply(on, d * p.normal, p.ra, p.rb, &m, &mut vel);
                 }
                 let friction_here = !use_bias || st.relax_iterations == 0;
                 if friction_here {
                     for (k, p) in self.points.iter_mut().enumerate() {
-                        let on = has(k as u8);
+                        let on = has(k);
                         let t = p.normal.perp();
-                        let dv = va + cross_sv(wa, p.ra) - vb - cross_sv(wb, p.rb);
+                        let dv = vel.va + cross_sv(vel.wa, p.ra) - vel.vb - cross_sv(vel.wb, p.rb);
                         let vt = dv.dot(t);
                         let bound = p.friction * p.normal_impulse;
                         let new = (p.tangent_impulse - p.tangent_mass * vt).clamp(-bound, bound);
                         let d = new - p.tangent_impulse;
                         p.tangent_impulse = F4::select(on, new, p.tangent_impulse);
-                        apply(on, d * t, p.ra, p.rb, &mut va, &mut wa, &mut vb, &mut wb);
+                        apply(on, d * t, p.ra, p.rb, &m, &mut vel);
                     }
                     let on = self.rolling_mass.gt(F4::ZERO);
                     let bound = self.rolling_resistance * total_normal;
-                    let new = (self.rolling_impulse - self.rolling_mass * (wa - wb)).clamp(-bound, bound);
+                    let new = (self.rolling_impulse - self.rolling_mass * (vel.wa - vel.wb)).clamp(-bound, bound);
                     let d = new - self.rolling_impulse;
                     self.rolling_impulse = F4::select(on, new, self.rolling_impulse);
-                    wa = F4::select(on, wa + ia * d, wa);
-                    wb = F4::select(on, wb - ib * d, wb);
+                    vel.wa = F4::select(on, vel.wa + m.ia * d, vel.wa);
+                    vel.wb = F4::select(on, vel.wb - m.ib * d, vel.wb);
                 }
             }
             Pass::Restitution => unreachable!("the restitution pass runs lane by lane"),
         }
         for l in 0..LANES {
             if self.dynamic_a[l] {
-                v.set(self.a[l], DVec2::new(va.x.0[l], va.y.0[l]), wa.0[l]);
+                v.set(self.a[l], DVec2::new(vel.va.x.0[l], vel.va.y.0[l]), vel.wa.0[l]);
             }
             if self.dynamic_b[l] {
-                v.set(self.b[l], DVec2::new(vb.x.0[l], vb.y.0[l]), wb.0[l]);
+                v.set(self.b[l], DVec2::new(vel.vb.x.0[l], vel.vb.y.0[l]), vel.wb.0[l]);
             }
         }
     }
