@@ -580,3 +580,144 @@ fn sweep_lanes(
         Pass::Restitution => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contact::soft_step::Softness;
+
+    /// A small deterministic generator (no dependency): uniform in [lo, hi).
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn next(&mut self, lo: f64, hi: f64) -> f64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((self.0 >> 11) as f64 / (1u64 << 53) as f64)
+        }
+    }
+
+    /// Seven manifolds on distinct bodies (two groups, the second padded):
+    /// one and two points, body–body, against a fixed body and against a
+    /// surface, speculative and penetrating points, rolling resistance in
+    /// some, warm impulses. A 1-point manifold's second point holds values
+    /// too (which the scalar kernel never reads): the lanes must discard
+    /// what they compute with them.
+    fn scene(seed: u64) -> (Vec<SoftManifold>, Vec<f64>, Vec<BodyDelta>) {
+        let mut r = Lcg(seed);
+        let n = 7;
+        let bodies = 2 * n;
+        let v: Vec<f64> = (0..3 * bodies).map(|_| r.next(-1.0, 1.0)).collect();
+        let delta: Vec<BodyDelta> = (0..bodies)
+            .map(|_| {
+                let phi = r.next(-0.05, 0.05);
+                [r.next(-0.01, 0.01), r.next(-0.01, 0.01), phi.cos(), phi.sin()]
+            })
+            .collect();
+        let manifolds = (0..n)
+            .map(|i| {
+                let a = 2 * i as u32;
+                let (b, dynamic_b) = match i % 3 {
+                    0 => (a + 1, true),
+                    1 => (a + 1, false),
+                    _ => (NONE, false),
+                };
+                let count = 1 + (i % 2) as u8;
+                let mut m = SoftManifold {
+                    a,
+                    b,
+                    inv_mass_a: r.next(0.5, 2.0),
+                    inv_inertia_a: r.next(0.5, 5.0),
+                    inv_mass_b: if dynamic_b { r.next(0.5, 2.0) } else { 0.0 },
+                    inv_inertia_b: if dynamic_b { r.next(0.5, 5.0) } else { 0.0 },
+                    dynamic_a: true,
+                    dynamic_b,
+                    rolling_resistance: r.next(0.0, 0.1),
+                    rolling_mass: if i % 4 == 1 { r.next(0.1, 1.0) } else { 0.0 },
+                    rolling_impulse: r.next(-0.01, 0.01),
+                    static_partner: !dynamic_b,
+                    count,
+                    points: [SoftPoint::default(); 2],
+                };
+                for p in &mut m.points {
+                    let angle = r.next(0.0, std::f64::consts::TAU);
+                    *p = SoftPoint {
+                        normal: DVec2::new(angle.cos(), angle.sin()),
+                        ra: DVec2::new(r.next(-0.5, 0.5), r.next(-0.5, 0.5)),
+                        rb: if b == NONE { DVec2::ZERO } else { DVec2::new(r.next(-0.5, 0.5), r.next(-0.5, 0.5)) },
+                        base_separation: r.next(-0.02, 0.01),
+                        normal_mass: r.next(0.2, 1.0),
+                        tangent_mass: r.next(0.2, 1.0),
+                        normal_impulse: r.next(0.0, 0.5),
+                        tangent_impulse: r.next(-0.1, 0.1),
+                        friction: r.next(0.1, 0.8),
+                    };
+                }
+                m
+            })
+            .collect();
+        (manifolds, v, delta)
+    }
+
+    /// Every pass four wide gives the bits of the scalar kernel, manifold by
+    /// manifold (velocities, impulses, totals), with and without AVX, with
+    /// friction in the relax sweeps and in the solve.
+    #[test]
+    fn four_lanes_give_the_bits_of_the_scalar_kernel() {
+        let passes = [Pass::WarmStart, Pass::Solve, Pass::Relax, Pass::RelaxAccumulate, Pass::Restitution];
+        for seed in 0..20 {
+            for relax_iterations in [0, 1] {
+                let st = SoftState {
+                    h: 1.0 / 240.0,
+                    soft: Softness::new(30.0, 10.0, 1.0 / 240.0),
+                    static_soft: Softness::new(60.0, 10.0, 1.0 / 240.0),
+                    push_speed: 3.0,
+                    relax_iterations,
+                    ..SoftState::default()
+                };
+                let (mut scalar, v0, delta) = scene(seed);
+                let mut totals: Vec<SoftTotals> = (0..scalar.len())
+                    .map(|i| SoftTotals {
+                        restitution: 0.5,
+                        relative_velocity: [-2.0, -0.5 * i as f64],
+                        normal: [0.1, 0.0],
+                        ..SoftTotals::default()
+                    })
+                    .collect();
+                let mut groups = vec![SoftLanes::EMPTY; scalar.len().div_ceil(LANES)];
+                for (i, m) in scalar.iter().enumerate() {
+                    groups[i / LANES].set(i % LANES, m);
+                }
+                let mut lane_totals = totals.clone();
+                let (mut v_scalar, mut v_lanes) = (v0.clone(), v0.clone());
+                let mut v_portable = v0.clone();
+                let mut portable_groups = groups.clone();
+                let mut portable_totals = totals.clone();
+                for pass in passes {
+                    let shared = Shared { ptr: v_scalar.as_mut_ptr(), len: v_scalar.len() };
+                    for (m, t) in scalar.iter_mut().zip(&mut totals) {
+                        m.run(t, pass, &shared, &delta, &st, 0.1);
+                    }
+                    let shared = Shared { ptr: v_lanes.as_mut_ptr(), len: v_lanes.len() };
+                    sweep(&mut groups, &mut lane_totals, pass, &shared, &delta, &st, 0.1, true);
+                    let shared = Shared { ptr: v_portable.as_mut_ptr(), len: v_portable.len() };
+                    sweep_lanes(&mut portable_groups, &mut portable_totals, pass, &shared, &delta, &st, 0.1, true);
+                    let bits = |x: &[f64]| x.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    let what = format!("seed {seed}, relax_iterations {relax_iterations}, after {:?}", pass as u8);
+                    assert_eq!(bits(&v_scalar), bits(&v_lanes), "velocities, {what}");
+                    assert_eq!(bits(&v_scalar), bits(&v_portable), "velocities without AVX, {what}");
+                    for (i, m) in scalar.iter().enumerate() {
+                        let (lane, portable) =
+                            (groups[i / LANES].get(i % LANES), portable_groups[i / LANES].get(i % LANES));
+                        assert_eq!(format!("{m:?}"), format!("{lane:?}"), "manifold {i}, {what}");
+                        assert_eq!(format!("{m:?}"), format!("{portable:?}"), "manifold {i} without AVX, {what}");
+                    }
+                    assert_eq!(format!("{totals:?}"), format!("{lane_totals:?}"), "totals, {what}");
+                    assert_eq!(format!("{totals:?}"), format!("{portable_totals:?}"), "totals without AVX, {what}");
+                }
+                // The padding lane stayed empty.
+                assert_eq!(groups[1].a[3], NONE);
+                assert_eq!(groups[1].count[3], 0);
+            }
+        }
+    }
+}
