@@ -219,10 +219,7 @@ pub struct SoftState {
     /// The prepare's narrowphase: the contact points of each chunk of pairs
     /// (one buffer per chunk, so that the chunks run on any thread).
     narrow_points: Vec<Vec<crate::contact::narrowphase::ManifoldPoint>>,
-    /// The manifolds the narrowphase chunks built from those points (one
-    /// buffer per chunk).
-    narrow_manifolds: Vec<Vec<step::BuiltManifold>>,
-    /// Where each pair's manifolds end in its chunk's buffer (pair order).
+    /// Where each pair's points end in its chunk's buffer (pair order).
     narrow_ends: Vec<u32>,
     /// Relax sweeps per sub-step (friction is solved in them; in the soft
     /// sweep only when there are none).

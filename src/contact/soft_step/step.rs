@@ -4,9 +4,7 @@
 
 use super::WarmImpulses;
 use super::lanes::{LANES, SoftLanes, sweep};
-use super::manifold::{
-    MAX_COLOURS, Pass, Shared, SoftInfo, SoftManifold, SoftTotals, colour_of, delta_of, moved, new_manifold,
-};
+use super::manifold::{MAX_COLOURS, Pass, Shared, SoftInfo, SoftTotals, colour_of, delta_of, moved, new_manifold};
 use crate::team::{Participant, Schedule, Shared as TeamShared, balanced_chunk};
 use glam::DVec2;
 
@@ -140,22 +138,8 @@ fn fill_outlines(
     }
 }
 
-/// A manifold built by the prepare's narrowphase chunk (its constraint with
-/// effective masses and friction, its totals, material and features),
-/// before the sequential warm start and colouring.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct BuiltManifold {
-    manifold: SoftManifold,
-    totals: SoftTotals,
-    material: crate::contact::Material,
-    features: [u32; 2],
-    /// Every point's gap, normal and position are finite.
-    finite: bool,
-}
-
 /// What the narrowphase of the prepare reads (shared by its threads).
 struct NarrowInputs<'a> {
-    set: &'a ContactSet,
     bodies: &'a [Body],
     surfaces: &'a [Surface],
     hulls: &'a [Vec<DVec2>],
@@ -165,27 +149,16 @@ struct NarrowInputs<'a> {
     v: &'a [f64],
     dt: f64,
     margin: f64,
-    resting_speed: f64,
 }
 
 /// The narrowphase of the pairs from `first` on (one per entry of `ends`):
-/// their points appended to `out`, and their manifolds (up to 2 points each,
-/// with material, effective masses and friction: a function of the pair
-/// alone) to `built` (both cleared first), pair `k`'s ending at
-/// `ends[k - first]` in `built`.
-fn narrow_chunk(
-    inputs: &NarrowInputs<'_>,
-    first: usize,
-    ends: &mut [u32],
-    out: &mut Vec<ManifoldPoint>,
-    built: &mut Vec<BuiltManifold>,
-) {
-    let NarrowInputs { set, bodies, surfaces, hulls, pairs, world, q, v, dt, margin, resting_speed } = *inputs;
+/// their points appended to `out` (cleared first), pair `k`'s ending at
+/// `ends[k - first]`.
+fn narrow_chunk(inputs: &NarrowInputs<'_>, first: usize, ends: &mut [u32], out: &mut Vec<ManifoldPoint>) {
+    let NarrowInputs { bodies, surfaces, hulls, pairs, world, q, v, dt, margin } = *inputs;
     out.clear();
-    built.clear();
     for (k, end) in ends.iter_mut().enumerate() {
         let pair = pairs[first + k];
-        let begin = out.len();
         // The pair's reach over the step: the speculative margin plus how
         // far the two can close at their start-of-step speeds (centre
         // speed + spin × bounding radius), so that a fast body meets a
@@ -205,20 +178,7 @@ fn narrow_chunk(
             }
             _ => collide_pair_into(hulls, bodies, surfaces, pair, q, reach, out),
         }
-        let points = &out[begin..];
-        if !points.is_empty() {
-            let material = set.mixed(surfaces, pair.a, pair.b);
-            for chunk in points.chunks(2) {
-                let finite = chunk.iter().all(|m| m.gap.is_finite() && m.normal.is_finite() && m.point.is_finite());
-                let (manifold, totals) = new_manifold(bodies, pair, &material, q, v, chunk, resting_speed);
-                let mut features = [0u32; 2];
-                for (f, m) in features.iter_mut().zip(chunk) {
-                    *f = m.feature;
-                }
-                built.push(BuiltManifold { manifold, totals, material, features, finite });
-            }
-        }
-        *end = built.len() as u32;
+        *end = out.len() as u32;
     }
 }
 
@@ -292,13 +252,9 @@ impl ContactSet {
         if soft.narrow_points.len() < chunks {
             soft.narrow_points.resize_with(chunks, Vec::new);
         }
-        if soft.narrow_manifolds.len() < chunks {
-            soft.narrow_manifolds.resize_with(chunks, Vec::new);
-        }
         soft.narrow_ends.resize(pairs, 0);
         soft.world_polygons.build(&self.hulls, bodies, &self.pairs, q, parallel);
         let inputs = NarrowInputs {
-            set: &*self,
             bodies,
             surfaces,
             hulls: &self.hulls,
@@ -308,42 +264,45 @@ impl ContactSet {
             v,
             dt,
             margin,
-            resting_speed,
         };
         let ends = &mut soft.narrow_ends[..pairs];
         let buffers = &mut soft.narrow_points[..chunks];
-        let built = &mut soft.narrow_manifolds[..chunks];
         if parallel {
             use rayon::prelude::*;
             ends.par_chunks_mut(chunk)
                 .zip(buffers.par_iter_mut())
-                .zip(built.par_iter_mut())
                 .enumerate()
-                .for_each(|(c, ((ends, out), built))| narrow_chunk(&inputs, c * chunk, ends, out, built));
+                .for_each(|(c, (ends, out))| narrow_chunk(&inputs, c * chunk, ends, out));
         } else {
-            for (c, ((ends, out), built)) in ends.chunks_mut(chunk).zip(buffers).zip(built).enumerate() {
-                narrow_chunk(&inputs, c * chunk, ends, out, built);
+            for (c, (ends, out)) in ends.chunks_mut(chunk).zip(buffers).enumerate() {
+                narrow_chunk(&inputs, c * chunk, ends, out);
             }
         }
         let mut prev = 0usize;
         for k in 0..pairs {
             let pair = self.pairs[k];
             let begin = if k % chunk == 0 { 0 } else { soft.narrow_ends[k - 1] as usize };
-            let end = soft.narrow_ends[k] as usize;
-            if begin == end {
+            let points = &soft.narrow_points[k / chunk][begin..soft.narrow_ends[k] as usize];
+            if points.is_empty() {
                 continue;
             }
+            let material = self.mixed(surfaces, pair.a, pair.b);
             let key = (pair.a, pair.b);
             while prev < soft.previous_info.len() && soft.previous_info[prev].key < key {
                 prev += 1;
             }
             let first_prev = prev;
-            for n in begin..end {
-                let BuiltManifold { manifold: mut man, totals, material, features, finite } =
-                    soft.narrow_manifolds[k / chunk][n];
-                if !finite {
-                    self.soft = soft;
-                    return Err(self.error(bodies, pair, "the contact gap or normal is not finite (NaN state)"));
+            for chunk in points.chunks(2) {
+                for m in chunk {
+                    if !(m.gap.is_finite() && m.normal.is_finite() && m.point.is_finite()) {
+                        self.soft = soft;
+                        return Err(self.error(bodies, pair, "the contact gap or normal is not finite (NaN state)"));
+                    }
+                }
+                let (mut man, totals) = new_manifold(bodies, pair, &material, q, v, chunk, resting_speed);
+                let mut features = [0u32; 2];
+                for (f, m) in features.iter_mut().zip(chunk) {
+                    *f = m.feature;
                 }
                 // Warm start: the previous step's points of this pair with the same feature.
                 let mut j = first_prev;
