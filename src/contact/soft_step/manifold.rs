@@ -1,6 +1,9 @@
-//! The soft contact constraints: points and manifolds (arrays streamed by
+//! The soft contact constraints: points and manifolds (built one at a time
+//! by the prepare, then laid out four to a group in `lanes::SoftLanes` for
 //! the sweeps), their graph colouring, and the passes over one manifold
-//! (warm start, solve with bias, relax, restitution).
+//! (warm start, solve with bias, relax, restitution): the scalar kernel that
+//! the four-wide sweeps reproduce bit for bit, and that runs the restitution
+//! pass and the sequential overflow colour.
 
 use glam::DVec2;
 
@@ -63,7 +66,7 @@ pub(super) struct SoftTotals {
     pub(super) restitution: f64,
 }
 
-/// The soft constraint of one pair (up to 2 points): only what the sweeps use.
+/// The soft constraint of one pair (up to 2 points): only what the passes use.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(super) struct SoftManifold {
     pub(super) a: u32,
