@@ -1,6 +1,9 @@
-//! The soft contact constraints: points and manifolds (arrays streamed by
+//! The soft contact constraints: points and manifolds (built one at a time
+//! by the prepare, then laid out four to a group in `lanes::SoftLanes` for
 //! the sweeps), their graph colouring, and the passes over one manifold
-//! (warm start, solve with bias, relax, restitution).
+//! (warm start, solve with bias, relax, restitution): the scalar kernel that
+//! the four-wide sweeps reproduce bit for bit, and that runs the restitution
+//! pass and the sequential overflow colour.
 
 use glam::DVec2;
 
@@ -63,7 +66,7 @@ pub(super) struct SoftTotals {
     pub(super) restitution: f64,
 }
 
-/// The soft constraint of one pair (up to 2 points): only what the sweeps use.
+/// The soft constraint of one pair (up to 2 points): only what the passes use.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(super) struct SoftManifold {
     pub(super) a: u32,
@@ -172,35 +175,6 @@ pub(super) enum Pass {
     /// impulses to the step totals (one pass fewer over the manifolds).
     RelaxAccumulate,
     Restitution,
-}
-
-/// One pass over consecutive constraints of a colour (with their totals).
-/// The pass is matched once, outside the loop: each arm runs an inlined
-/// copy of [`SoftManifold::run`] with the pass a constant, so the sweep
-/// carries no per-constraint branch on it (same arithmetic, same bits).
-pub(super) fn sweep(
-    constraints: &mut [SoftManifold],
-    totals: &mut [SoftTotals],
-    pass: Pass,
-    v: &Shared,
-    delta: &[BodyDelta],
-    st: &SoftState,
-    threshold: f64,
-) {
-    macro_rules! each {
-        ($pass:expr) => {
-            for (m, t) in constraints.iter_mut().zip(totals.iter_mut()) {
-                m.run(t, $pass, v, delta, st, threshold);
-            }
-        };
-    }
-    match pass {
-        Pass::WarmStart => each!(Pass::WarmStart),
-        Pass::Solve => each!(Pass::Solve),
-        Pass::Relax => each!(Pass::Relax),
-        Pass::RelaxAccumulate => each!(Pass::RelaxAccumulate),
-        Pass::Restitution => each!(Pass::Restitution),
-    }
 }
 
 impl SoftManifold {

@@ -82,7 +82,21 @@
 //! of one colour share no dynamic body. The prepare colours each manifold as
 //! it is made and builds its constraint straight into its colour's array
 //! (`SoftState::by_colour`, key order within a colour), so a colour is one
-//! contiguous slice and nothing is copied to lay the constraints out. What
+//! contiguous slice and nothing is copied to lay the constraints out. A
+//! colour is stored four manifolds to a group (`lanes::SoftLanes`, structure
+//! of arrays: one `[f64; 4]` per field, the last group padded with empty
+//! lanes whose bodies are none), and the sweeps run four manifolds at once
+//! (Box2D v3's `b2ContactConstraintSIMD`, in f64): the four manifolds'
+//! velocities gathered, the kernel on four-wide values with plain lane-wise
+//! arithmetic that LLVM packs (`vmulpd` on 256-bit registers where the
+//! processor has AVX, detected at run time; 128-bit `mulpd` otherwise),
+//! scattered back. Each lane does the scalar kernel's operations in the same
+//! order, without fused multiply-add, and a point or rolling resistance a
+//! lane lacks is computed and discarded by a select: bitwise the scalar
+//! kernel's result on any x86-64 (`lanes::tests` checks every pass on both
+//! paths). The sequential overflow colour, whose manifolds may share a
+//! body, and the restitution pass go lane by lane through the scalar kernel
+//! (`SoftManifold::run`). What
 //! only the last relax sweep and the restitution pass touch (the step's
 //! impulse totals, the start-of-step normal velocities, the restitution)
 //! lies beside it in `totals_by_colour` (same colour, same index), so that
@@ -126,6 +140,10 @@
 //! (medians; one thread: 15.2 → 14.3), wall 32.1 → 25.9 ms/step (the wall
 //! time of a 2-core machine shared by other builds is mostly waiting for a
 //! core), Box2D v3 5.06 CPU in the same session (2.9×).
+//! The sweeps four constraints wide (same command, five alternated pairs,
+//! 27 Nov 2026 06:17 UTC, load 8.6–10.3): CPU 14.0 → 11.7 ms/step (medians,
+//! −16 %; one thread: 13.6 → 11.4), Box2D v3 4.65 CPU in the same session
+//! (2.5×, was 3.0×).
 //!
 //! # Files
 //!
@@ -134,16 +152,21 @@
 //! - `manifold.rs`: the contact constraint arrays (points, manifolds), their
 //!   colouring and the prepare / warm-start / solve / relax / restitution
 //!   passes over one manifold;
+//! - `lanes.rs`: a colour's constraints four to a group (structure of
+//!   arrays) and the sweeps over them four manifolds wide (AVX where the
+//!   processor has it), bitwise the scalar passes;
 //! - `step.rs`: the step driver on [`ContactSet`](super::ContactSet) that
 //!   [`crate::world::World`] calls stage by stage.
 
+mod lanes;
 mod manifold;
 mod settings;
 mod step;
 
 pub use settings::{SoftStepSettings, Softness};
 
-use manifold::{SoftInfo, SoftManifold, SoftTotals};
+use lanes::SoftLanes;
+use manifold::{SoftInfo, SoftTotals};
 
 use super::Partner;
 
@@ -172,13 +195,15 @@ pub(super) struct WarmImpulses {
 /// once they have grown).
 #[derive(Clone, Debug, Default)]
 pub struct SoftState {
-    /// The constraints of each colour, contiguous (colour `c` is
-    /// `by_colour[c]`; the last, [`manifold::MAX_COLOURS`], is the sequential
-    /// overflow colour). Built there directly by the prepare, in key order
-    /// within a colour: no copy of the constraints to lay them out.
-    by_colour: Vec<Vec<SoftManifold>>,
+    /// The constraints of each colour, contiguous, four to a group
+    /// (colour `c` is `by_colour[c]`, its manifold `i` lane `i % 4` of group
+    /// `i / 4`, the last group padded with empty lanes; the last colour,
+    /// [`manifold::MAX_COLOURS`], is the sequential overflow colour). Built
+    /// there directly by the prepare, in key order within a colour: no copy
+    /// of the constraints to lay them out.
+    by_colour: Vec<Vec<SoftLanes>>,
     /// The step totals and restitution data of each constraint, beside it
-    /// (same colour, same index).
+    /// (same colour, same index; its length is the colour's manifold count).
     totals_by_colour: Vec<Vec<SoftTotals>>,
     /// Where each manifold (key order) lies: (colour, index in it).
     place: Vec<(u16, u32)>,

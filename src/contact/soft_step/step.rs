@@ -3,9 +3,8 @@
 //! finish).
 
 use super::WarmImpulses;
-use super::manifold::{
-    MAX_COLOURS, Pass, Shared, SoftInfo, SoftManifold, SoftTotals, colour_of, delta_of, moved, new_manifold, sweep,
-};
+use super::lanes::{LANES, SoftLanes, sweep};
+use super::manifold::{MAX_COLOURS, Pass, Shared, SoftInfo, SoftTotals, colour_of, delta_of, moved, new_manifold};
 use crate::team::{Participant, Schedule, Shared as TeamShared, balanced_chunk};
 use glam::DVec2;
 
@@ -325,12 +324,17 @@ impl ContactSet {
                 soft.bouncy |= totals.restitution > 0.0
                     && totals.relative_velocity[..man.count as usize].iter().any(|&u| u <= -resting_speed);
                 // Colour now (greedy in key order, as a colouring after the
-                // loop would be) and build the constraint in its colour.
+                // loop would be) and build the constraint in its colour's
+                // next lane (a new group of empty lanes every fourth).
                 let c = colour_of(&man, &mut soft.used);
-                let colour = &mut soft.by_colour[c as usize];
-                soft.place.push((c, colour.len() as u32));
-                colour.push(man);
-                soft.totals_by_colour[c as usize].push(totals);
+                let (colour, colour_totals) = (&mut soft.by_colour[c as usize], &mut soft.totals_by_colour[c as usize]);
+                let index = colour_totals.len();
+                if index % LANES == 0 {
+                    colour.push(SoftLanes::EMPTY);
+                }
+                colour[index / LANES].set(index % LANES, &man);
+                colour_totals.push(totals);
+                soft.place.push((c, index as u32));
                 soft.info.push(SoftInfo { key, material, features, count: man.count });
             }
         }
@@ -341,7 +345,7 @@ impl ContactSet {
     /// Manifolds in the largest colour swept on the pool (0 if none) at the
     /// last [`ContactSet::soft_prepare`]: tests check the parallel path is taken.
     pub fn soft_largest_colour(&self) -> usize {
-        self.soft.by_colour.iter().take(MAX_COLOURS as usize).map(Vec::len).max().unwrap_or(0)
+        self.soft.totals_by_colour.iter().take(MAX_COLOURS as usize).map(Vec::len).max().unwrap_or(0)
     }
 
     /// Runs `passes` one after the other, each over every colour in order
@@ -359,32 +363,34 @@ impl ContactSet {
         let delta = &st.delta;
         // Colours past the last non-empty one are not walked.
         let colours = by_colour.iter().rposition(|c| !c.is_empty()).map_or(0, |c| c + 1);
-        let parallel = |c: usize, len: usize| {
-            threads > 1 && c < MAX_COLOURS as usize && len >= crate::solver::pgs::PARALLEL_COLOUR_MIN
-        };
-        let shareable = by_colour[..colours].iter().enumerate().any(|(c, m)| parallel(c, m.len()));
+        // Every colour but the overflow one runs four manifolds wide.
+        let independent = |c: usize| c < MAX_COLOURS as usize;
+        let parallel =
+            |c: usize, len: usize| threads > 1 && independent(c) && len >= crate::solver::pgs::PARALLEL_COLOUR_MIN;
+        let shareable = totals_by_colour[..colours].iter().enumerate().any(|(c, m)| parallel(c, m.len()));
         if !shareable {
             for &pass in passes {
-                for (colour, totals) in by_colour[..colours].iter_mut().zip(&mut totals_by_colour) {
-                    sweep(colour, totals, pass, &shared, delta, st, threshold);
+                for (c, (colour, totals)) in by_colour[..colours].iter_mut().zip(&mut totals_by_colour).enumerate() {
+                    sweep(colour, totals, pass, &shared, delta, st, threshold, independent(c));
                 }
             }
         } else {
-            // Chunks of a shared colour: a few per thread (at least 64
-            // constraints), claimed as threads come free; the constraints of
-            // a colour share no dynamic body, so any split and any thread
-            // gives the same bits. A small colour, or the overflow colour,
-            // is one chunk (sequential).
-            let chunk_size = |c: usize, len: usize| {
+            // Chunks of a shared colour, in groups of four manifolds: a few
+            // per thread (at least 16 groups), claimed as threads come free;
+            // the constraints of a colour share no dynamic body, so any
+            // split and any thread gives the same bits. A small colour, or
+            // the overflow colour, is one chunk (sequential).
+            let chunk_groups = |c: usize, len: usize, groups: usize| {
                 if parallel(c, len) {
-                    balanced_chunk(len, CHUNKS_PER_THREAD * threads, 64, usize::MAX)
+                    balanced_chunk(groups, CHUNKS_PER_THREAD * threads, 16, usize::MAX)
                 } else {
-                    len.max(1)
+                    groups.max(1)
                 }
             };
-            let lens: [usize; MAX_COLOURS as usize + 1] = std::array::from_fn(|c| by_colour.get(c).map_or(0, Vec::len));
+            let lens: [usize; MAX_COLOURS as usize + 1] =
+                std::array::from_fn(|c| totals_by_colour.get(c).map_or(0, Vec::len));
             let mut constraints = by_colour.iter_mut();
-            let constraints: [TeamShared<SoftManifold>; MAX_COLOURS as usize + 1] =
+            let constraints: [TeamShared<SoftLanes>; MAX_COLOURS as usize + 1] =
                 std::array::from_fn(|_| TeamShared::new(constraints.next().map_or(&mut [][..], |c| &mut c[..])));
             let mut totals = totals_by_colour.iter_mut();
             let totals: [TeamShared<SoftTotals>; MAX_COLOURS as usize + 1] =
@@ -394,15 +400,16 @@ impl ContactSet {
                 for &pass in passes {
                     for c in 0..colours {
                         let len = lens[c];
-                        let size = chunk_size(c, len);
-                        team.phase(len.div_ceil(size), |k| {
-                            let range = k * size..((k + 1) * size).min(len);
+                        let groups = len.div_ceil(LANES);
+                        let size = chunk_groups(c, len, groups);
+                        team.phase(groups.div_ceil(size), |k| {
+                            let range = k * size..((k + 1) * size).min(groups);
+                            let manifolds = LANES * range.start..(LANES * range.end).min(len);
                             // SAFETY: the chunks of a phase are disjoint
                             // ranges of one colour, each run by one thread;
                             // nothing else touches the colour in the phase.
-                            let (ms, ts) =
-                                unsafe { (constraints[c].range_mut(range.clone()), totals[c].range_mut(range)) };
-                            sweep(ms, ts, pass, &shared, delta, st, threshold);
+                            let (ms, ts) = unsafe { (constraints[c].range_mut(range), totals[c].range_mut(manifolds)) };
+                            sweep(ms, ts, pass, &shared, delta, st, threshold, independent(c));
                         });
                     }
                 }
@@ -453,8 +460,10 @@ impl ContactSet {
         }
         if relax && sweeps == 0 {
             let soft = &mut self.soft;
-            for (m, t) in soft.by_colour.iter().flatten().zip(soft.totals_by_colour.iter_mut().flatten()) {
-                m.accumulate(t);
+            for (colour, totals) in soft.by_colour.iter().zip(&mut soft.totals_by_colour) {
+                for (g, t) in colour.iter().zip(totals.chunks_mut(LANES)) {
+                    g.accumulate(t);
+                }
             }
         }
     }
@@ -515,7 +524,7 @@ impl ContactSet {
         // and the contacts for output in pair order.
         soft.impulses.clear();
         for (&(c, i), info) in soft.place.iter().zip(&soft.info) {
-            let m = &soft.by_colour[c as usize][i as usize];
+            let m = &soft.by_colour[c as usize][i as usize / LANES].get(i as usize % LANES);
             let totals = &soft.totals_by_colour[c as usize][i as usize];
             let [p0, p1] = &m.points;
             soft.impulses.push(WarmImpulses {

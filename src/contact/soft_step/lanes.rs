@@ -1,0 +1,756 @@
+//! The soft constraints of one colour four manifolds wide (Box2D v3's
+//! `b2ContactConstraintSIMD`, in f64): each group of [`LANES`] manifolds is
+//! stored as structure of arrays (`[f64; 4]` per field), its bodies'
+//! velocities are gathered into four-wide values, the kernel runs on them
+//! with plain lane-wise arithmetic (which LLVM turns into packed
+//! `mulpd`/`vmulpd`), and the velocities are scattered back.
+//!
+//! Bitwise the same as the scalar kernel ([`SoftManifold::run`]): each lane
+//! performs the same IEEE operations in the same order (no fused
+//! multiply-add, so the bits do not depend on the machine), a point a lane
+//! does not have (a 1-point manifold's second) or a rolling resistance it
+//! does not have is computed and then discarded by a lane select, and the
+//! manifolds of one colour share no dynamic body, so reading the four
+//! manifolds' velocities before writing any changes nothing. The sequential
+//! overflow colour, whose manifolds may share bodies, is run one lane at a
+//! time through the scalar kernel.
+
+use std::ops::{Add, Mul, Neg, Sub};
+
+use glam::DVec2;
+
+use super::manifold::{NONE, Pass, Shared, SoftManifold, SoftPoint, SoftTotals};
+use super::{BodyDelta, SoftState};
+
+/// Manifolds per group.
+pub(super) const LANES: usize = 4;
+
+/// One f64 per lane.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct F4([f64; LANES]);
+
+/// A lane condition: all bits set (true) or none (false) per lane, so that
+/// a select is three bitwise operations on the packed register.
+type Mask = [u64; LANES];
+
+/// `[f(0), f(1), f(2), f(3)]`, unrolled.
+macro_rules! lanes {
+    (|$l:ident| $e:expr) => {
+        [
+            {
+                let $l = 0;
+                $e
+            },
+            {
+                let $l = 1;
+                $e
+            },
+            {
+                let $l = 2;
+                $e
+            },
+            {
+                let $l = 3;
+                $e
+            },
+        ]
+    };
+}
+
+impl F4 {
+    const ZERO: F4 = F4([0.0; LANES]);
+
+    #[inline(always)]
+    fn splat(x: f64) -> F4 {
+        F4([x; LANES])
+    }
+
+    /// `f64::max` per lane (the non-NaN one if one is NaN).
+    #[inline(always)]
+    fn max(self, o: F4) -> F4 {
+        F4(lanes!(|l| self.0[l].max(o.0[l])))
+    }
+
+    /// `f64::clamp` per lane, without its check that `lo ≤ hi` (the bounds
+    /// here are ±μλ with λ ≥ 0).
+    #[inline(always)]
+    fn clamp(self, lo: F4, hi: F4) -> F4 {
+        F4(lanes!(|l| {
+            let x = if self.0[l] < lo.0[l] { lo.0[l] } else { self.0[l] };
+            if x > hi.0[l] { hi.0[l] } else { x }
+        }))
+    }
+
+    #[inline(always)]
+    fn gt(self, o: F4) -> Mask {
+        lanes!(|l| if self.0[l] > o.0[l] { u64::MAX } else { 0 })
+    }
+
+    /// `on ? a : b` per lane.
+    #[inline(always)]
+    fn select(on: Mask, a: F4, b: F4) -> F4 {
+        F4(lanes!(|l| f64::from_bits((a.0[l].to_bits() & on[l]) | (b.0[l].to_bits() & !on[l]))))
+    }
+}
+
+impl Add for F4 {
+    type Output = F4;
+    #[inline(always)]
+    fn add(self, o: F4) -> F4 {
+        F4(lanes!(|l| self.0[l] + o.0[l]))
+    }
+}
+
+impl Sub for F4 {
+    type Output = F4;
+    #[inline(always)]
+    fn sub(self, o: F4) -> F4 {
+        F4(lanes!(|l| self.0[l] - o.0[l]))
+    }
+}
+
+impl Mul for F4 {
+    type Output = F4;
+    #[inline(always)]
+    fn mul(self, o: F4) -> F4 {
+        F4(lanes!(|l| self.0[l] * o.0[l]))
+    }
+}
+
+impl Neg for F4 {
+    type Output = F4;
+    #[inline(always)]
+    fn neg(self) -> F4 {
+        F4(lanes!(|l| -self.0[l]))
+    }
+}
+
+/// A 2D vector per lane (the operations of `glam::DVec2`, same order).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(super) struct V4 {
+    x: F4,
+    y: F4,
+}
+
+impl V4 {
+    /// `DVec2::dot`: x·x' + y·y'.
+    #[inline(always)]
+    fn dot(self, o: V4) -> F4 {
+        self.x * o.x + self.y * o.y
+    }
+
+    /// `DVec2::perp`: (−y, x).
+    #[inline(always)]
+    fn perp(self) -> V4 {
+        V4 { x: -self.y, y: self.x }
+    }
+
+    #[inline(always)]
+    fn select(on: Mask, a: V4, b: V4) -> V4 {
+        V4 { x: F4::select(on, a.x, b.x), y: F4::select(on, a.y, b.y) }
+    }
+}
+
+impl Add for V4 {
+    type Output = V4;
+    #[inline(always)]
+    fn add(self, o: V4) -> V4 {
+        V4 { x: self.x + o.x, y: self.y + o.y }
+    }
+}
+
+impl Sub for V4 {
+    type Output = V4;
+    #[inline(always)]
+    fn sub(self, o: V4) -> V4 {
+        V4 { x: self.x - o.x, y: self.y - o.y }
+    }
+}
+
+/// A scalar per lane times a vector per lane (`f64 * DVec2`).
+impl Mul<V4> for F4 {
+    type Output = V4;
+    #[inline(always)]
+    fn mul(self, v: V4) -> V4 {
+        V4 { x: self * v.x, y: self * v.y }
+    }
+}
+
+/// `manifold::cross`: a.x·b.y − a.y·b.x.
+#[inline(always)]
+fn cross(a: V4, b: V4) -> F4 {
+    a.x * b.y - a.y * b.x
+}
+
+/// `manifold::cross_sv`: ω × r = (−ω·r.y, ω·r.x).
+#[inline(always)]
+fn cross_sv(w: F4, r: V4) -> V4 {
+    V4 { x: -w * r.y, y: w * r.x }
+}
+
+/// `manifold::moved`: how far the anchor `r` moved with the body's motion `d`.
+#[inline(always)]
+fn moved(d: &[F4; 4], r: V4) -> V4 {
+    V4 { x: d[0] + d[2] * r.x - d[3] * r.y - r.x, y: d[1] + d[3] * r.x + d[2] * r.y - r.y }
+}
+
+/// The velocities of the lanes' two bodies, gathered.
+#[derive(Clone, Copy, Default)]
+struct Velocities {
+    va: V4,
+    wa: F4,
+    vb: V4,
+    wb: F4,
+}
+
+/// The lanes' inverse masses and inertias.
+#[derive(Clone, Copy)]
+struct InverseMasses {
+    ma: F4,
+    ia: F4,
+    mb: F4,
+    ib: F4,
+}
+
+/// `SoftManifold::run`'s `apply` (impulse `p` at anchors `ra`, `rb`), kept
+/// only in the lanes `on`.
+#[inline(always)]
+fn apply(on: Mask, p: V4, ra: V4, rb: V4, m: &InverseMasses, vel: &mut Velocities) {
+    vel.va = V4::select(on, vel.va + m.ma * p, vel.va);
+    vel.wa = F4::select(on, vel.wa + m.ia * cross(ra, p), vel.wa);
+    vel.vb = V4::select(on, vel.vb - m.mb * p, vel.vb);
+    vel.wb = F4::select(on, vel.wb - m.ib * cross(rb, p), vel.wb);
+}
+
+/// One point of [`LANES`] manifolds (fields as [`SoftPoint`]'s).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct PointLanes {
+    normal: V4,
+    ra: V4,
+    rb: V4,
+    base_separation: F4,
+    normal_mass: F4,
+    tangent_mass: F4,
+    normal_impulse: F4,
+    tangent_impulse: F4,
+    friction: F4,
+}
+
+/// [`LANES`] manifolds of one colour, structure of arrays (fields as
+/// [`SoftManifold`]'s). A colour's last group is padded with empty lanes:
+/// no point, both bodies [`NONE`] (no dynamic body: read as at rest,
+/// never written).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct SoftLanes {
+    a: [u32; LANES],
+    b: [u32; LANES],
+    inv_mass_a: F4,
+    inv_inertia_a: F4,
+    inv_mass_b: F4,
+    inv_inertia_b: F4,
+    rolling_resistance: F4,
+    rolling_mass: F4,
+    rolling_impulse: F4,
+    dynamic_a: [bool; LANES],
+    dynamic_b: [bool; LANES],
+    static_partner: [bool; LANES],
+    count: [u8; LANES],
+    /// Whether each lane has its first, second point (`count` as masks).
+    has_point: [Mask; 2],
+    /// `static_partner` as a mask.
+    static_mask: Mask,
+    points: [PointLanes; 2],
+}
+
+impl SoftLanes {
+    /// A group of empty lanes.
+    pub(super) const EMPTY: SoftLanes = SoftLanes {
+        a: [NONE; LANES],
+        b: [NONE; LANES],
+        inv_mass_a: F4::ZERO,
+        inv_inertia_a: F4::ZERO,
+        inv_mass_b: F4::ZERO,
+        inv_inertia_b: F4::ZERO,
+        rolling_resistance: F4::ZERO,
+        rolling_mass: F4::ZERO,
+        rolling_impulse: F4::ZERO,
+        dynamic_a: [false; LANES],
+        dynamic_b: [false; LANES],
+        static_partner: [false; LANES],
+        count: [0; LANES],
+        has_point: [[0; LANES]; 2],
+        static_mask: [0; LANES],
+        points: [PointLanes {
+            normal: V4 { x: F4::ZERO, y: F4::ZERO },
+            ra: V4 { x: F4::ZERO, y: F4::ZERO },
+            rb: V4 { x: F4::ZERO, y: F4::ZERO },
+            base_separation: F4::ZERO,
+            normal_mass: F4::ZERO,
+            tangent_mass: F4::ZERO,
+            normal_impulse: F4::ZERO,
+            tangent_impulse: F4::ZERO,
+            friction: F4::ZERO,
+        }; 2],
+    };
+
+    /// Writes manifold `m` into lane `l`.
+    pub(super) fn set(&mut self, l: usize, m: &SoftManifold) {
+        self.a[l] = m.a;
+        self.b[l] = m.b;
+        self.inv_mass_a.0[l] = m.inv_mass_a;
+        self.inv_inertia_a.0[l] = m.inv_inertia_a;
+        self.inv_mass_b.0[l] = m.inv_mass_b;
+        self.inv_inertia_b.0[l] = m.inv_inertia_b;
+        self.rolling_resistance.0[l] = m.rolling_resistance;
+        self.rolling_mass.0[l] = m.rolling_mass;
+        self.rolling_impulse.0[l] = m.rolling_impulse;
+        self.dynamic_a[l] = m.dynamic_a;
+        self.dynamic_b[l] = m.dynamic_b;
+        self.static_partner[l] = m.static_partner;
+        self.count[l] = m.count;
+        for (k, has) in self.has_point.iter_mut().enumerate() {
+            has[l] = if (m.count as usize) > k { u64::MAX } else { 0 };
+        }
+        self.static_mask[l] = if m.static_partner { u64::MAX } else { 0 };
+        for (q, p) in self.points.iter_mut().zip(&m.points) {
+            q.normal.x.0[l] = p.normal.x;
+            q.normal.y.0[l] = p.normal.y;
+            q.ra.x.0[l] = p.ra.x;
+            q.ra.y.0[l] = p.ra.y;
+            q.rb.x.0[l] = p.rb.x;
+            q.rb.y.0[l] = p.rb.y;
+            q.base_separation.0[l] = p.base_separation;
+            q.normal_mass.0[l] = p.normal_mass;
+            q.tangent_mass.0[l] = p.tangent_mass;
+            q.normal_impulse.0[l] = p.normal_impulse;
+            q.tangent_impulse.0[l] = p.tangent_impulse;
+            q.friction.0[l] = p.friction;
+        }
+    }
+
+    /// The manifold in lane `l`.
+    pub(super) fn get(&self, l: usize) -> SoftManifold {
+        let point = |q: &PointLanes| SoftPoint {
+            normal: DVec2::new(q.normal.x.0[l], q.normal.y.0[l]),
+            ra: DVec2::new(q.ra.x.0[l], q.ra.y.0[l]),
+            rb: DVec2::new(q.rb.x.0[l], q.rb.y.0[l]),
+            base_separation: q.base_separation.0[l],
+            normal_mass: q.normal_mass.0[l],
+            tangent_mass: q.tangent_mass.0[l],
+            normal_impulse: q.normal_impulse.0[l],
+            tangent_impulse: q.tangent_impulse.0[l],
+            friction: q.friction.0[l],
+        };
+        SoftManifold {
+            a: self.a[l],
+            b: self.b[l],
+            inv_mass_a: self.inv_mass_a.0[l],
+            inv_inertia_a: self.inv_inertia_a.0[l],
+            inv_mass_b: self.inv_mass_b.0[l],
+            inv_inertia_b: self.inv_inertia_b.0[l],
+            dynamic_a: self.dynamic_a[l],
+            dynamic_b: self.dynamic_b[l],
+            rolling_resistance: self.rolling_resistance.0[l],
+            rolling_mass: self.rolling_mass.0[l],
+            rolling_impulse: self.rolling_impulse.0[l],
+            static_partner: self.static_partner[l],
+            count: self.count[l],
+            points: [point(&self.points[0]), point(&self.points[1])],
+        }
+    }
+
+    /// Every lane has two points (the pyramid's usual group): the point
+    /// selects can be left out.
+    #[inline(always)]
+    fn full(&self) -> bool {
+        self.has_point[1] == [u64::MAX; LANES]
+    }
+
+    /// The warm start, solve or relax pass ([`SoftManifold::run`]'s) on the
+    /// four lanes at once: velocities gathered, solved, scattered. The
+    /// lanes' dynamic bodies must all differ. `FULL`: [`SoftLanes::full`]
+    /// holds, and the point masks are the constant all-true, which LLVM
+    /// folds out of the selects (a select on all-true is its first value:
+    /// the same bits).
+    #[inline(always)]
+    fn run<const FULL: bool>(&mut self, pass: Pass, v: &Shared, delta: &[BodyDelta], st: &SoftState) {
+        let mut vel = Velocities::default();
+        for l in 0..LANES {
+            let (x, w) = v.get(self.a[l]);
+            (vel.va.x.0[l], vel.va.y.0[l], vel.wa.0[l]) = (x.x, x.y, w);
+            let (x, w) = v.get(self.b[l]);
+            (vel.vb.x.0[l], vel.vb.y.0[l], vel.wb.0[l]) = (x.x, x.y, w);
+        }
+        let m =
+            InverseMasses { ma: self.inv_mass_a, ia: self.inv_inertia_a, mb: self.inv_mass_b, ib: self.inv_inertia_b };
+        let has_point = self.has_point;
+        let has = |k: usize| if FULL { [u64::MAX; LANES] } else { has_point[k] };
+        match pass {
+            Pass::WarmStart => {
+                for (k, p) in self.points.iter().enumerate() {
+                    let t = p.normal.perp();
+                    let imp = p.normal_impulse * p.normal + p.tangent_impulse * t;
+                    apply(has(k), imp, p.ra, p.rb, &m, &mut vel);
+                }
+                vel.wa = vel.wa + m.ia * self.rolling_impulse;
+                vel.wb = vel.wb - m.ib * self.rolling_impulse;
+            }
+            Pass::Solve | Pass::Relax | Pass::RelaxAccumulate => {
+                let use_bias = pass == Pass::Solve;
+                let pick = |f: fn(&super::Softness) -> f64| {
+                    F4::select(self.static_mask, F4::splat(f(&st.static_soft)), F4::splat(f(&st.soft)))
+                };
+                let mass_scale_soft = pick(|s| s.mass_scale);
+                let bias_rate = pick(|s| s.bias_rate);
+                let impulse_scale_soft = pick(|s| s.impulse_scale);
+                let mut da = [F4::ZERO; 4];
+                let mut db = [F4::ZERO; 4];
+                for l in 0..LANES {
+                    let (a, b) =
+                        (super::manifold::delta_of(delta, self.a[l]), super::manifold::delta_of(delta, self.b[l]));
+                    for k in 0..4 {
+                        da[k].0[l] = a[k];
+                        db[k].0[l] = b[k];
+                    }
+                }
+                let inv_h = F4::splat(1.0 / st.h);
+                let mut total_normal = F4::ZERO;
+                for (k, p) in self.points.iter_mut().enumerate() {
+                    let on = has(k);
+                    let s = p.base_separation + p.normal.dot(moved(&da, p.ra) - moved(&db, p.rb));
+                    // As the scalar kernel: speculative, soft (solve) or rigid (relax).
+                    let speculative = s.gt(F4::ZERO);
+                    let (bias, mass_scale, impulse_scale) = if use_bias {
+                        (
+                            F4::select(
+                                speculative,
+                                s * inv_h,
+                                (mass_scale_soft * bias_rate * s).max(F4::splat(-st.push_speed)),
+                            ),
+                            F4::select(speculative, F4::splat(1.0), mass_scale_soft),
+                            F4::select(speculative, F4::ZERO, impulse_scale_soft),
+                        )
+                    } else {
+                        (F4::select(speculative, s * inv_h, F4::ZERO), F4::splat(1.0), F4::ZERO)
+                    };
+                    let dv = vel.va + cross_sv(vel.wa, p.ra) - vel.vb - cross_sv(vel.wb, p.rb);
+                    let vn = dv.dot(p.normal);
+                    let impulse = -p.normal_mass * (mass_scale * vn + bias) - impulse_scale * p.normal_impulse;
+                    let new = (p.normal_impulse + impulse).max(F4::ZERO);
+                    let d = new - p.normal_impulse;
+                    p.normal_impulse = F4::select(on, new, p.normal_impulse);
+                    total_normal = F4::select(on, total_normal + new, total_normal);
+                    apply(on, d * p.normal, p.ra, p.rb, &m, &mut vel);
+                }
+                let friction_here = !use_bias || st.relax_iterations == 0;
+                if friction_here {
+                    for (k, p) in self.points.iter_mut().enumerate() {
+                        let on = has(k);
+                        let t = p.normal.perp();
+                        let dv = vel.va + cross_sv(vel.wa, p.ra) - vel.vb - cross_sv(vel.wb, p.rb);
+                        let vt = dv.dot(t);
+                        let bound = p.friction * p.normal_impulse;
+                        let new = (p.tangent_impulse - p.tangent_mass * vt).clamp(-bound, bound);
+                        let d = new - p.tangent_impulse;
+                        p.tangent_impulse = F4::select(on, new, p.tangent_impulse);
+                        apply(on, d * t, p.ra, p.rb, &m, &mut vel);
+                    }
+                    let on = self.rolling_mass.gt(F4::ZERO);
+                    let bound = self.rolling_resistance * total_normal;
+                    let new = (self.rolling_impulse - self.rolling_mass * (vel.wa - vel.wb)).clamp(-bound, bound);
+                    let d = new - self.rolling_impulse;
+                    self.rolling_impulse = F4::select(on, new, self.rolling_impulse);
+                    vel.wa = F4::select(on, vel.wa + m.ia * d, vel.wa);
+                    vel.wb = F4::select(on, vel.wb - m.ib * d, vel.wb);
+                }
+            }
+            Pass::Restitution => unreachable!("the restitution pass runs lane by lane"),
+        }
+        for l in 0..LANES {
+            if self.dynamic_a[l] {
+                v.set(self.a[l], DVec2::new(vel.va.x.0[l], vel.va.y.0[l]), vel.wa.0[l]);
+            }
+            if self.dynamic_b[l] {
+                v.set(self.b[l], DVec2::new(vel.vb.x.0[l], vel.vb.y.0[l]), vel.wb.0[l]);
+            }
+        }
+    }
+
+    /// `pass` on the lanes one at a time through the scalar kernel (the
+    /// restitution pass; the overflow colour, whose manifolds may share a body).
+    fn run_each(
+        &mut self,
+        totals: &mut [SoftTotals],
+        pass: Pass,
+        v: &Shared,
+        delta: &[BodyDelta],
+        st: &SoftState,
+        threshold: f64,
+    ) {
+        for (l, t) in totals.iter_mut().enumerate() {
+            let mut m = self.get(l);
+            m.run(t, pass, v, delta, st, threshold);
+            self.set(l, &m);
+        }
+    }
+
+    /// Adds each lane's sub-step impulses to its step totals
+    /// ([`SoftManifold::accumulate`]).
+    pub(super) fn accumulate(&self, totals: &mut [SoftTotals]) {
+        for (l, t) in totals.iter_mut().enumerate() {
+            for k in 0..self.count[l] as usize {
+                t.normal[k] += self.points[k].normal_impulse.0[l];
+                t.tangent[k] += self.points[k].tangent_impulse.0[l];
+            }
+            t.rolling += self.rolling_impulse.0[l];
+        }
+    }
+}
+
+/// One pass over consecutive groups of a colour, with their manifolds'
+/// totals (`totals[LANES·g..]` beside group `g`). `independent`: the
+/// colour's manifolds share no dynamic body (every colour but the
+/// sequential overflow one), so a group runs four wide.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn sweep(
+    groups: &mut [SoftLanes],
+    totals: &mut [SoftTotals],
+    pass: Pass,
+    v: &Shared,
+    delta: &[BodyDelta],
+    st: &SoftState,
+    threshold: f64,
+    independent: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx") {
+        // SAFETY: the processor has AVX (checked just above).
+        unsafe { sweep_avx(groups, totals, pass, v, delta, st, threshold, independent) };
+        return;
+    }
+    sweep_lanes(groups, totals, pass, v, delta, st, threshold, independent);
+}
+
+/// [`sweep_lanes`] compiled for AVX (256-bit `vmulpd`: a group's four lanes
+/// in one register; no FMA, so the same bits as without AVX).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn sweep_avx(
+    groups: &mut [SoftLanes],
+    totals: &mut [SoftTotals],
+    pass: Pass,
+    v: &Shared,
+    delta: &[BodyDelta],
+    st: &SoftState,
+    threshold: f64,
+    independent: bool,
+) {
+    sweep_lanes(groups, totals, pass, v, delta, st, threshold, independent);
+}
+
+/// The pass is matched once, outside the loop: each arm runs an inlined
+/// copy of [`SoftLanes::run`] with the pass a constant, so the sweep
+/// carries no per-group branch on it.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn sweep_lanes(
+    groups: &mut [SoftLanes],
+    totals: &mut [SoftTotals],
+    pass: Pass,
+    v: &Shared,
+    delta: &[BodyDelta],
+    st: &SoftState,
+    threshold: f64,
+    independent: bool,
+) {
+    if !independent || pass == Pass::Restitution {
+        for (g, t) in groups.iter_mut().zip(totals.chunks_mut(LANES)) {
+            g.run_each(t, pass, v, delta, st, threshold);
+        }
+        return;
+    }
+    macro_rules! each {
+        ($pass:expr) => {
+            for g in groups.iter_mut() {
+                if g.full() {
+                    g.run::<true>($pass, v, delta, st);
+                } else {
+                    g.run::<false>($pass, v, delta, st);
+                }
+            }
+        };
+    }
+    match pass {
+        Pass::WarmStart => each!(Pass::WarmStart),
+        Pass::Solve => each!(Pass::Solve),
+        Pass::Relax => each!(Pass::Relax),
+        Pass::RelaxAccumulate => {
+            for (g, t) in groups.iter_mut().zip(totals.chunks_mut(LANES)) {
+                if g.full() {
+                    g.run::<true>(Pass::RelaxAccumulate, v, delta, st);
+                } else {
+                    g.run::<false>(Pass::RelaxAccumulate, v, delta, st);
+                }
+                g.accumulate(t);
+            }
+        }
+        Pass::Restitution => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contact::soft_step::Softness;
+
+    /// A small deterministic generator (no dependency): uniform in [lo, hi).
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn next(&mut self, lo: f64, hi: f64) -> f64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((self.0 >> 11) as f64 / (1u64 << 53) as f64)
+        }
+    }
+
+    /// Seven manifolds on distinct bodies (two groups, the second padded):
+    /// one and two points, body–body, against a fixed body and against a
+    /// surface, speculative and penetrating points, rolling resistance in
+    /// some, warm impulses. A 1-point manifold's second point holds values
+    /// too (which the scalar kernel never reads): the lanes must discard
+    /// what they compute with them.
+    fn scene(seed: u64, all_two: bool) -> (Vec<SoftManifold>, Vec<f64>, Vec<BodyDelta>) {
+        let mut r = Lcg(seed);
+        let n = 7;
+        let bodies = 2 * n;
+        let v: Vec<f64> = (0..3 * bodies).map(|_| r.next(-1.0, 1.0)).collect();
+        let delta: Vec<BodyDelta> = (0..bodies)
+            .map(|_| {
+                let phi = r.next(-0.05, 0.05);
+                [r.next(-0.01, 0.01), r.next(-0.01, 0.01), phi.cos(), phi.sin()]
+            })
+            .collect();
+        let manifolds = (0..n)
+            .map(|i| {
+                let a = 2 * i as u32;
+                let (b, dynamic_b) = match i % 3 {
+                    0 => (a + 1, true),
+                    1 => (a + 1, false),
+                    _ => (NONE, false),
+                };
+                let count = if all_two { 2 } else { 1 + (i % 2) as u8 };
+                let mut m = SoftManifold {
+                    a,
+                    b,
+                    inv_mass_a: r.next(0.5, 2.0),
+                    inv_inertia_a: r.next(0.5, 5.0),
+                    inv_mass_b: if dynamic_b { r.next(0.5, 2.0) } else { 0.0 },
+                    inv_inertia_b: if dynamic_b { r.next(0.5, 5.0) } else { 0.0 },
+                    dynamic_a: true,
+                    dynamic_b,
+                    rolling_resistance: r.next(0.0, 0.1),
+                    rolling_mass: if i % 4 == 1 { r.next(0.1, 1.0) } else { 0.0 },
+                    rolling_impulse: r.next(-0.01, 0.01),
+                    static_partner: !dynamic_b,
+                    count,
+                    points: [SoftPoint::default(); 2],
+                };
+                for p in &mut m.points {
+                    let angle = r.next(0.0, std::f64::consts::TAU);
+                    *p = SoftPoint {
+                        normal: DVec2::new(angle.cos(), angle.sin()),
+                        ra: DVec2::new(r.next(-0.5, 0.5), r.next(-0.5, 0.5)),
+                        rb: if b == NONE { DVec2::ZERO } else { DVec2::new(r.next(-0.5, 0.5), r.next(-0.5, 0.5)) },
+                        base_separation: r.next(-0.02, 0.01),
+                        normal_mass: r.next(0.2, 1.0),
+                        tangent_mass: r.next(0.2, 1.0),
+                        normal_impulse: r.next(0.0, 0.5),
+                        tangent_impulse: r.next(-0.1, 0.1),
+                        friction: r.next(0.1, 0.8),
+                    };
+                }
+                m
+            })
+            .collect();
+        (manifolds, v, delta)
+    }
+
+    /// Every pass four wide gives the bits of the scalar kernel, manifold by
+    /// manifold (velocities, impulses, totals), with and without AVX, with
+    /// friction in the relax sweeps and in the solve, in groups with a
+    /// 1-point manifold (masked) and in groups of 2-point ones only (the
+    /// unmasked copy).
+    #[test]
+    fn four_lanes_give_the_bits_of_the_scalar_kernel() {
+        let passes = [Pass::WarmStart, Pass::Solve, Pass::Relax, Pass::RelaxAccumulate, Pass::Restitution];
+        for (seed, all_two) in (0..40).map(|k| (k / 2, k % 2 == 1)) {
+            for relax_iterations in [0, 1] {
+                let st = SoftState {
+                    h: 1.0 / 240.0,
+                    soft: Softness::new(30.0, 10.0, 1.0 / 240.0),
+                    static_soft: Softness::new(60.0, 10.0, 1.0 / 240.0),
+                    push_speed: 3.0,
+                    relax_iterations,
+                    ..SoftState::default()
+                };
+                let (mut scalar, v0, delta) = scene(seed, all_two);
+                assert_eq!(
+                    all_two,
+                    SoftLanes::full(&{
+                        let mut g = SoftLanes::EMPTY;
+                        for (l, m) in scalar.iter().take(LANES).enumerate() {
+                            g.set(l, m);
+                        }
+                        g
+                    })
+                );
+                let mut totals: Vec<SoftTotals> = (0..scalar.len())
+                    .map(|i| SoftTotals {
+                        restitution: 0.5,
+                        relative_velocity: [-2.0, -0.5 * i as f64],
+                        normal: [0.1, 0.0],
+                        ..SoftTotals::default()
+                    })
+                    .collect();
+                let mut groups = vec![SoftLanes::EMPTY; scalar.len().div_ceil(LANES)];
+                for (i, m) in scalar.iter().enumerate() {
+                    groups[i / LANES].set(i % LANES, m);
+                }
+                let mut lane_totals = totals.clone();
+                let (mut v_scalar, mut v_lanes) = (v0.clone(), v0.clone());
+                let mut v_portable = v0.clone();
+                let mut portable_groups = groups.clone();
+                let mut portable_totals = totals.clone();
+                for pass in passes {
+                    let shared = Shared { ptr: v_scalar.as_mut_ptr(), len: v_scalar.len() };
+                    for (m, t) in scalar.iter_mut().zip(&mut totals) {
+                        m.run(t, pass, &shared, &delta, &st, 0.1);
+                    }
+                    let shared = Shared { ptr: v_lanes.as_mut_ptr(), len: v_lanes.len() };
+                    sweep(&mut groups, &mut lane_totals, pass, &shared, &delta, &st, 0.1, true);
+                    let shared = Shared { ptr: v_portable.as_mut_ptr(), len: v_portable.len() };
+                    sweep_lanes(&mut portable_groups, &mut portable_totals, pass, &shared, &delta, &st, 0.1, true);
+                    let bits = |x: &[f64]| x.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    let what = format!(
+                        "seed {seed}, two points {all_two}, relax_iterations {relax_iterations}, pass {}",
+                        pass as u8
+                    );
+                    assert_eq!(bits(&v_scalar), bits(&v_lanes), "velocities, {what}");
+                    assert_eq!(bits(&v_scalar), bits(&v_portable), "velocities without AVX, {what}");
+                    for (i, m) in scalar.iter().enumerate() {
+                        let (lane, portable) =
+                            (groups[i / LANES].get(i % LANES), portable_groups[i / LANES].get(i % LANES));
+                        assert_eq!(format!("{m:?}"), format!("{lane:?}"), "manifold {i}, {what}");
+                        assert_eq!(format!("{m:?}"), format!("{portable:?}"), "manifold {i} without AVX, {what}");
+                    }
+                    assert_eq!(format!("{totals:?}"), format!("{lane_totals:?}"), "totals, {what}");
+                    assert_eq!(format!("{totals:?}"), format!("{portable_totals:?}"), "totals without AVX, {what}");
+                }
+                // The padding lane stayed empty.
+                assert_eq!(groups[1].a[3], NONE);
+                assert_eq!(groups[1].count[3], 0);
+            }
+        }
+    }
+}
