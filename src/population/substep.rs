@@ -32,8 +32,39 @@ struct Arrays {
     v_new: Shared<Vec2>,
     omega_new: Shared<f32>,
     contacts: Shared<u32>,
+    pair_impulse: Shared<PairImpulse>,
     pair_extra: Shared<f32>,
     obstacle_extra: Shared<f32>,
+}
+
+/// One pair's impulse in the substep's velocity pass, computed once
+/// ([`Substeps::pair_impulses`]) and read by both balls.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct PairImpulse {
+    /// `n p_n + t p_t` on the pair's ball of lower slot (the other ball
+    /// takes its negation).
+    pub(crate) impulse: Vec2,
+    /// The friction impulse `p_t` (the spin change's, the same sign on
+    /// both balls).
+    pub(crate) tangent: f32,
+    /// The normal impulse of the substep (rolling resistance); negative:
+    /// [`Self::INACTIVE`].
+    pub(crate) total: f32,
+}
+
+impl PairImpulse {
+    /// A pair that takes no part in the velocity pass (far apart, or not
+    /// overlapping and separating). A `total` below zero marks it: an active
+    /// pair's is a non-negative overlap term plus `p_n.max(0)`
+    /// ([`contact::contact_impulse`]), ≥ 0 or −0 (or NaN, which compares
+    /// false and so stays active, as the former per-side pass had it).
+    const INACTIVE: PairImpulse = PairImpulse { impulse: Vec2::ZERO, tangent: 0.0, total: -1.0 };
+
+    /// Whether the pair takes part (see [`Self::INACTIVE`]).
+    #[inline]
+    fn is_active(&self) -> bool {
+        !(self.total < 0.0)
+    }
 }
 
 /// What a sweep of the position solve does.
@@ -91,6 +122,7 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
     let (mut omega_new, mut pair_extra, mut obstacle_extra) =
         (take1(&mut s.omega_new), take1(&mut s.pair_extra), take1(&mut s.obstacle_extra));
     let mut contacts = std::mem::take(&mut s.contacts);
+    let mut pair_impulse = std::mem::take(&mut s.pair_impulse);
     let worst = {
         let work = Substeps {
             pop,
@@ -105,6 +137,7 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
                 v_new: Shared::new(&mut v_new),
                 omega_new: Shared::new(&mut omega_new),
                 contacts: Shared::new(&mut contacts),
+                pair_impulse: Shared::new(&mut pair_impulse),
                 pair_extra: Shared::new(&mut pair_extra),
                 obstacle_extra: Shared::new(&mut obstacle_extra),
             },
@@ -140,15 +173,17 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
     let s = &mut pop.scratch;
     (s.v_pre, s.x_pred, s.dx, s.v_new) = (v_pre, x_pred, dx, v_new);
     (s.omega_new, s.pair_extra, s.obstacle_extra, s.contacts) = (omega_new, pair_extra, obstacle_extra, contacts);
+    s.pair_impulse = pair_impulse;
 }
 
 impl Substeps<'_> {
     /// Phases of the step: per substep 9 colours of the stabilisation,
-    /// predict, count, `iterations` × 9 colours, velocities, finish.
+    /// predict, count, `iterations` × 9 colours, the pairs' impulses,
+    /// velocities, finish.
     fn phase_count(&self) -> usize {
         let p = &self.pop.params;
         let colours = super::cpu::COLOURS;
-        p.substeps as usize * (4 + colours * p.iterations as usize) + p.stabilising_substeps() as usize * colours
+        p.substeps as usize * (5 + colours * p.iterations as usize) + p.stabilising_substeps() as usize * colours
     }
 
     /// One participant's walk through the step's phases; returns the largest
@@ -164,6 +199,7 @@ impl Substeps<'_> {
             for _ in 0..self.pop.params.iterations {
                 self.sweep(t, Sweep::Solve);
             }
+            self.per_ball(t, |i| worst = worst.max(unsafe { self.pair_impulses(i) }));
             self.per_ball(t, |i| worst = worst.max(unsafe { self.solve_velocities(i) }));
             self.per_chunk(t, |balls| unsafe { self.finish_substep(balls) });
         }
@@ -273,17 +309,17 @@ impl Substeps<'_> {
         let obstacle_extra = unsafe { m.obstacle_extra.range_mut(i * MAX_OBSTACLES..(i + 1) * MAX_OBSTACLES) };
         let (p, r) = (x_pred[i], radius[i]);
         let mut n = 0u32;
-        let listed = &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize];
-        for (slot, &j) in listed.iter().enumerate() {
+        for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
             let j = j as usize;
             let reach = r + radius[j];
             if (x_pred[j] - p).length_squared() < reach * reach {
                 n += 1;
             }
-            // Only the ball of lower id projects the pair (solve_ball).
-            if pop.ball_id[j] < pop.ball_id[i] {
-                continue;
-            }
+        }
+        // The rebound distances of the pairs ball i projects (solve_ball).
+        let owned = &s.owned[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.owned_count[i] as usize];
+        for (slot, &j) in owned.iter().enumerate() {
+            let j = j as usize;
             let (a, b) = if i < j { (i, j) } else { (j, i) };
             let sum_r = radius[a] + radius[b];
             // Overlapping at the substep's start (margin far above f32
@@ -311,9 +347,9 @@ impl Substeps<'_> {
         unsafe { m.contacts.set(i, n.max(1)) };
     }
 
-    /// Ball `i`'s turn in a Gauss–Seidel sweep: each of its listed contacts
-    /// with a ball of higher id (the other side's turn takes the rest: each
-    /// pair once per sweep) is projected in full at the latest positions (`base + dx`), moving
+    /// Ball `i`'s turn in a Gauss–Seidel sweep: each of its owned pairs (its
+    /// listed contacts with a ball of higher id, `cpu::owned_pairs`; the
+    /// other side's turn takes the rest: each pair once per sweep) is projected in full at the latest positions (`base + dx`), moving
     /// both balls by their inverse-mass shares (`k = w_a + w_b`; the pair's
     /// corrections are equal and opposite in momentum), then the ball is
     /// projected out of its obstacles in turn, in full (infinite mass,
@@ -338,19 +374,14 @@ impl Substeps<'_> {
         let (pair_extra, obstacle_extra) = unsafe { (m.pair_extra.all(), m.obstacle_extra.all()) };
         let dx = &m.dx;
         let (r_i, w_i) = (radius[i], inv_mass[i]);
-        let ball_id = &pop.ball_id;
         // SAFETY (every get/set below): balls i and j lie in the 3 × 3 cells
         // around i's cell, which this thread alone touches (the caller).
         let at = |j: usize| base[j] + unsafe { dx.get(j) };
-        let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
-        for (&j, &rebound) in s.neighbours[listed.clone()].iter().zip(&pair_extra[listed]) {
+        // Each pair once per sweep, from its ball of lower id (the owned
+        // pairs, `cpu::owned_pairs`): the pair's projection moves both balls.
+        let owned = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.owned_count[i] as usize;
+        for (&j, &rebound) in s.owned[owned.clone()].iter().zip(&pair_extra[owned]) {
             let j = j as usize;
-            // Each pair once per sweep, from its ball of lower id (the list
-            // holds it on both sides; ids, not slots, so that a re-sort
-            // changes nothing): the pair's projection moves both balls.
-            if ball_id[j] < ball_id[i] {
-                continue;
-            }
             let (a, b) = if i < j { (i, j) } else { (j, i) };
             let sum_r = radius[a] + radius[b];
             // The substep's rebound distance (count_contacts) in the solve.
@@ -398,20 +429,83 @@ impl Substeps<'_> {
         }
     }
 
-    /// The velocity pass for ball `i`: v = v⁻ + dx/h, then restitution,
-    /// friction and rolling resistance per contact (Jacobi), into `v_new`,
-    /// `omega_new`. Returns the largest overlap / smaller radius at the
+    /// The velocity pass's first half for ball `i`: the impulse of each pair
+    /// it computes (`cpu::owned_pairs`: its owned pairs, then its orphans)
+    /// from the pair's canonical orientation (`a` the lower slot), once per
+    /// pair where both balls used to compute the same numbers, into the
+    /// pair's slot; [`PairImpulse::INACTIVE`] where the pair takes no part.
+    /// Returns the largest overlap / smaller radius of these pairs at the
     /// substep's new positions (the summary's `max_overlap_ratio_seen`).
     ///
     /// # Safety
     /// A per-ball phase after the sweeps (predictions, corrections,
-    /// pre-solve velocities, counts and spins are read-only in it).
+    /// pre-solve velocities, counts and spins are read-only in it); ball
+    /// `i` writes only its own slots.
+    unsafe fn pair_impulses(&self, i: usize) -> f32 {
+        let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
+        let s = &pop.scratch;
+        let (radius, inv_mass) = (&pop.radius, &pop.inv_mass);
+        let (x_pred, v_pre, dx, counts, omega) =
+            unsafe { (m.x_pred.all(), m.v_pre.all(), m.dx.all(), m.contacts.all(), m.omega.all()) };
+        let balls = pop.params.material;
+        let x_new = |i: usize| x_pred[i] + dx[i];
+        let v_mid = |i: usize| v_pre[i] + dx[i] / h;
+        let computed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.pair_count[i] as usize;
+        let slots = unsafe { m.pair_impulse.range_mut(computed.clone()) };
+        let mut worst = 0.0f32;
+        for (&j, slot) in s.owned[computed].iter().zip(slots) {
+            let j = j as usize;
+            let (a, b) = if i < j { (i, j) } else { (j, i) };
+            let sum_r = radius[a] + radius[b];
+            // Far apart now and at the prediction (margin far above
+            // f32 rounding): no overlap to report, inactive; skip.
+            let (pa, pb) = (x_new(a), x_new(b));
+            let active = sum_r * (1.0 + ACTIVE_SLOP);
+            if (pa - pb).length_squared() > active * active * (1.0 + FAR_MARGIN)
+                && (x_pred[a] - x_pred[b]).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
+            {
+                *slot = PairImpulse::INACTIVE;
+                continue;
+            }
+            let (n, d) = pair_normal(pa, pb);
+            worst = worst.max((sum_r - d) / radius[a].min(radius[b]));
+            let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
+            if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
+                *slot = PairImpulse::INACTIVE;
+                continue;
+            }
+            let t = n.perp();
+            let rel = (v_mid(a) - t * (radius[a] * omega[a])) - (v_mid(b) + t * (radius[b] * omega[b]));
+            let c = VelocityContact {
+                normal: n,
+                relative_velocity: rel,
+                vn_pre: (v_pre[a] - v_pre[b]).dot(n),
+                overlap_pred,
+                k: counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b],
+            };
+            let p: ContactImpulse = contact::contact_impulse(&c, balls, h, resting);
+            *slot = PairImpulse { impulse: n * p.normal + t * p.tangent, tangent: p.tangent, total: p.total };
+        }
+        worst
+    }
+
+    /// The velocity pass for ball `i`: v = v⁻ + dx/h, then restitution,
+    /// friction and rolling resistance per contact (Jacobi), into `v_new`,
+    /// `omega_new`: the pairs' impulses ([`Self::pair_impulses`]) summed in
+    /// the order of `i`'s neighbour list (the sums of the former per-side
+    /// pass, bitwise), then the obstacles. Returns the largest overlap /
+    /// radius of its obstacle contacts.
+    ///
+    /// # Safety
+    /// A per-ball phase after [`Self::pair_impulses`] (the pairs' slots,
+    /// predictions, corrections, pre-solve velocities, counts and spins are
+    /// read-only in it).
     unsafe fn solve_velocities(&self, i: usize) -> f32 {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
         let s = &pop.scratch;
         let (radius, inv_mass, states, obstacles) = (&pop.radius, &pop.inv_mass, &pop.state, &pop.obstacles);
-        let (x_pred, v_pre, dx, counts, omega) =
-            unsafe { (m.x_pred.all(), m.v_pre.all(), m.dx.all(), m.contacts.all(), m.omega.all()) };
+        let (x_pred, v_pre, dx, omega, pair_impulse) =
+            unsafe { (m.x_pred.all(), m.v_pre.all(), m.dx.all(), m.omega.all(), m.pair_impulse.all()) };
         let balls = pop.params.material;
         if states[i] != state::ALIVE {
             unsafe {
@@ -427,37 +521,14 @@ impl Substeps<'_> {
         let mut dv = Vec2::ZERO;
         let mut domega = 0.0f32;
         let mut roll = 0.0f32;
-        for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
-            let j = j as usize;
-            let (a, b) = if i < j { (i, j) } else { (j, i) };
-            let sum_r = radius[a] + radius[b];
-            // Far apart now and at the prediction (margin far above
-            // f32 rounding): no overlap to report, inactive; skip.
-            let (pa, pb) = (x_new(a), x_new(b));
-            let active = sum_r * (1.0 + ACTIVE_SLOP);
-            if (pa - pb).length_squared() > active * active * (1.0 + FAR_MARGIN)
-                && (x_pred[a] - x_pred[b]).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
-            {
+        let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
+        for (&j, &slot) in s.neighbours[listed.clone()].iter().zip(&s.pair_slot[listed]) {
+            let p = pair_impulse[slot as usize];
+            if !p.is_active() {
                 continue;
             }
-            let (n, d) = pair_normal(pa, pb);
-            worst = worst.max((sum_r - d) / radius[a].min(radius[b]));
-            let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
-            if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
-                continue;
-            }
-            let t = n.perp();
-            let rel = (v_mid(a) - t * (radius[a] * omega[a])) - (v_mid(b) + t * (radius[b] * omega[b]));
-            let c = VelocityContact {
-                normal: n,
-                relative_velocity: rel,
-                vn_pre: (v_pre[a] - v_pre[b]).dot(n),
-                overlap_pred,
-                k: counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b],
-            };
-            let p: ContactImpulse = contact::contact_impulse(&c, balls, h, resting);
-            let impulse = n * p.normal + t * p.tangent;
-            dv += if i == a { impulse * w_i } else { -impulse * w_i };
+            // The impulse acts on a (the lower slot) and its negation on b.
+            dv += if i < j as usize { p.impulse * w_i } else { -p.impulse * w_i };
             domega += contact::spin_change(p.tangent, w_i, r_i);
             roll += contact::rolling_limit(balls, p.total, w_i, r_i);
         }
