@@ -328,8 +328,16 @@ impl Substeps<'_> {
                 pair_extra[slot] = 0.0;
                 continue;
             }
+            // Closing slower than the resting speed whatever the normal
+            // (|v_n| ≤ |v_a − v_b|, with the same margin): no rebound;
+            // skip the sqrt.
+            let closing = v_pre[a] - v_pre[b];
+            if resting > 0.0 && closing.length_squared() < resting * resting * (1.0 - FAR_MARGIN) {
+                pair_extra[slot] = 0.0;
+                continue;
+            }
             let (n0, d0) = pair_normal(position[a], position[b]);
-            let vn_pre = (v_pre[a] - v_pre[b]).dot(n0);
+            let vn_pre = closing.dot(n0);
             pair_extra[slot] = contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting);
         }
         let listed = &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize];
