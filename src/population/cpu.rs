@@ -42,8 +42,6 @@ pub(crate) struct Scratch {
     pub(crate) v_pre: Vec<Vec2>,
     pub(crate) x_pred: Vec<Vec2>,
     pub(crate) dx: Vec<Vec2>,
-    pub(crate) v_new: Vec<Vec2>,
-    pub(crate) omega_new: Vec<f32>,
     pub(crate) contacts: Vec<u32>,
     pub(crate) cell_of: Vec<u32>,
     pub(crate) cell_start: Vec<u32>,
@@ -106,10 +104,9 @@ pub fn step(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
 fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     let n = pop.len();
     let s = &mut pop.scratch;
-    for v in [&mut s.acc, &mut s.v_pre, &mut s.x_pred, &mut s.dx, &mut s.v_new] {
+    for v in [&mut s.acc, &mut s.v_pre, &mut s.x_pred, &mut s.dx] {
         v.resize(n, Vec2::ZERO);
     }
-    s.omega_new.resize(n, 0.0);
     s.contacts.resize(n, 1);
     s.pair_extra.resize(n * MAX_NEIGHBOURS, 0.0);
     s.pair_impulse.resize(n * MAX_NEIGHBOURS, PairImpulse::default());

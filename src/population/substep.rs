@@ -29,8 +29,6 @@ struct Arrays {
     v_pre: Shared<Vec2>,
     x_pred: Shared<Vec2>,
     dx: Shared<Vec2>,
-    v_new: Shared<Vec2>,
-    omega_new: Shared<f32>,
     contacts: Shared<u32>,
     pair_impulse: Shared<PairImpulse>,
     pair_extra: Shared<f32>,
@@ -117,10 +115,8 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
     let (mut position, mut velocity) = (take2(&mut pop.position), take2(&mut pop.velocity));
     let (mut omega, mut angle) = (take1(&mut pop.omega), take1(&mut pop.angle));
     let s = &mut pop.scratch;
-    let (mut v_pre, mut x_pred, mut dx, mut v_new) =
-        (take2(&mut s.v_pre), take2(&mut s.x_pred), take2(&mut s.dx), take2(&mut s.v_new));
-    let (mut omega_new, mut pair_extra, mut obstacle_extra) =
-        (take1(&mut s.omega_new), take1(&mut s.pair_extra), take1(&mut s.obstacle_extra));
+    let (mut v_pre, mut x_pred, mut dx) = (take2(&mut s.v_pre), take2(&mut s.x_pred), take2(&mut s.dx));
+    let (mut pair_extra, mut obstacle_extra) = (take1(&mut s.pair_extra), take1(&mut s.obstacle_extra));
     let mut contacts = std::mem::take(&mut s.contacts);
     let mut pair_impulse = std::mem::take(&mut s.pair_impulse);
     let worst = {
@@ -134,8 +130,6 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
                 v_pre: Shared::new(&mut v_pre),
                 x_pred: Shared::new(&mut x_pred),
                 dx: Shared::new(&mut dx),
-                v_new: Shared::new(&mut v_new),
-                omega_new: Shared::new(&mut omega_new),
                 contacts: Shared::new(&mut contacts),
                 pair_impulse: Shared::new(&mut pair_impulse),
                 pair_extra: Shared::new(&mut pair_extra),
@@ -171,19 +165,19 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
     pop.max_overlap_seen = pop.max_overlap_seen.max(worst);
     (pop.position, pop.velocity, pop.omega, pop.angle) = (position, velocity, omega, angle);
     let s = &mut pop.scratch;
-    (s.v_pre, s.x_pred, s.dx, s.v_new) = (v_pre, x_pred, dx, v_new);
-    (s.omega_new, s.pair_extra, s.obstacle_extra, s.contacts) = (omega_new, pair_extra, obstacle_extra, contacts);
+    (s.v_pre, s.x_pred, s.dx) = (v_pre, x_pred, dx);
+    (s.pair_extra, s.obstacle_extra, s.contacts) = (pair_extra, obstacle_extra, contacts);
     s.pair_impulse = pair_impulse;
 }
 
 impl Substeps<'_> {
     /// Phases of the step: per substep 9 colours of the stabilisation,
     /// predict, count, `iterations` × 9 colours, the pairs' impulses,
-    /// velocities, finish.
+    /// velocities with the finish.
     fn phase_count(&self) -> usize {
         let p = &self.pop.params;
         let colours = super::cpu::COLOURS;
-        p.substeps as usize * (5 + colours * p.iterations as usize) + p.stabilising_substeps() as usize * colours
+        p.substeps as usize * (4 + colours * p.iterations as usize) + p.stabilising_substeps() as usize * colours
     }
 
     /// One participant's walk through the step's phases; returns the largest
@@ -200,8 +194,7 @@ impl Substeps<'_> {
                 self.sweep(t, Sweep::Solve);
             }
             self.per_ball(t, |i| worst = worst.max(unsafe { self.pair_impulses(i) }));
-            self.per_ball(t, |i| worst = worst.max(unsafe { self.solve_velocities(i) }));
-            self.per_chunk(t, |balls| unsafe { self.finish_substep(balls) });
+            self.per_chunk(t, |balls| worst = worst.max(unsafe { self.finish_substep(balls) }));
         }
         t.finish();
         worst
@@ -497,33 +490,23 @@ impl Substeps<'_> {
         worst
     }
 
-    /// The velocity pass for ball `i`: v = v⁻ + dx/h, then restitution,
-    /// friction and rolling resistance per contact (Jacobi), into `v_new`,
-    /// `omega_new`: the pairs' impulses ([`Self::pair_impulses`]) summed in
-    /// the order of `i`'s neighbour list (the sums of the former per-side
-    /// pass, bitwise), then the obstacles. Returns the largest overlap /
-    /// radius of its obstacle contacts.
+    /// The velocity pass's second half for (live) ball `i`, whose
+    /// correction is `dx_i` and spin `omega_i`: v = v⁻ + dx/h, then
+    /// restitution, friction and rolling resistance per contact (Jacobi):
+    /// the pairs' impulses ([`Self::pair_impulses`]) summed in the order of
+    /// `i`'s neighbour list (the sums of the former per-side pass, bitwise),
+    /// then the obstacles. Returns the new velocity and spin and the largest
+    /// overlap / radius of its obstacle contacts.
     ///
     /// # Safety
-    /// A per-ball phase after [`Self::pair_impulses`] (the pairs' slots,
-    /// predictions, corrections, pre-solve velocities, counts and spins are
-    /// read-only in it).
-    unsafe fn solve_velocities(&self, i: usize) -> f32 {
+    /// After [`Self::pair_impulses`] (the pairs' slots, predictions and
+    /// pre-solve velocities are read-only).
+    unsafe fn ball_velocity(&self, i: usize, dx_i: Vec2, omega_i: f32) -> (Vec2, f32, f32) {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
         let s = &pop.scratch;
-        let (radius, inv_mass, states, obstacles) = (&pop.radius, &pop.inv_mass, &pop.state, &pop.obstacles);
-        let (x_pred, v_pre, dx, omega, pair_impulse) =
-            unsafe { (m.x_pred.all(), m.v_pre.all(), m.dx.all(), m.omega.all(), m.pair_impulse.all()) };
+        let (radius, inv_mass, obstacles) = (&pop.radius, &pop.inv_mass, &pop.obstacles);
+        let (x_pred, v_pre, pair_impulse) = unsafe { (m.x_pred.all(), m.v_pre.all(), m.pair_impulse.all()) };
         let balls = pop.params.material;
-        if states[i] != state::ALIVE {
-            unsafe {
-                m.v_new.set(i, v_pre[i]);
-                m.omega_new.set(i, omega[i]);
-            }
-            return 0.0;
-        }
-        let x_new = |i: usize| x_pred[i] + dx[i];
-        let v_mid = |i: usize| v_pre[i] + dx[i] / h;
         let (r_i, w_i) = (radius[i], inv_mass[i]);
         let mut worst = 0.0f32;
         let mut dv = Vec2::ZERO;
@@ -542,9 +525,9 @@ impl Substeps<'_> {
         }
         // Obstacles after the balls, in turn and in full (infinite mass,
         // priority), from the velocity the balls' impulses left.
-        let p_i = x_new(i);
-        let mut v_i = v_mid(i) + dv;
-        let mut spin = omega[i] + domega;
+        let p_i = x_pred[i] + dx_i;
+        let mut v_i = (v_pre[i] + dx_i / h) + dv;
+        let mut spin = omega_i + domega;
         for &o in &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize] {
             let o = &obstacles[o as usize];
             let now = o.contact(p_i);
@@ -572,44 +555,47 @@ impl Substeps<'_> {
             spin += contact::spin_change(p.tangent, w_i, r_i);
             roll += contact::rolling_limit(mat, p.total, w_i, r_i);
         }
-        unsafe {
-            m.v_new.set(i, v_i);
-            m.omega_new.set(i, spin - spin.signum() * roll.min(spin.abs()));
-        }
-        worst
+        (v_i, spin - spin.signum() * roll.min(spin.abs()), worst)
     }
 
-    /// x = x* + dx, v, ω from the velocity pass, angle += ω h. The
-    /// correction is cleared for the next substep's stabilisation (as on
-    /// the GPU).
+    /// The velocity pass's second half ([`Self::ball_velocity`]) fused
+    /// with the substep's end: x = x* + dx, v, ω from the velocity pass,
+    /// angle += ω h (a ball's new velocity reads no other ball's state but
+    /// through the pairs' slots, so no phase boundary is needed between
+    /// the two). The correction is cleared for the next substep's
+    /// stabilisation (as on the GPU). Returns the largest overlap / radius
+    /// of the chunk's obstacle contacts.
     ///
     /// # Safety
-    /// A per-ball phase: the balls of `balls` are this thread's alone.
-    unsafe fn finish_substep(&self, balls: Range<usize>) {
+    /// A per-ball phase after [`Self::pair_impulses`]: the balls of `balls`
+    /// are this thread's alone.
+    unsafe fn finish_substep(&self, balls: Range<usize>) -> f32 {
         let (m, h) = (&self.m, self.h);
         let states = &self.pop.state[balls.clone()];
-        let (dx, position, velocity, omega, angle, x_pred, v_new, omega_new) = unsafe {
+        let x_pred = unsafe { &m.x_pred.all()[balls.clone()] };
+        let (dx, position, velocity, omega, angle) = unsafe {
             (
                 m.dx.range_mut(balls.clone()),
                 m.position.range_mut(balls.clone()),
                 m.velocity.range_mut(balls.clone()),
                 m.omega.range_mut(balls.clone()),
                 m.angle.range_mut(balls.clone()),
-                m.x_pred.range_mut(balls.clone()),
-                m.v_new.range_mut(balls.clone()),
-                m.omega_new.range_mut(balls),
             )
         };
+        let mut worst = 0.0f32;
         for k in 0..dx.len() {
             let correction = std::mem::take(&mut dx[k]);
             if states[k] != state::ALIVE {
                 continue;
             }
+            let (v, spin, overlap) = unsafe { self.ball_velocity(balls.start + k, correction, omega[k]) };
+            worst = worst.max(overlap);
             position[k] = x_pred[k] + correction;
-            velocity[k] = v_new[k];
-            omega[k] = omega_new[k];
-            angle[k] += omega[k] * h;
+            velocity[k] = v;
+            omega[k] = spin;
+            angle[k] += spin * h;
         }
+        worst
     }
 }
 
