@@ -15,7 +15,7 @@ use glam::Vec2;
 use rayon::prelude::*;
 
 use super::obstacle::{Obstacle, kind};
-use super::substep::PairImpulse;
+use super::substep::SideImpulse;
 use super::{GridSpec, MAX_NEIGHBOURS, MAX_OBSTACLES, Population, PopulationError, PopulationStats, state};
 use crate::gpu::GpuField;
 
@@ -53,20 +53,22 @@ pub(crate) struct Scratch {
     /// The pairs each ball computes (`MAX_NEIGHBOURS` slots a ball, the
     /// other ball of each; [`owned_pairs`]): first its listed neighbours of
     /// higher id (`owned_count`, list order: the pairs its sweeps project),
-    /// then its listed neighbours of lower id that did not list it (a full
-    /// list dropped it; up to `pair_count`: the velocity pass only).
+    /// then its orphans (up to `pair_count`: the velocity pass only).
     pub(crate) owned: Vec<u32>,
     /// Pairs a ball projects in the sweeps (the first of its `owned` slots).
     pub(crate) owned_count: Vec<u32>,
     /// Pairs a ball computes in the velocity pass (`owned_count` + orphans).
     pub(crate) pair_count: Vec<u32>,
-    /// For each entry of the neighbour lists, the slot (`owner ·
-    /// MAX_NEIGHBOURS + k`) where the pair's values are computed.
-    pub(crate) pair_slot: Vec<u32>,
-    /// Each computed pair's impulse of the substep's velocity pass, by slot.
-    pub(crate) pair_impulse: Vec<PairImpulse>,
+    /// Each owned pair's entry in its ball's neighbour list.
+    pub(crate) owned_entry: Vec<u8>,
+    /// Each owned pair's entry in the other ball's list (index in
+    /// `neighbours`), `u32::MAX` where that list does not hold the pair.
+    pub(crate) mirror: Vec<u32>,
+    /// The impulse each entry of the neighbour lists gives its ball in the
+    /// substep's velocity pass, written by the pair's owner.
+    pub(crate) side_impulse: Vec<SideImpulse>,
     /// Rebound distance of each owned pair for the substep (`count_contacts`),
-    /// by slot.
+    /// by owned slot.
     pub(crate) pair_extra: Vec<f32>,
     /// Rebound distance of each listed obstacle for the substep.
     pub(crate) obstacle_extra: Vec<f32>,
@@ -109,7 +111,7 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     }
     s.contacts.resize(n, 1);
     s.pair_extra.resize(n * MAX_NEIGHBOURS, 0.0);
-    s.pair_impulse.resize(n * MAX_NEIGHBOURS, PairImpulse::default());
+    s.side_impulse.resize(n * MAX_NEIGHBOURS, SideImpulse::NONE);
     s.obstacle_extra.resize(n * MAX_OBSTACLES, 0.0);
     // Every kernel visits only the live range (release cursor onwards from
     // the first ball still in the world), indexing the arrays by ball.
@@ -430,67 +432,53 @@ fn find_neighbours(pop: &mut Population, dt: f32, live: &Range<usize>) -> u64 {
     overflow_n + overflow_o
 }
 
-/// The owned-pair lists and the slot map of the step (after
-/// `find_neighbours`), so that the substeps read no ids and skip nothing.
-/// Ball `i` owns the pairs with its listed neighbours of higher *id* (as the
-/// sweeps did when they skipped the others: ids, not slots, so that a
-/// re-sort changes nothing), in list order; the pair's slot is
-/// `i · MAX_NEIGHBOURS + k`, `k` its rank among them. An entry of lower id
-/// takes the slot its neighbour owns (found in the neighbour's list) — or,
-/// where that list is full and does not hold `i` (an *orphan*: today's
-/// velocity pass gives the pair to `i` alone, and no sweep projects it),
-/// a slot of `i`'s own after its owned pairs, computed by `i` in the
-/// velocity pass only.
+/// The owned-pair lists of the step (after `find_neighbours`), so that the
+/// substeps read no ids and skip nothing. Ball `i` owns the pairs with its
+/// listed neighbours of higher *id* (as the sweeps did when they skipped
+/// the others: ids, not slots, so that a re-sort changes nothing), in list
+/// order; after them come its *orphans*, listed neighbours of lower id whose
+/// full list dropped `i` (the former per-side velocity pass gave such a pair
+/// to `i` alone, and no sweep projects it). For each, the pair's entry in
+/// `i`'s list (`owned_entry`) and the other side's entry (`mirror`: its
+/// index in the lists, or `u32::MAX` where the other list does not hold
+/// `i`), where the velocity pass writes the two sides' impulses.
 pub(crate) fn owned_pairs(ball_id: &[u32], s: &mut Scratch, live: &Range<usize>) {
     let n = s.neighbour_count.len();
     s.owned.resize(n * MAX_NEIGHBOURS, 0);
+    s.owned_entry.resize(n * MAX_NEIGHBOURS, 0);
+    s.mirror.resize(n * MAX_NEIGHBOURS, 0);
     s.owned_count.resize(n, 0);
     s.pair_count.resize(n, 0);
-    s.pair_slot.resize(n * MAX_NEIGHBOURS, 0);
     let (neighbours, neighbour_count) = (&s.neighbours, &s.neighbour_count);
     let listed = |i: usize| &neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + neighbour_count[i] as usize];
+    // The entry of ball i in ball j's list, if j's list holds it.
+    let entry_of =
+        |i: usize, j: usize| listed(j).iter().position(|&e| e as usize == i).map(|k| (j * MAX_NEIGHBOURS + k) as u32);
     let lists = live.start * MAX_NEIGHBOURS..live.end * MAX_NEIGHBOURS;
     s.owned[lists.clone()]
         .par_chunks_mut(MAX_NEIGHBOURS)
         .with_min_len(CHUNK)
-        .zip(s.pair_slot[lists].par_chunks_mut(MAX_NEIGHBOURS))
+        .zip(s.owned_entry[lists.clone()].par_chunks_mut(MAX_NEIGHBOURS))
+        .zip(s.mirror[lists].par_chunks_mut(MAX_NEIGHBOURS))
         .zip(s.owned_count[live.clone()].par_iter_mut().zip(s.pair_count[live.clone()].par_iter_mut()))
         .enumerate()
-        .for_each(|(k, ((owned, slots), (owned_count, pair_count)))| {
+        .for_each(|(k, (((owned, owned_entry), mirror), (owned_count, pair_count)))| {
             let i = live.start + k;
             let id = ball_id[i];
             let mut count = 0;
-            for (&j, slot) in listed(i).iter().zip(slots.iter_mut()) {
+            for (entry, &j) in listed(i).iter().enumerate() {
                 if ball_id[j as usize] > id {
-                    owned[count] = j;
-                    *slot = (i * MAX_NEIGHBOURS + count) as u32;
+                    (owned[count], owned_entry[count]) = (j, entry as u8);
+                    mirror[count] = entry_of(i, j as usize).unwrap_or(u32::MAX);
                     count += 1;
                 }
             }
             *owned_count = count as u32;
-            for (&j, slot) in listed(i).iter().zip(slots.iter_mut()) {
-                let j = j as usize;
-                let owner_id = ball_id[j];
-                if owner_id > id {
-                    continue;
-                }
-                // i's rank among the neighbours of higher id of j's list.
-                let mut rank = 0;
-                let mut found = false;
-                for &e in listed(j) {
-                    if e as usize == i {
-                        found = true;
-                        break;
-                    }
-                    rank += usize::from(ball_id[e as usize] > owner_id);
-                }
-                *slot = if found {
-                    (j * MAX_NEIGHBOURS + rank) as u32
-                } else {
-                    owned[count] = j as u32;
+            for (entry, &j) in listed(i).iter().enumerate() {
+                if ball_id[j as usize] < id && entry_of(i, j as usize).is_none() {
+                    (owned[count], owned_entry[count], mirror[count]) = (j, entry as u8, u32::MAX);
                     count += 1;
-                    (i * MAX_NEIGHBOURS + count - 1) as u32
-                };
+                }
             }
             *pair_count = count as u32;
         });

@@ -30,39 +30,31 @@ struct Arrays {
     x_pred: Shared<Vec2>,
     dx: Shared<Vec2>,
     contacts: Shared<u32>,
-    pair_impulse: Shared<PairImpulse>,
+    side_impulse: Shared<SideImpulse>,
     pair_extra: Shared<f32>,
     obstacle_extra: Shared<f32>,
 }
 
-/// One pair's impulse in the substep's velocity pass, computed once
-/// ([`Substeps::pair_impulses`]) and read by both balls.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub(crate) struct PairImpulse {
-    /// `n p_n + t p_t` on the pair's ball of lower slot (the other ball
-    /// takes its negation).
-    pub(crate) impulse: Vec2,
-    /// The friction impulse `p_t` (the spin change's, the same sign on
-    /// both balls).
-    pub(crate) tangent: f32,
-    /// The normal impulse of the substep (rolling resistance); negative:
-    /// [`Self::INACTIVE`].
-    pub(crate) total: f32,
+/// What one contact with a ball gives a ball in the substep's velocity
+/// pass (one entry of its neighbour list), computed once per pair by the
+/// pair's owner ([`Substeps::pair_impulses`]) for both of its balls.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SideImpulse {
+    /// Velocity change `±(n p_n + t p_t) w` (+ on the ball of lower slot).
+    pub(crate) dv: Vec2,
+    /// Spin change (`contact::spin_change`).
+    pub(crate) spin: f32,
+    /// The rolling resistance's bound on the spin change
+    /// (`contact::rolling_limit`).
+    pub(crate) roll: f32,
 }
 
-impl PairImpulse {
-    /// A pair that takes no part in the velocity pass (far apart, or not
-    /// overlapping and separating). A `total` below zero marks it: an active
-    /// pair's is a non-negative overlap term plus `p_n.max(0)`
-    /// ([`contact::contact_impulse`]), ≥ 0 or −0 (or NaN, which compares
-    /// false and so stays active, as the former per-side pass had it).
-    const INACTIVE: PairImpulse = PairImpulse { impulse: Vec2::ZERO, tangent: 0.0, total: -1.0 };
-
-    /// Whether the pair takes part (see [`Self::INACTIVE`]).
-    #[inline]
-    fn is_active(&self) -> bool {
-        !(self.total < 0.0)
-    }
+impl SideImpulse {
+    /// A contact that takes no part (far apart, or not overlapping and
+    /// separating): −0 everywhere, since `x + (−0) = x` for every x in IEEE
+    /// arithmetic (−0 included): summing it is bitwise the same as skipping
+    /// it, as the former per-side pass did.
+    pub(crate) const NONE: SideImpulse = SideImpulse { dv: Vec2::new(-0.0, -0.0), spin: -0.0, roll: -0.0 };
 }
 
 /// What a sweep of the position solve does.
@@ -118,7 +110,7 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
     let (mut v_pre, mut x_pred, mut dx) = (take2(&mut s.v_pre), take2(&mut s.x_pred), take2(&mut s.dx));
     let (mut pair_extra, mut obstacle_extra) = (take1(&mut s.pair_extra), take1(&mut s.obstacle_extra));
     let mut contacts = std::mem::take(&mut s.contacts);
-    let mut pair_impulse = std::mem::take(&mut s.pair_impulse);
+    let mut side_impulse = std::mem::take(&mut s.side_impulse);
     let worst = {
         let work = Substeps {
             pop,
@@ -131,7 +123,7 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
                 x_pred: Shared::new(&mut x_pred),
                 dx: Shared::new(&mut dx),
                 contacts: Shared::new(&mut contacts),
-                pair_impulse: Shared::new(&mut pair_impulse),
+                side_impulse: Shared::new(&mut side_impulse),
                 pair_extra: Shared::new(&mut pair_extra),
                 obstacle_extra: Shared::new(&mut obstacle_extra),
             },
@@ -167,7 +159,7 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
     let s = &mut pop.scratch;
     (s.v_pre, s.x_pred, s.dx) = (v_pre, x_pred, dx);
     (s.pair_extra, s.obstacle_extra, s.contacts) = (pair_extra, obstacle_extra, contacts);
-    s.pair_impulse = pair_impulse;
+    s.side_impulse = side_impulse;
 }
 
 impl Substeps<'_> {
@@ -433,15 +425,16 @@ impl Substeps<'_> {
     /// The velocity pass's first half for ball `i`: the impulse of each pair
     /// it computes (`cpu::owned_pairs`: its owned pairs, then its orphans)
     /// from the pair's canonical orientation (`a` the lower slot), once per
-    /// pair where both balls used to compute the same numbers, into the
-    /// pair's slot; [`PairImpulse::INACTIVE`] where the pair takes no part.
-    /// Returns the largest overlap / smaller radius of these pairs at the
-    /// substep's new positions (the summary's `max_overlap_ratio_seen`).
+    /// pair where both balls used to compute the same numbers, and what it
+    /// gives each ball ([`SideImpulse`]; [`SideImpulse::NONE`] where the
+    /// pair takes no part) into the pair's two list entries. Returns the
+    /// largest overlap / smaller radius of these pairs at the substep's new
+    /// positions (the summary's `max_overlap_ratio_seen`).
     ///
     /// # Safety
     /// A per-ball phase after the sweeps (predictions, corrections,
-    /// pre-solve velocities, counts and spins are read-only in it); ball
-    /// `i` writes only its own slots.
+    /// pre-solve velocities, counts and spins are read-only in it); each
+    /// list entry belongs to one pair, whose owner alone writes it.
     unsafe fn pair_impulses(&self, i: usize) -> f32 {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
         let s = &pop.scratch;
@@ -452,9 +445,9 @@ impl Substeps<'_> {
         let x_new = |i: usize| x_pred[i] + dx[i];
         let v_mid = |i: usize| v_pre[i] + dx[i] / h;
         let computed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.pair_count[i] as usize;
-        let slots = unsafe { m.pair_impulse.range_mut(computed.clone()) };
+        let pairs = s.owned[computed.clone()].iter().zip(&s.owned_entry[computed.clone()]).zip(&s.mirror[computed]);
         let mut worst = 0.0f32;
-        for (&j, slot) in s.owned[computed].iter().zip(slots) {
+        for ((&j, &entry), &mirror) in pairs {
             let j = j as usize;
             let (a, b) = if i < j { (i, j) } else { (j, i) };
             let sum_r = radius[a] + radius[b];
@@ -462,30 +455,56 @@ impl Substeps<'_> {
             // f32 rounding): no overlap to report, inactive; skip.
             let (pa, pb) = (x_new(a), x_new(b));
             let active = sum_r * (1.0 + ACTIVE_SLOP);
-            if (pa - pb).length_squared() > active * active * (1.0 + FAR_MARGIN)
-                && (x_pred[a] - x_pred[b]).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
-            {
-                *slot = PairImpulse::INACTIVE;
-                continue;
-            }
-            let (n, d) = pair_normal(pa, pb);
-            worst = worst.max((sum_r - d) / radius[a].min(radius[b]));
-            let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
-            if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
-                *slot = PairImpulse::INACTIVE;
-                continue;
-            }
-            let t = n.perp();
-            let rel = (v_mid(a) - t * (radius[a] * omega[a])) - (v_mid(b) + t * (radius[b] * omega[b]));
-            let c = VelocityContact {
-                normal: n,
-                relative_velocity: rel,
-                vn_pre: (v_pre[a] - v_pre[b]).dot(n),
-                overlap_pred,
-                k: counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b],
+            let (side_a, side_b) = 'pair: {
+                if (pa - pb).length_squared() > active * active * (1.0 + FAR_MARGIN)
+                    && (x_pred[a] - x_pred[b]).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
+                {
+                    break 'pair (SideImpulse::NONE, SideImpulse::NONE);
+                }
+                let (n, d) = pair_normal(pa, pb);
+                worst = worst.max((sum_r - d) / radius[a].min(radius[b]));
+                let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
+                if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
+                    break 'pair (SideImpulse::NONE, SideImpulse::NONE);
+                }
+                let t = n.perp();
+                let rel = (v_mid(a) - t * (radius[a] * omega[a])) - (v_mid(b) + t * (radius[b] * omega[b]));
+                let c = VelocityContact {
+                    normal: n,
+                    relative_velocity: rel,
+                    vn_pre: (v_pre[a] - v_pre[b]).dot(n),
+                    overlap_pred,
+                    k: counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b],
+                };
+                let p: ContactImpulse = contact::contact_impulse(&c, balls, h, resting);
+                let impulse = n * p.normal + t * p.tangent;
+                let side = |ball: usize, dv: Vec2| {
+                    let (w, r) = (inv_mass[ball], radius[ball]);
+                    SideImpulse {
+                        dv,
+                        spin: contact::spin_change(p.tangent, w, r),
+                        roll: contact::rolling_limit(balls, p.total, w, r),
+                    }
+                };
+                let side_a = side(a, impulse * inv_mass[a]);
+                // Balls of one size and mass (the usual case) share the
+                // spin terms: the same formula of the same numbers.
+                let side_b =
+                    if inv_mass[a].to_bits() == inv_mass[b].to_bits() && radius[a].to_bits() == radius[b].to_bits() {
+                        SideImpulse { dv: -impulse * inv_mass[b], ..side_a }
+                    } else {
+                        side(b, -impulse * inv_mass[b])
+                    };
+                (side_a, side_b)
             };
-            let p: ContactImpulse = contact::contact_impulse(&c, balls, h, resting);
-            *slot = PairImpulse { impulse: n * p.normal + t * p.tangent, tangent: p.tangent, total: p.total };
+            let (mine, other) = if i == a { (side_a, side_b) } else { (side_b, side_a) };
+            // SAFETY: entries of this pair alone (the owned lists).
+            unsafe {
+                m.side_impulse.set(i * MAX_NEIGHBOURS + entry as usize, mine);
+                if mirror != u32::MAX {
+                    m.side_impulse.set(mirror as usize, other);
+                }
+            }
         }
         worst
     }
@@ -505,23 +524,18 @@ impl Substeps<'_> {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
         let s = &pop.scratch;
         let (radius, inv_mass, obstacles) = (&pop.radius, &pop.inv_mass, &pop.obstacles);
-        let (x_pred, v_pre, pair_impulse) = unsafe { (m.x_pred.all(), m.v_pre.all(), m.pair_impulse.all()) };
+        let (x_pred, v_pre, side_impulse) = unsafe { (m.x_pred.all(), m.v_pre.all(), m.side_impulse.all()) };
         let balls = pop.params.material;
         let (r_i, w_i) = (radius[i], inv_mass[i]);
         let mut worst = 0.0f32;
         let mut dv = Vec2::ZERO;
         let mut domega = 0.0f32;
         let mut roll = 0.0f32;
-        let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
-        for (&j, &slot) in s.neighbours[listed.clone()].iter().zip(&s.pair_slot[listed]) {
-            let p = pair_impulse[slot as usize];
-            if !p.is_active() {
-                continue;
-            }
-            // The impulse acts on a (the lower slot) and its negation on b.
-            dv += if i < j as usize { p.impulse * w_i } else { -p.impulse * w_i };
-            domega += contact::spin_change(p.tangent, w_i, r_i);
-            roll += contact::rolling_limit(balls, p.total, w_i, r_i);
+        // In list order: the sums of the former per-side pass, bitwise.
+        for side in &side_impulse[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
+            dv += side.dv;
+            domega += side.spin;
+            roll += side.roll;
         }
         // Obstacles after the balls, in turn and in full (infinite mass,
         // priority), from the velocity the balls' impulses left.
