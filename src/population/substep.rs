@@ -317,7 +317,17 @@ impl Substeps<'_> {
             // (|v_n| ≤ |v_a − v_b|, with the same margin): no rebound;
             // skip the sqrt.
             let closing = v_pre[a] - v_pre[b];
-            if resting > 0.0 && closing.length_squared() < resting * resting * (1.0 - FAR_MARGIN) {
+            let closing2 = closing.length_squared();
+            if resting > 0.0 && closing2 < resting * resting * (1.0 - FAR_MARGIN) {
+                pair_extra[slot] = 0.0;
+                continue;
+            }
+            // Too far to meet in the substep at |v_a − v_b| ≥ |v_n| (the
+            // gap above the distance closed, with the margin: the time of
+            // impact is past the substep; a resting speed ≥ 0 asks v_n < 0
+            // of an impact): no rebound; skip the normal.
+            let meet = sum_r + closing2.sqrt() * h;
+            if resting >= 0.0 && (position[a] - position[b]).length_squared() > meet * meet * (1.0 + FAR_MARGIN) {
                 pair_extra[slot] = 0.0;
                 continue;
             }
