@@ -626,4 +626,54 @@ mod tests {
         }
         assert!(pairs > 1000, "only {pairs} listed pairs: the test would prove little");
     }
+
+    /// The owned-pair lists behind the velocity pass's once-per-pair split
+    /// (`owned_pairs`), on a pile whose lists overflow (a wide skin), so that
+    /// orphans occur: every entry of every neighbour list is written by
+    /// exactly one computed pair (its own entry or its mirror), the owned
+    /// pairs are the entries of higher id in list order (the sweeps' former
+    /// skip), and an orphan is a pair of lower id whose other list does not
+    /// hold the ball. A missed or doubled entry would change the sums.
+    #[test]
+    fn every_listed_pair_is_computed_once_with_orphans_of_full_lists() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron"))
+            .expect("scenes/balls_box.ron");
+        let overrides = ["population.count=800".to_string(), "population.skin=2.4".to_string()];
+        let scene = crate::scene::Scene::parse_with_overrides(&text, "balls_box.ron", &overrides).expect("parses");
+        let mut pop = scene.build_world().expect("balls_box builds").population.expect("a population");
+        let (mut orphans, mut mirrored) = (0usize, 0usize);
+        for _ in 0..60 {
+            step(&mut pop, 1.0 / 60.0).expect("a finite step");
+            let (s, id) = (&pop.scratch, &pop.ball_id);
+            let listed =
+                |i: usize| &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize];
+            let mut writers = vec![0u32; pop.len() * MAX_NEIGHBOURS];
+            for i in 0..pop.len() {
+                let (owned, paired) = (s.owned_count[i] as usize, s.pair_count[i] as usize);
+                let higher: Vec<u32> = listed(i).iter().copied().filter(|&j| id[j as usize] > id[i]).collect();
+                assert_eq!(&s.owned[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + owned], &higher[..], "ball {i}");
+                for q in i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + paired {
+                    let (j, entry) = (s.owned[q] as usize, s.owned_entry[q] as usize);
+                    assert_eq!(listed(i)[entry] as usize, j, "ball {i}: own entry");
+                    writers[i * MAX_NEIGHBOURS + entry] += 1;
+                    if s.mirror[q] != u32::MAX {
+                        let m = s.mirror[q] as usize;
+                        assert_eq!((m / MAX_NEIGHBOURS, s.neighbours[m] as usize), (j, i), "ball {i}: mirror");
+                        writers[m] += 1;
+                        mirrored += 1;
+                    }
+                    if q >= i * MAX_NEIGHBOURS + owned {
+                        assert!(id[j] < id[i] && !listed(j).contains(&(i as u32)), "ball {i}: orphan {j}");
+                        orphans += 1;
+                    }
+                }
+            }
+            for i in 0..pop.len() {
+                for k in 0..s.neighbour_count[i] as usize {
+                    assert_eq!(writers[i * MAX_NEIGHBOURS + k], 1, "ball {i} entry {k}");
+                }
+            }
+        }
+        assert!(pop.list_overflow > 0 && orphans > 0 && mirrored > 1000, "{orphans} orphans, {mirrored} mirrored");
+    }
 }
