@@ -61,9 +61,9 @@ pub(crate) struct Scratch {
     pub(crate) pair_count: Vec<u32>,
     /// Each owned pair's entry in its ball's neighbour list.
     pub(crate) owned_entry: Vec<u8>,
-    /// Each owned pair's entry in the other ball's list (index in
-    /// `neighbours`), `u32::MAX` where that list does not hold the pair.
-    pub(crate) mirror: Vec<u32>,
+    /// Each owned pair's entry in the other ball's list, [`NO_MIRROR`] where
+    /// that list does not hold the pair.
+    pub(crate) mirror: Vec<u8>,
     /// The impulse each entry of the neighbour lists gives its ball in the
     /// substep's velocity pass, written by the pair's owner.
     pub(crate) side_impulse: Vec<SideImpulse>,
@@ -432,6 +432,11 @@ fn find_neighbours(pop: &mut Population, dt: f32, live: &Range<usize>) -> u64 {
     overflow_n + overflow_o
 }
 
+/// The `mirror` of an owned pair whose other ball does not list it.
+pub(crate) const NO_MIRROR: u8 = u8::MAX;
+// A list entry fits in a byte, apart from NO_MIRROR.
+const _: () = assert!(MAX_NEIGHBOURS < NO_MIRROR as usize);
+
 /// The owned-pair lists of the step (after `find_neighbours`), so that the
 /// substeps read no ids and skip nothing. Ball `i` owns the pairs with its
 /// listed neighbours of higher *id* (as the sweeps did when they skipped
@@ -439,8 +444,8 @@ fn find_neighbours(pop: &mut Population, dt: f32, live: &Range<usize>) -> u64 {
 /// order; after them come its *orphans*, listed neighbours of lower id whose
 /// full list dropped `i` (the former per-side velocity pass gave such a pair
 /// to `i` alone, and no sweep projects it). For each, the pair's entry in
-/// `i`'s list (`owned_entry`) and the other side's entry (`mirror`: its
-/// index in the lists, or `u32::MAX` where the other list does not hold
+/// `i`'s list (`owned_entry`) and the other side's entry in the other
+/// ball's list (`mirror`, or [`NO_MIRROR`] where that list does not hold
 /// `i`), where the velocity pass writes the two sides' impulses.
 pub(crate) fn owned_pairs(ball_id: &[u32], s: &mut Scratch, live: &Range<usize>) {
     let n = s.neighbour_count.len();
@@ -452,8 +457,7 @@ pub(crate) fn owned_pairs(ball_id: &[u32], s: &mut Scratch, live: &Range<usize>)
     let (neighbours, neighbour_count) = (&s.neighbours, &s.neighbour_count);
     let listed = |i: usize| &neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + neighbour_count[i] as usize];
     // The entry of ball i in ball j's list, if j's list holds it.
-    let entry_of =
-        |i: usize, j: usize| listed(j).iter().position(|&e| e as usize == i).map(|k| (j * MAX_NEIGHBOURS + k) as u32);
+    let entry_of = |i: usize, j: usize| listed(j).iter().position(|&e| e as usize == i).map(|k| k as u8);
     let lists = live.start * MAX_NEIGHBOURS..live.end * MAX_NEIGHBOURS;
     s.owned[lists.clone()]
         .par_chunks_mut(MAX_NEIGHBOURS)
@@ -469,14 +473,14 @@ pub(crate) fn owned_pairs(ball_id: &[u32], s: &mut Scratch, live: &Range<usize>)
             for (entry, &j) in listed(i).iter().enumerate() {
                 if ball_id[j as usize] > id {
                     (owned[count], owned_entry[count]) = (j, entry as u8);
-                    mirror[count] = entry_of(i, j as usize).unwrap_or(u32::MAX);
+                    mirror[count] = entry_of(i, j as usize).unwrap_or(NO_MIRROR);
                     count += 1;
                 }
             }
             *owned_count = count as u32;
             for (entry, &j) in listed(i).iter().enumerate() {
                 if ball_id[j as usize] < id && entry_of(i, j as usize).is_none() {
-                    (owned[count], owned_entry[count], mirror[count]) = (j, entry as u8, u32::MAX);
+                    (owned[count], owned_entry[count], mirror[count]) = (j, entry as u8, NO_MIRROR);
                     count += 1;
                 }
             }
@@ -656,8 +660,8 @@ mod tests {
                     let (j, entry) = (s.owned[q] as usize, s.owned_entry[q] as usize);
                     assert_eq!(listed(i)[entry] as usize, j, "ball {i}: own entry");
                     writers[i * MAX_NEIGHBOURS + entry] += 1;
-                    if s.mirror[q] != u32::MAX {
-                        let m = s.mirror[q] as usize;
+                    if s.mirror[q] != NO_MIRROR {
+                        let m = j * MAX_NEIGHBOURS + s.mirror[q] as usize;
                         assert_eq!((m / MAX_NEIGHBOURS, s.neighbours[m] as usize), (j, i), "ball {i}: mirror");
                         writers[m] += 1;
                         mirrored += 1;

@@ -15,7 +15,7 @@ use std::ops::Range;
 use glam::Vec2;
 
 use super::contact::{self, ContactImpulse, Material, VelocityContact};
-use super::cpu::{ACTIVE_SLOP, CELL_CHUNK, CHUNK, FAR_MARGIN, obstacle_in_reach, pair_normal};
+use super::cpu::{ACTIVE_SLOP, CELL_CHUNK, CHUNK, FAR_MARGIN, NO_MIRROR, obstacle_in_reach, pair_normal};
 use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Population, state};
 use crate::team::{Participant, Schedule, Shared, balanced_chunk};
 
@@ -511,8 +511,8 @@ impl Substeps<'_> {
             // SAFETY: entries of this pair alone (the owned lists).
             unsafe {
                 m.side_impulse.set(i * MAX_NEIGHBOURS + entry as usize, mine);
-                if mirror != u32::MAX {
-                    m.side_impulse.set(mirror as usize, other);
+                if mirror != NO_MIRROR {
+                    m.side_impulse.set(j * MAX_NEIGHBOURS + mirror as usize, other);
                 }
             }
         }
