@@ -1,5 +1,7 @@
-//! The CPU twin of `shaders/population.wgsl`: the same stages, kernel for
-//! kernel, as rayon loops over a structure of arrays in f32. Every per-ball
+//! The CPU twin of `shaders/population.wgsl`: the same stages, pass for
+//! pass (the velocity pass split in two phases over owned pairs,
+//! `owned_pairs`, with bitwise the GPU kernel's per-ball sums), as rayon
+//! loops over a structure of arrays in f32. Every per-ball
 //! loop writes only its own ball from buffers that no one writes meanwhile;
 //! the substeps (`src/population/substep.rs`) run as one list of phases
 //! walked by one team of threads (`src/team.rs`), the Gauss–Seidel

@@ -1,14 +1,19 @@
 //! The CPU twin's substep loop (step 5 of [`crate::population`]): per
 //! substep `stabilise` (9 colour phases; only in the substeps
 //! [`super::PopulationParams::stabilises`] names), `predict`, `count_contacts`,
-//! `iterations` × `sweep_positions` (9 colour phases each),
-//! `solve_velocities`, `finish_substep` — all the substeps of a step as one
+//! `iterations` × `sweep_positions` (9 colour phases each), the velocity
+//! pass as `pair_impulses` (each pair once, by the ball that owns it) and
+//! `finish_substep` (each ball's sums over its list entries, its obstacles,
+//! then x, v, ω, angle) — all the substeps of a step as one
 //! list of phases walked by one team of threads ([`crate::team`]): one
 //! rayon scope per step instead of one join per colour and per pass.
 //!
-//! The kernels are those of `shaders/population.wgsl`, ball for ball; only
-//! the way the work is handed to threads changed (bitwise the same results:
-//! the argument is in [`crate::team`]).
+//! The passes are those of `shaders/population.wgsl`, pass for pass: ball
+//! for ball but for the velocity pass, which the GPU computes per ball from
+//! both sides of each pair and the twin once per pair, then sums per ball
+//! in list order (the same numbers, bitwise: [`SideImpulse`]); the way the
+//! work is handed to threads changes no result either (the argument is in
+//! [`crate::team`]).
 
 use std::ops::Range;
 
