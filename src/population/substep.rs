@@ -533,7 +533,7 @@ impl Substeps<'_> {
     /// overlap / radius of its obstacle contacts.
     ///
     /// # Safety
-    /// After [`Self::pair_impulses`] (the pairs' slots, predictions and
+    /// After [`Self::pair_impulses`] (its list entries, predictions and
     /// pre-solve velocities are read-only).
     unsafe fn ball_velocity(&self, i: usize, dx_i: Vec2, omega_i: f32) -> (Vec2, f32, f32) {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
@@ -590,7 +590,7 @@ impl Substeps<'_> {
     /// The velocity pass's second half ([`Self::ball_velocity`]) fused
     /// with the substep's end: x = x* + dx, v, ω from the velocity pass,
     /// angle += ω h (a ball's new velocity reads no other ball's state but
-    /// through the pairs' slots, so no phase boundary is needed between
+    /// through its list entries, so no phase boundary is needed between
     /// the two). The correction is cleared for the next substep's
     /// stabilisation (as on the GPU). Returns the largest overlap / radius
     /// of the chunk's obstacle contacts.
