@@ -1,5 +1,7 @@
-//! The CPU twin of `shaders/population.wgsl`: the same stages, kernel for
-//! kernel, as rayon loops over a structure of arrays in f32. Every per-ball
+//! The CPU twin of `shaders/population.wgsl`: the same stages, pass for
+//! pass (the velocity pass split in two phases over owned pairs,
+//! `owned_pairs`, with bitwise the GPU kernel's per-ball sums), as rayon
+//! loops over a structure of arrays in f32. Every per-ball
 //! loop writes only its own ball from buffers that no one writes meanwhile;
 //! the substeps (`src/population/substep.rs`) run as one list of phases
 //! walked by one team of threads (`src/team.rs`), the Gauss–Seidel
@@ -15,6 +17,7 @@ use glam::Vec2;
 use rayon::prelude::*;
 
 use super::obstacle::{Obstacle, kind};
+use super::substep::SideImpulse;
 use super::{GridSpec, MAX_NEIGHBOURS, MAX_OBSTACLES, Population, PopulationError, PopulationStats, state};
 use crate::gpu::GpuField;
 
@@ -41,8 +44,6 @@ pub(crate) struct Scratch {
     pub(crate) v_pre: Vec<Vec2>,
     pub(crate) x_pred: Vec<Vec2>,
     pub(crate) dx: Vec<Vec2>,
-    pub(crate) v_new: Vec<Vec2>,
-    pub(crate) omega_new: Vec<f32>,
     pub(crate) contacts: Vec<u32>,
     pub(crate) cell_of: Vec<u32>,
     pub(crate) cell_start: Vec<u32>,
@@ -51,7 +52,25 @@ pub(crate) struct Scratch {
     pub(crate) neighbour_count: Vec<u32>,
     pub(crate) obstacle_ids: Vec<u32>,
     pub(crate) obstacle_count: Vec<u32>,
-    /// Rebound distance of each listed pair for the substep (`count_contacts`).
+    /// The pairs each ball computes (`MAX_NEIGHBOURS` slots a ball, the
+    /// other ball of each; [`owned_pairs`]): first its listed neighbours of
+    /// higher id (`owned_count`, list order: the pairs its sweeps project),
+    /// then its orphans (up to `pair_count`: the velocity pass only).
+    pub(crate) owned: Vec<u32>,
+    /// Pairs a ball projects in the sweeps (the first of its `owned` slots).
+    pub(crate) owned_count: Vec<u32>,
+    /// Pairs a ball computes in the velocity pass (`owned_count` + orphans).
+    pub(crate) pair_count: Vec<u32>,
+    /// Each owned pair's entry in its ball's neighbour list.
+    pub(crate) owned_entry: Vec<u8>,
+    /// Each owned pair's entry in the other ball's list, [`NO_MIRROR`] where
+    /// that list does not hold the pair.
+    pub(crate) mirror: Vec<u8>,
+    /// The impulse each entry of the neighbour lists gives its ball in the
+    /// substep's velocity pass, written by the pair's owner.
+    pub(crate) side_impulse: Vec<SideImpulse>,
+    /// Rebound distance of each owned pair for the substep (`count_contacts`),
+    /// by owned slot.
     pub(crate) pair_extra: Vec<f32>,
     /// Rebound distance of each listed obstacle for the substep.
     pub(crate) obstacle_extra: Vec<f32>,
@@ -89,12 +108,12 @@ pub fn step(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
 fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     let n = pop.len();
     let s = &mut pop.scratch;
-    for v in [&mut s.acc, &mut s.v_pre, &mut s.x_pred, &mut s.dx, &mut s.v_new] {
+    for v in [&mut s.acc, &mut s.v_pre, &mut s.x_pred, &mut s.dx] {
         v.resize(n, Vec2::ZERO);
     }
-    s.omega_new.resize(n, 0.0);
     s.contacts.resize(n, 1);
     s.pair_extra.resize(n * MAX_NEIGHBOURS, 0.0);
+    s.side_impulse.resize(n * MAX_NEIGHBOURS, SideImpulse::NONE);
     s.obstacle_extra.resize(n * MAX_OBSTACLES, 0.0);
     // Every kernel visits only the live range (release cursor onwards from
     // the first ball still in the world), indexing the arrays by ball.
@@ -116,6 +135,7 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     );
     build_grid(&pop.grid, &pop.position, &pop.state, &pop.ball_id, &mut pop.scratch, &live);
     pop.list_overflow += find_neighbours(pop, dt, &live);
+    owned_pairs(&pop.ball_id, &mut pop.scratch, &live);
     // The corrections start at zero (then finish_substep clears them).
     par_live(&mut pop.scratch.dx, &live).for_each(|(_, d)| *d = Vec2::ZERO);
     let substeps = pop.params.substeps;
@@ -414,6 +434,62 @@ fn find_neighbours(pop: &mut Population, dt: f32, live: &Range<usize>) -> u64 {
     overflow_n + overflow_o
 }
 
+/// The `mirror` of an owned pair whose other ball does not list it.
+pub(crate) const NO_MIRROR: u8 = u8::MAX;
+// A list entry fits in a byte, apart from NO_MIRROR.
+const _: () = assert!(MAX_NEIGHBOURS < NO_MIRROR as usize);
+
+/// The owned-pair lists of the step (after `find_neighbours`), so that the
+/// substeps read no ids and skip nothing. Ball `i` owns the pairs with its
+/// listed neighbours of higher *id* (as the sweeps did when they skipped
+/// the others: ids, not slots, so that a re-sort changes nothing), in list
+/// order; after them come its *orphans*, listed neighbours of lower id whose
+/// full list dropped `i` (the former per-side velocity pass gave such a pair
+/// to `i` alone, and no sweep projects it). For each, the pair's entry in
+/// `i`'s list (`owned_entry`) and the other side's entry in the other
+/// ball's list (`mirror`, or [`NO_MIRROR`] where that list does not hold
+/// `i`), where the velocity pass writes the two sides' impulses.
+pub(crate) fn owned_pairs(ball_id: &[u32], s: &mut Scratch, live: &Range<usize>) {
+    let n = s.neighbour_count.len();
+    s.owned.resize(n * MAX_NEIGHBOURS, 0);
+    s.owned_entry.resize(n * MAX_NEIGHBOURS, 0);
+    s.mirror.resize(n * MAX_NEIGHBOURS, 0);
+    s.owned_count.resize(n, 0);
+    s.pair_count.resize(n, 0);
+    let (neighbours, neighbour_count) = (&s.neighbours, &s.neighbour_count);
+    let listed = |i: usize| &neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + neighbour_count[i] as usize];
+    // The entry of ball i in ball j's list, if j's list holds it.
+    let entry_of = |i: usize, j: usize| listed(j).iter().position(|&e| e as usize == i).map(|k| k as u8);
+    let lists = live.start * MAX_NEIGHBOURS..live.end * MAX_NEIGHBOURS;
+    s.owned[lists.clone()]
+        .par_chunks_mut(MAX_NEIGHBOURS)
+        .with_min_len(CHUNK)
+        .zip(s.owned_entry[lists.clone()].par_chunks_mut(MAX_NEIGHBOURS))
+        .zip(s.mirror[lists].par_chunks_mut(MAX_NEIGHBOURS))
+        .zip(s.owned_count[live.clone()].par_iter_mut().zip(s.pair_count[live.clone()].par_iter_mut()))
+        .enumerate()
+        .for_each(|(k, (((owned, owned_entry), mirror), (owned_count, pair_count)))| {
+            let i = live.start + k;
+            let id = ball_id[i];
+            let mut count = 0;
+            for (entry, &j) in listed(i).iter().enumerate() {
+                if ball_id[j as usize] > id {
+                    (owned[count], owned_entry[count]) = (j, entry as u8);
+                    mirror[count] = entry_of(i, j as usize).unwrap_or(NO_MIRROR);
+                    count += 1;
+                }
+            }
+            *owned_count = count as u32;
+            for (entry, &j) in listed(i).iter().enumerate() {
+                if ball_id[j as usize] < id && entry_of(i, j as usize).is_none() {
+                    (owned[count], owned_entry[count], mirror[count]) = (j, entry as u8, NO_MIRROR);
+                    count += 1;
+                }
+            }
+            *pair_count = count as u32;
+        });
+}
+
 /// The pair geometry in canonical orientation (`a` the lower index): unit
 /// normal from `b` into `a` and the distance. Coincident centres get a fixed
 /// normal so that both balls agree.
@@ -555,5 +631,55 @@ mod tests {
             }
         }
         assert!(pairs > 1000, "only {pairs} listed pairs: the test would prove little");
+    }
+
+    /// The owned-pair lists behind the velocity pass's once-per-pair split
+    /// (`owned_pairs`), on a pile whose lists overflow (a wide skin), so that
+    /// orphans occur: every entry of every neighbour list is written by
+    /// exactly one computed pair (its own entry or its mirror), the owned
+    /// pairs are the entries of higher id in list order (the sweeps' former
+    /// skip), and an orphan is a pair of lower id whose other list does not
+    /// hold the ball. A missed or doubled entry would change the sums.
+    #[test]
+    fn every_listed_pair_is_computed_once_with_orphans_of_full_lists() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron"))
+            .expect("scenes/balls_box.ron");
+        let overrides = ["population.count=800".to_string(), "population.skin=2.4".to_string()];
+        let scene = crate::scene::Scene::parse_with_overrides(&text, "balls_box.ron", &overrides).expect("parses");
+        let mut pop = scene.build_world().expect("balls_box builds").population.expect("a population");
+        let (mut orphans, mut mirrored) = (0usize, 0usize);
+        for _ in 0..60 {
+            step(&mut pop, 1.0 / 60.0).expect("a finite step");
+            let (s, id) = (&pop.scratch, &pop.ball_id);
+            let listed =
+                |i: usize| &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize];
+            let mut writers = vec![0u32; pop.len() * MAX_NEIGHBOURS];
+            for i in 0..pop.len() {
+                let (owned, paired) = (s.owned_count[i] as usize, s.pair_count[i] as usize);
+                let higher: Vec<u32> = listed(i).iter().copied().filter(|&j| id[j as usize] > id[i]).collect();
+                assert_eq!(&s.owned[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + owned], &higher[..], "ball {i}");
+                for q in i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + paired {
+                    let (j, entry) = (s.owned[q] as usize, s.owned_entry[q] as usize);
+                    assert_eq!(listed(i)[entry] as usize, j, "ball {i}: own entry");
+                    writers[i * MAX_NEIGHBOURS + entry] += 1;
+                    if s.mirror[q] != NO_MIRROR {
+                        let m = j * MAX_NEIGHBOURS + s.mirror[q] as usize;
+                        assert_eq!((m / MAX_NEIGHBOURS, s.neighbours[m] as usize), (j, i), "ball {i}: mirror");
+                        writers[m] += 1;
+                        mirrored += 1;
+                    }
+                    if q >= i * MAX_NEIGHBOURS + owned {
+                        assert!(id[j] < id[i] && !listed(j).contains(&(i as u32)), "ball {i}: orphan {j}");
+                        orphans += 1;
+                    }
+                }
+            }
+            for i in 0..pop.len() {
+                for k in 0..s.neighbour_count[i] as usize {
+                    assert_eq!(writers[i * MAX_NEIGHBOURS + k], 1, "ball {i} entry {k}");
+                }
+            }
+        }
+        assert!(pop.list_overflow > 0 && orphans > 0 && mirrored > 1000, "{orphans} orphans, {mirrored} mirrored");
     }
 }

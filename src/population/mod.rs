@@ -9,7 +9,7 @@
 //! velocities as moving obstacles ([`obstacle`]). Coupling is one-way: balls
 //! do not push back on bodies.
 //!
-//! # The step (both backends, kernel for kernel)
+//! # The step (both backends, pass for pass)
 //! Every kernel runs over the live range only ([`Population::live_range`]):
 //! the balls are sorted by release step at build, a release cursor marks the
 //! last ball due, and the range starts at the first ball not yet removed —
@@ -24,14 +24,18 @@
 //!    `r_i + r_j + skin + |v_i − v_j|·dt` (the pair's closing distance in the
 //!    step: a fast pair must not meet unlisted) in the 3 × 3 cells around it, and the obstacles within `r_i + skin`
 //!    (fixed-capacity lists, [`MAX_NEIGHBOURS`], [`MAX_OBSTACLES`]; overflow
-//!    is counted and reported);
+//!    is counted and reported); on the CPU then the owned-pair lists
+//!    (below: per ball its listed neighbours of higher id);
 //! 5. `substeps` × { `stabilise` (one Gauss–Seidel sweep from the current
 //!    positions, committed without velocity; only in substeps 0, K, 2K, …
 //!    of [`PopulationParams::stabilise_every`] = K, default never), `predict` (v += a h,
 //!    x* = x + v h), `count_contacts` (the velocity pass's mass splitting),
 //!    `iterations` × `sweep_positions` (cell-coloured Gauss–Seidel, below),
 //!    then `solve_velocities` (restitution, friction, rolling resistance,
-//!    spin, new x, v, ω, angle) } — see [`contact`];
+//!    spin, new x, v, ω, angle) } — see [`contact`]. The GPU runs
+//!    `solve_velocities` as one kernel per ball, each pair's impulse
+//!    computed from both of its balls; the CPU twin splits it in two
+//!    phases (below), with bitwise the same results;
 //! 6. `check_bounds` — balls leaving the world or entering a kill region are
 //!    removed and counted; a non-finite ball stops the run with its index.
 //!
@@ -216,10 +220,40 @@
 //! thrown out. A velocity-level soft step with warm starting (Box2D v3) was
 //! not tried.
 //!
+//! **Issue 8, pop8: each pair once in the CPU twin's velocity pass** (27
+//! Nov, bitwise the same: snapshots and summaries of balls_box 3·10³,
+//! mixer, hourglass and galton at 1, 3 and 16 threads, and of balls_box
+//! with overflowing lists, identical to main's). `find_neighbours` is
+//! followed by `cpu::owned_pairs`: per ball its listed neighbours of higher
+//! id, in list order, contiguous (the sweeps and `count_contacts`'
+//! rebound distances read no ids and skip nothing), then its *orphans*
+//! (neighbours of lower id whose full list dropped it: the former pass gave
+//! such a pair to this ball alone), and for each pair its entry in both
+//! lists. The velocity pass is then two phases: `pair_impulses`, per ball
+//! over the pairs it owns, computes each pair's impulse once and writes
+//! what it gives each ball (velocity, spin, rolling bound; −0 for a pair
+//! that takes no part, since x + (−0) = x) into the pair's two list
+//! entries; the per-ball sums (`ball_velocity`, fused with the finish: a
+//! ball reads others only through its entries) add its entries in list
+//! order — the former sums, bitwise — then the obstacles as before.
+//! `count_contacts` keeps the per-side count (a sum and a compare per
+//! entry: a per-pair flag would be read back as dearly) and skips the
+//! rebound's normal for pairs closing slower than the resting speed or too
+//! far to meet in the substep (1e-4 margins on squared distances). The GPU
+//! kernels are unchanged (GPU = CPU tests pass on lavapipe). CPU time
+//! (task-clock, before/after alternated, 3 pairs, medians, load ≈ 3):
+//! balls_box 10³ × 300 steps 1.37 → 1.09 s at one thread (−20 %), 1.49 →
+//! 1.11 s at two (−26 %); 10⁴ × 60 steps (falling, build included) 1.63 →
+//! 1.45 s (−11 %) at one, 1.65 → 1.47 s at two. The profile at 10³ then:
+//! `solve_ball` 35 %, `pair_impulses` 30 %, `count_contacts` 17 %, the sums
+//! and finish 7 % (figures and the peers in docs/benchmarks.md).
+//!
 //! # Memory
 //! [`CPU_BYTES_PER_BALL`] and `gpu::GPU_BYTES_PER_BALL` state what a ball
 //! costs; a population over the backend's memory is refused before any
-//! allocation, with the estimate and the limit named.
+//! allocation, with the estimate and the limit named. The CPU twin's owned
+//! pairs (pop8) cost 348 bytes a ball more than before (312 → 660), most of
+//! it the 16 list entries' impulses (16 bytes each).
 
 pub mod contact;
 pub mod cpu;
@@ -262,11 +296,13 @@ pub mod state {
 /// Bytes per ball of the CPU twin: state (position 8, velocity 8, angle 4,
 /// spin 4, radius 4, inverse mass 4, state 4, release step 4, id 4 = 44)
 /// plus step scratch (acceleration 8, pre-solve velocity 8, predicted
-/// position 8, correction 8, new velocity 8, new spin 4, contact count 4,
-/// cell key 4, sorted index 4, re-sort order 4, neighbour list 4·(16 + 1),
-/// obstacle list 4·(8 + 1), the listed contacts' rebound distances
-/// 4·(16 + 8), the re-sort's copy of one array 8 = 268).
-pub const CPU_BYTES_PER_BALL: u64 = 44 + 268;
+/// position 8, correction 8, contact count 4, cell key 4, sorted index 4,
+/// re-sort order 4, neighbour list 4·(16 + 1), obstacle list 4·(8 + 1),
+/// the owned and obstacle contacts' rebound distances 4·(16 + 8), the
+/// re-sort's copy of one array 8, owned pairs 4·(16 + 2), their entries in
+/// both lists 1·(16 + 16), the list entries' velocity-pass impulses 16·16
+/// = 616; before the owned pairs, pop8: 268 with a new velocity and spin).
+pub const CPU_BYTES_PER_BALL: u64 = 44 + 616;
 
 /// Why a population cannot be built or stepped.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -1,21 +1,26 @@
 //! The CPU twin's substep loop (step 5 of [`crate::population`]): per
 //! substep `stabilise` (9 colour phases; only in the substeps
 //! [`super::PopulationParams::stabilises`] names), `predict`, `count_contacts`,
-//! `iterations` × `sweep_positions` (9 colour phases each),
-//! `solve_velocities`, `finish_substep` — all the substeps of a step as one
+//! `iterations` × `sweep_positions` (9 colour phases each), the velocity
+//! pass as `pair_impulses` (each pair once, by the ball that owns it) and
+//! `finish_substep` (each ball's sums over its list entries, its obstacles,
+//! then x, v, ω, angle) — all the substeps of a step as one
 //! list of phases walked by one team of threads ([`crate::team`]): one
 //! rayon scope per step instead of one join per colour and per pass.
 //!
-//! The kernels are those of `shaders/population.wgsl`, ball for ball; only
-//! the way the work is handed to threads changed (bitwise the same results:
-//! the argument is in [`crate::team`]).
+//! The passes are those of `shaders/population.wgsl`, pass for pass: ball
+//! for ball but for the velocity pass, which the GPU computes per ball from
+//! both sides of each pair and the twin once per pair, then sums per ball
+//! in list order (the same numbers, bitwise: [`SideImpulse`]); the way the
+//! work is handed to threads changes no result either (the argument is in
+//! [`crate::team`]).
 
 use std::ops::Range;
 
 use glam::Vec2;
 
 use super::contact::{self, ContactImpulse, Material, VelocityContact};
-use super::cpu::{ACTIVE_SLOP, CELL_CHUNK, CHUNK, FAR_MARGIN, obstacle_in_reach, pair_normal};
+use super::cpu::{ACTIVE_SLOP, CELL_CHUNK, CHUNK, FAR_MARGIN, NO_MIRROR, obstacle_in_reach, pair_normal};
 use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Population, state};
 use crate::team::{Participant, Schedule, Shared, balanced_chunk};
 
@@ -29,11 +34,32 @@ struct Arrays {
     v_pre: Shared<Vec2>,
     x_pred: Shared<Vec2>,
     dx: Shared<Vec2>,
-    v_new: Shared<Vec2>,
-    omega_new: Shared<f32>,
     contacts: Shared<u32>,
+    side_impulse: Shared<SideImpulse>,
     pair_extra: Shared<f32>,
     obstacle_extra: Shared<f32>,
+}
+
+/// What one contact with a ball gives a ball in the substep's velocity
+/// pass (one entry of its neighbour list), computed once per pair by the
+/// pair's owner ([`Substeps::pair_impulses`]) for both of its balls.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct SideImpulse {
+    /// Velocity change `±(n p_n + t p_t) w` (+ on the ball of lower slot).
+    pub(crate) dv: Vec2,
+    /// Spin change (`contact::spin_change`).
+    pub(crate) spin: f32,
+    /// The rolling resistance's bound on the spin change
+    /// (`contact::rolling_limit`).
+    pub(crate) roll: f32,
+}
+
+impl SideImpulse {
+    /// A contact that takes no part (far apart, or not overlapping and
+    /// separating): −0 everywhere, since `x + (−0) = x` for every x in IEEE
+    /// arithmetic (−0 included): summing it is bitwise the same as skipping
+    /// it, as the former per-side pass did.
+    pub(crate) const NONE: SideImpulse = SideImpulse { dv: Vec2::new(-0.0, -0.0), spin: -0.0, roll: -0.0 };
 }
 
 /// What a sweep of the position solve does.
@@ -86,11 +112,10 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
     let (mut position, mut velocity) = (take2(&mut pop.position), take2(&mut pop.velocity));
     let (mut omega, mut angle) = (take1(&mut pop.omega), take1(&mut pop.angle));
     let s = &mut pop.scratch;
-    let (mut v_pre, mut x_pred, mut dx, mut v_new) =
-        (take2(&mut s.v_pre), take2(&mut s.x_pred), take2(&mut s.dx), take2(&mut s.v_new));
-    let (mut omega_new, mut pair_extra, mut obstacle_extra) =
-        (take1(&mut s.omega_new), take1(&mut s.pair_extra), take1(&mut s.obstacle_extra));
+    let (mut v_pre, mut x_pred, mut dx) = (take2(&mut s.v_pre), take2(&mut s.x_pred), take2(&mut s.dx));
+    let (mut pair_extra, mut obstacle_extra) = (take1(&mut s.pair_extra), take1(&mut s.obstacle_extra));
     let mut contacts = std::mem::take(&mut s.contacts);
+    let mut side_impulse = std::mem::take(&mut s.side_impulse);
     let worst = {
         let work = Substeps {
             pop,
@@ -102,9 +127,8 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
                 v_pre: Shared::new(&mut v_pre),
                 x_pred: Shared::new(&mut x_pred),
                 dx: Shared::new(&mut dx),
-                v_new: Shared::new(&mut v_new),
-                omega_new: Shared::new(&mut omega_new),
                 contacts: Shared::new(&mut contacts),
+                side_impulse: Shared::new(&mut side_impulse),
                 pair_extra: Shared::new(&mut pair_extra),
                 obstacle_extra: Shared::new(&mut obstacle_extra),
             },
@@ -138,13 +162,15 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
     pop.max_overlap_seen = pop.max_overlap_seen.max(worst);
     (pop.position, pop.velocity, pop.omega, pop.angle) = (position, velocity, omega, angle);
     let s = &mut pop.scratch;
-    (s.v_pre, s.x_pred, s.dx, s.v_new) = (v_pre, x_pred, dx, v_new);
-    (s.omega_new, s.pair_extra, s.obstacle_extra, s.contacts) = (omega_new, pair_extra, obstacle_extra, contacts);
+    (s.v_pre, s.x_pred, s.dx) = (v_pre, x_pred, dx);
+    (s.pair_extra, s.obstacle_extra, s.contacts) = (pair_extra, obstacle_extra, contacts);
+    s.side_impulse = side_impulse;
 }
 
 impl Substeps<'_> {
     /// Phases of the step: per substep 9 colours of the stabilisation,
-    /// predict, count, `iterations` × 9 colours, velocities, finish.
+    /// predict, count, `iterations` × 9 colours, the pairs' impulses,
+    /// velocities with the finish.
     fn phase_count(&self) -> usize {
         let p = &self.pop.params;
         let colours = super::cpu::COLOURS;
@@ -164,8 +190,8 @@ impl Substeps<'_> {
             for _ in 0..self.pop.params.iterations {
                 self.sweep(t, Sweep::Solve);
             }
-            self.per_ball(t, |i| worst = worst.max(unsafe { self.solve_velocities(i) }));
-            self.per_chunk(t, |balls| unsafe { self.finish_substep(balls) });
+            self.per_ball(t, |i| worst = worst.max(unsafe { self.pair_impulses(i) }));
+            self.per_chunk(t, |balls| worst = worst.max(unsafe { self.finish_substep(balls) }));
         }
         t.finish();
         worst
@@ -273,17 +299,17 @@ impl Substeps<'_> {
         let obstacle_extra = unsafe { m.obstacle_extra.range_mut(i * MAX_OBSTACLES..(i + 1) * MAX_OBSTACLES) };
         let (p, r) = (x_pred[i], radius[i]);
         let mut n = 0u32;
-        let listed = &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize];
-        for (slot, &j) in listed.iter().enumerate() {
+        for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
             let j = j as usize;
             let reach = r + radius[j];
             if (x_pred[j] - p).length_squared() < reach * reach {
                 n += 1;
             }
-            // Only the ball of lower id projects the pair (solve_ball).
-            if pop.ball_id[j] < pop.ball_id[i] {
-                continue;
-            }
+        }
+        // The rebound distances of the pairs ball i projects (solve_ball).
+        let owned = &s.owned[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.owned_count[i] as usize];
+        for (slot, &j) in owned.iter().enumerate() {
+            let j = j as usize;
             let (a, b) = if i < j { (i, j) } else { (j, i) };
             let sum_r = radius[a] + radius[b];
             // Overlapping at the substep's start (margin far above f32
@@ -292,8 +318,26 @@ impl Substeps<'_> {
                 pair_extra[slot] = 0.0;
                 continue;
             }
+            // Closing slower than the resting speed whatever the normal
+            // (|v_n| ≤ |v_a − v_b|, with the same margin): no rebound;
+            // skip the sqrt.
+            let closing = v_pre[a] - v_pre[b];
+            let closing2 = closing.length_squared();
+            if resting > 0.0 && closing2 < resting * resting * (1.0 - FAR_MARGIN) {
+                pair_extra[slot] = 0.0;
+                continue;
+            }
+            // Too far to meet in the substep at |v_a − v_b| ≥ |v_n| (the
+            // gap above the distance closed, with the margin: the time of
+            // impact is past the substep; a resting speed ≥ 0 asks v_n < 0
+            // of an impact): no rebound; skip the normal.
+            let meet = sum_r + closing2.sqrt() * h;
+            if resting >= 0.0 && (position[a] - position[b]).length_squared() > meet * meet * (1.0 + FAR_MARGIN) {
+                pair_extra[slot] = 0.0;
+                continue;
+            }
             let (n0, d0) = pair_normal(position[a], position[b]);
-            let vn_pre = (v_pre[a] - v_pre[b]).dot(n0);
+            let vn_pre = closing.dot(n0);
             pair_extra[slot] = contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting);
         }
         let listed = &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize];
@@ -311,9 +355,9 @@ impl Substeps<'_> {
         unsafe { m.contacts.set(i, n.max(1)) };
     }
 
-    /// Ball `i`'s turn in a Gauss–Seidel sweep: each of its listed contacts
-    /// with a ball of higher id (the other side's turn takes the rest: each
-    /// pair once per sweep) is projected in full at the latest positions (`base + dx`), moving
+    /// Ball `i`'s turn in a Gauss–Seidel sweep: each of its owned pairs (its
+    /// listed contacts with a ball of higher id, `cpu::owned_pairs`; the
+    /// other side's turn takes the rest: each pair once per sweep) is projected in full at the latest positions (`base + dx`), moving
     /// both balls by their inverse-mass shares (`k = w_a + w_b`; the pair's
     /// corrections are equal and opposite in momentum), then the ball is
     /// projected out of its obstacles in turn, in full (infinite mass,
@@ -338,19 +382,14 @@ impl Substeps<'_> {
         let (pair_extra, obstacle_extra) = unsafe { (m.pair_extra.all(), m.obstacle_extra.all()) };
         let dx = &m.dx;
         let (r_i, w_i) = (radius[i], inv_mass[i]);
-        let ball_id = &pop.ball_id;
         // SAFETY (every get/set below): balls i and j lie in the 3 × 3 cells
         // around i's cell, which this thread alone touches (the caller).
         let at = |j: usize| base[j] + unsafe { dx.get(j) };
-        let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
-        for (&j, &rebound) in s.neighbours[listed.clone()].iter().zip(&pair_extra[listed]) {
+        // Each pair once per sweep, from its ball of lower id (the owned
+        // pairs, `cpu::owned_pairs`): the pair's projection moves both balls.
+        let owned = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.owned_count[i] as usize;
+        for (&j, &rebound) in s.owned[owned.clone()].iter().zip(&pair_extra[owned]) {
             let j = j as usize;
-            // Each pair once per sweep, from its ball of lower id (the list
-            // holds it on both sides; ids, not slots, so that a re-sort
-            // changes nothing): the pair's projection moves both balls.
-            if ball_id[j] < ball_id[i] {
-                continue;
-            }
             let (a, b) = if i < j { (i, j) } else { (j, i) };
             let sum_r = radius[a] + radius[b];
             // The substep's rebound distance (count_contacts) in the solve.
@@ -398,36 +437,32 @@ impl Substeps<'_> {
         }
     }
 
-    /// The velocity pass for ball `i`: v = v⁻ + dx/h, then restitution,
-    /// friction and rolling resistance per contact (Jacobi), into `v_new`,
-    /// `omega_new`. Returns the largest overlap / smaller radius at the
-    /// substep's new positions (the summary's `max_overlap_ratio_seen`).
+    /// The velocity pass's first half for ball `i`: the impulse of each pair
+    /// it computes (`cpu::owned_pairs`: its owned pairs, then its orphans)
+    /// from the pair's canonical orientation (`a` the lower slot), once per
+    /// pair where both balls used to compute the same numbers, and what it
+    /// gives each ball ([`SideImpulse`]; [`SideImpulse::NONE`] where the
+    /// pair takes no part) into the pair's two list entries. Returns the
+    /// largest overlap / smaller radius of these pairs at the substep's new
+    /// positions (the summary's `max_overlap_ratio_seen`).
     ///
     /// # Safety
     /// A per-ball phase after the sweeps (predictions, corrections,
-    /// pre-solve velocities, counts and spins are read-only in it).
-    unsafe fn solve_velocities(&self, i: usize) -> f32 {
+    /// pre-solve velocities, counts and spins are read-only in it); each
+    /// list entry belongs to one pair, whose owner alone writes it.
+    unsafe fn pair_impulses(&self, i: usize) -> f32 {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
         let s = &pop.scratch;
-        let (radius, inv_mass, states, obstacles) = (&pop.radius, &pop.inv_mass, &pop.state, &pop.obstacles);
+        let (radius, inv_mass) = (&pop.radius, &pop.inv_mass);
         let (x_pred, v_pre, dx, counts, omega) =
             unsafe { (m.x_pred.all(), m.v_pre.all(), m.dx.all(), m.contacts.all(), m.omega.all()) };
         let balls = pop.params.material;
-        if states[i] != state::ALIVE {
-            unsafe {
-                m.v_new.set(i, v_pre[i]);
-                m.omega_new.set(i, omega[i]);
-            }
-            return 0.0;
-        }
         let x_new = |i: usize| x_pred[i] + dx[i];
         let v_mid = |i: usize| v_pre[i] + dx[i] / h;
-        let (r_i, w_i) = (radius[i], inv_mass[i]);
+        let computed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.pair_count[i] as usize;
+        let pairs = s.owned[computed.clone()].iter().zip(&s.owned_entry[computed.clone()]).zip(&s.mirror[computed]);
         let mut worst = 0.0f32;
-        let mut dv = Vec2::ZERO;
-        let mut domega = 0.0f32;
-        let mut roll = 0.0f32;
-        for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
+        for ((&j, &entry), &mirror) in pairs {
             let j = j as usize;
             let (a, b) = if i < j { (i, j) } else { (j, i) };
             let sum_r = radius[a] + radius[b];
@@ -435,37 +470,93 @@ impl Substeps<'_> {
             // f32 rounding): no overlap to report, inactive; skip.
             let (pa, pb) = (x_new(a), x_new(b));
             let active = sum_r * (1.0 + ACTIVE_SLOP);
-            if (pa - pb).length_squared() > active * active * (1.0 + FAR_MARGIN)
-                && (x_pred[a] - x_pred[b]).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
-            {
-                continue;
-            }
-            let (n, d) = pair_normal(pa, pb);
-            worst = worst.max((sum_r - d) / radius[a].min(radius[b]));
-            let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
-            if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
-                continue;
-            }
-            let t = n.perp();
-            let rel = (v_mid(a) - t * (radius[a] * omega[a])) - (v_mid(b) + t * (radius[b] * omega[b]));
-            let c = VelocityContact {
-                normal: n,
-                relative_velocity: rel,
-                vn_pre: (v_pre[a] - v_pre[b]).dot(n),
-                overlap_pred,
-                k: counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b],
+            let (side_a, side_b) = 'pair: {
+                if (pa - pb).length_squared() > active * active * (1.0 + FAR_MARGIN)
+                    && (x_pred[a] - x_pred[b]).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
+                {
+                    break 'pair (SideImpulse::NONE, SideImpulse::NONE);
+                }
+                let (n, d) = pair_normal(pa, pb);
+                worst = worst.max((sum_r - d) / radius[a].min(radius[b]));
+                let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
+                if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
+                    break 'pair (SideImpulse::NONE, SideImpulse::NONE);
+                }
+                let t = n.perp();
+                let rel = (v_mid(a) - t * (radius[a] * omega[a])) - (v_mid(b) + t * (radius[b] * omega[b]));
+                let c = VelocityContact {
+                    normal: n,
+                    relative_velocity: rel,
+                    vn_pre: (v_pre[a] - v_pre[b]).dot(n),
+                    overlap_pred,
+                    k: counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b],
+                };
+                let p: ContactImpulse = contact::contact_impulse(&c, balls, h, resting);
+                let impulse = n * p.normal + t * p.tangent;
+                let side = |ball: usize, dv: Vec2| {
+                    let (w, r) = (inv_mass[ball], radius[ball]);
+                    SideImpulse {
+                        dv,
+                        spin: contact::spin_change(p.tangent, w, r),
+                        roll: contact::rolling_limit(balls, p.total, w, r),
+                    }
+                };
+                let side_a = side(a, impulse * inv_mass[a]);
+                // Balls of one size and mass (the usual case) share the
+                // spin terms: the same formula of the same numbers.
+                let side_b =
+                    if inv_mass[a].to_bits() == inv_mass[b].to_bits() && radius[a].to_bits() == radius[b].to_bits() {
+                        SideImpulse { dv: -impulse * inv_mass[b], ..side_a }
+                    } else {
+                        side(b, -impulse * inv_mass[b])
+                    };
+                (side_a, side_b)
             };
-            let p: ContactImpulse = contact::contact_impulse(&c, balls, h, resting);
-            let impulse = n * p.normal + t * p.tangent;
-            dv += if i == a { impulse * w_i } else { -impulse * w_i };
-            domega += contact::spin_change(p.tangent, w_i, r_i);
-            roll += contact::rolling_limit(balls, p.total, w_i, r_i);
+            let (mine, other) = if i == a { (side_a, side_b) } else { (side_b, side_a) };
+            // SAFETY: entries of this pair alone (the owned lists).
+            unsafe {
+                m.side_impulse.set(i * MAX_NEIGHBOURS + entry as usize, mine);
+                if mirror != NO_MIRROR {
+                    m.side_impulse.set(j * MAX_NEIGHBOURS + mirror as usize, other);
+                }
+            }
+        }
+        worst
+    }
+
+    /// The velocity pass's second half for (live) ball `i`, whose
+    /// correction is `dx_i` and spin `omega_i`: v = v⁻ + dx/h, then
+    /// restitution, friction and rolling resistance per contact (Jacobi):
+    /// the pairs' impulses ([`Self::pair_impulses`]) summed in the order of
+    /// `i`'s neighbour list (the sums of the former per-side pass, bitwise),
+    /// then the obstacles. Returns the new velocity and spin and the largest
+    /// overlap / radius of its obstacle contacts.
+    ///
+    /// # Safety
+    /// After [`Self::pair_impulses`] (its list entries, predictions and
+    /// pre-solve velocities are read-only).
+    unsafe fn ball_velocity(&self, i: usize, dx_i: Vec2, omega_i: f32) -> (Vec2, f32, f32) {
+        let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
+        let s = &pop.scratch;
+        let (radius, inv_mass, obstacles) = (&pop.radius, &pop.inv_mass, &pop.obstacles);
+        let (x_pred, v_pre, side_impulse) = unsafe { (m.x_pred.all(), m.v_pre.all(), m.side_impulse.all()) };
+        let balls = pop.params.material;
+        let (r_i, w_i) = (radius[i], inv_mass[i]);
+        let mut worst = 0.0f32;
+        let mut dv = Vec2::ZERO;
+        let mut domega = 0.0f32;
+        let mut roll = 0.0f32;
+        // In list order: the sums of the former per-side pass, bitwise.
+        for side in &side_impulse[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
+            dv += side.dv;
+            domega += side.spin;
+            roll += side.roll;
         }
         // Obstacles after the balls, in turn and in full (infinite mass,
         // priority), from the velocity the balls' impulses left.
-        let p_i = x_new(i);
-        let mut v_i = v_mid(i) + dv;
-        let mut spin = omega[i] + domega;
+        let p_i = x_pred[i] + dx_i;
+        let mut v_i = (v_pre[i] + dx_i / h) + dv;
+        let mut spin = omega_i + domega;
         for &o in &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize] {
             let o = &obstacles[o as usize];
             let now = o.contact(p_i);
@@ -493,44 +584,47 @@ impl Substeps<'_> {
             spin += contact::spin_change(p.tangent, w_i, r_i);
             roll += contact::rolling_limit(mat, p.total, w_i, r_i);
         }
-        unsafe {
-            m.v_new.set(i, v_i);
-            m.omega_new.set(i, spin - spin.signum() * roll.min(spin.abs()));
-        }
-        worst
+        (v_i, spin - spin.signum() * roll.min(spin.abs()), worst)
     }
 
-    /// x = x* + dx, v, ω from the velocity pass, angle += ω h. The
-    /// correction is cleared for the next substep's stabilisation (as on
-    /// the GPU).
+    /// The velocity pass's second half ([`Self::ball_velocity`]) fused
+    /// with the substep's end: x = x* + dx, v, ω from the velocity pass,
+    /// angle += ω h (a ball's new velocity reads no other ball's state but
+    /// through its list entries, so no phase boundary is needed between
+    /// the two). The correction is cleared for the next substep's
+    /// stabilisation (as on the GPU). Returns the largest overlap / radius
+    /// of the chunk's obstacle contacts.
     ///
     /// # Safety
-    /// A per-ball phase: the balls of `balls` are this thread's alone.
-    unsafe fn finish_substep(&self, balls: Range<usize>) {
+    /// A per-ball phase after [`Self::pair_impulses`]: the balls of `balls`
+    /// are this thread's alone.
+    unsafe fn finish_substep(&self, balls: Range<usize>) -> f32 {
         let (m, h) = (&self.m, self.h);
         let states = &self.pop.state[balls.clone()];
-        let (dx, position, velocity, omega, angle, x_pred, v_new, omega_new) = unsafe {
+        let x_pred = unsafe { &m.x_pred.all()[balls.clone()] };
+        let (dx, position, velocity, omega, angle) = unsafe {
             (
                 m.dx.range_mut(balls.clone()),
                 m.position.range_mut(balls.clone()),
                 m.velocity.range_mut(balls.clone()),
                 m.omega.range_mut(balls.clone()),
                 m.angle.range_mut(balls.clone()),
-                m.x_pred.range_mut(balls.clone()),
-                m.v_new.range_mut(balls.clone()),
-                m.omega_new.range_mut(balls),
             )
         };
+        let mut worst = 0.0f32;
         for k in 0..dx.len() {
             let correction = std::mem::take(&mut dx[k]);
             if states[k] != state::ALIVE {
                 continue;
             }
+            let (v, spin, overlap) = unsafe { self.ball_velocity(balls.start + k, correction, omega[k]) };
+            worst = worst.max(overlap);
             position[k] = x_pred[k] + correction;
-            velocity[k] = v_new[k];
-            omega[k] = omega_new[k];
-            angle[k] += omega[k] * h;
+            velocity[k] = v;
+            omega[k] = spin;
+            angle[k] += spin * h;
         }
+        worst
     }
 }
 
