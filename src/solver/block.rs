@@ -231,6 +231,115 @@ pub fn sub_mul_t_vec_r<const R: usize>(x: &mut [f64; 3], a: &Block, y: &[f64; 3]
     }
 }
 
+/// A 2×2 block stored row-major, `b[2 * r + c]`: the leading 2×2 of a
+/// [`Block`] of a system whose constraints have at most two rows (pins,
+/// contacts), kept compactly by the block factorisation's L (32 bytes instead
+/// of 72: a whole block is two 16-byte loads).
+pub type Block2 = [f64; 4];
+
+/// The first `v.len()` compact 2×2 blocks, stored in the memory of the padded
+/// blocks `v` (4 of every 9 values' room is used, from the front): a factor
+/// of two-row constraints keeps its L compactly in the buffer the padded
+/// kernel uses, so the buffers, their copies and swaps are shared by both.
+#[inline]
+pub fn packed_two_row_blocks_mut(v: &mut [Block]) -> &mut [Block2] {
+    let n = v.len();
+    let flat: &mut [f64] = bytemuck::cast_slice_mut(v);
+    bytemuck::cast_slice_mut(&mut flat[..4 * n])
+}
+
+/// [`packed_two_row_blocks_mut`], read only.
+#[inline]
+pub fn packed_two_row_blocks(v: &[Block]) -> &[Block2] {
+    let flat: &[f64] = bytemuck::cast_slice(v);
+    bytemuck::cast_slice(&flat[..4 * v.len()])
+}
+
+/// The leading 2×2 of `a`.
+#[inline(always)]
+pub fn leading2(a: &Block) -> Block2 {
+    [a[0], a[1], a[3], a[4]]
+}
+
+/// The leading 2×2 of `aᵀ`.
+#[inline(always)]
+pub fn leading2_transposed(a: &Block) -> Block2 {
+    [a[0], a[3], a[1], a[4]]
+}
+
+/// `a · b` on the leading 2×2 of `b`: each entry the expression of
+/// [`mul_ab_r::<2>`](mul_ab_r) (a sum started at +0, then its two products in
+/// order), so bitwise the same values.
+#[inline(always)]
+pub fn mul_ab2(a: &Block2, b: &Block) -> Block2 {
+    let mut o = [0.0; 4];
+    for r in 0..2 {
+        for c in 0..2 {
+            let mut v = 0.0;
+            v += a[2 * r] * b[c];
+            v += a[2 * r + 1] * b[3 + c];
+            o[2 * r + c] = v;
+        }
+    }
+    o
+}
+
+/// `acc -= a · bᵀ` for a symmetric result, on the leading 2×2 of the padded
+/// `acc` (lower triangle computed, mirrored): the expressions of
+/// [`sub_abt_sym_r::<2>`](sub_abt_sym_r).
+#[inline(always)]
+pub fn sub_abt_sym2(acc: &mut Block, a: &Block2, b: &Block2) {
+    for r in 0..2 {
+        for c in 0..=r {
+            let mut v = 0.0;
+            v += a[2 * r] * b[2 * c];
+            v += a[2 * r + 1] * b[2 * c + 1];
+            acc[3 * r + c] -= v;
+            if c != r {
+                acc[3 * c + r] -= v;
+            }
+        }
+    }
+}
+
+/// `acc -= a · bᵀ` on compact blocks: the expressions of
+/// [`sub_abt_r::<2>`](sub_abt_r).
+#[inline(always)]
+pub fn sub_abt2(acc: &mut Block2, a: &Block2, b: &Block2) {
+    for r in 0..2 {
+        for c in 0..2 {
+            let mut v = 0.0;
+            v += a[2 * r] * b[2 * c];
+            v += a[2 * r + 1] * b[2 * c + 1];
+            acc[2 * r + c] -= v;
+        }
+    }
+}
+
+/// `x -= a · y` on the leading 2 entries: the expressions of
+/// [`sub_mul_vec_r::<2>`](sub_mul_vec_r).
+#[inline(always)]
+pub fn sub_mul_vec2(x: &mut [f64; 3], a: &Block2, y: &[f64; 3]) {
+    for r in 0..2 {
+        let mut v = 0.0;
+        v += a[2 * r] * y[0];
+        v += a[2 * r + 1] * y[1];
+        x[r] -= v;
+    }
+}
+
+/// `x -= aᵀ · y` on the leading 2 entries: the expressions of
+/// [`sub_mul_t_vec_r::<2>`](sub_mul_t_vec_r).
+#[inline(always)]
+pub fn sub_mul_t_vec2(x: &mut [f64; 3], a: &Block2, y: &[f64; 3]) {
+    for r in 0..2 {
+        let mut v = 0.0;
+        v += a[r] * y[0];
+        v += a[2 + r] * y[1];
+        x[r] -= v;
+    }
+}
+
 /// Outcome of [`ldl_inverse`] for one scalar pivot.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Pivot {

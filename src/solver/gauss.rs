@@ -740,7 +740,7 @@ impl BlockLdl {
         }
         // constraints of at most 2 rows (revolute joints, contacts): 2×2 kernels
         if self.max_rows <= 2 {
-            self.numeric_r::<2>(a, eps, thresh_rel, floor_rel, mode, record)
+            self.numeric_two_rows(a, eps, thresh_rel, floor_rel, mode, record)
         } else {
             self.numeric_r::<3>(a, eps, thresh_rel, floor_rel, mode, record)
         }
@@ -838,6 +838,122 @@ impl BlockLdl {
         (any_small, min_rel_pivot)
     }
 
+    /// [`numeric_r::<2>`](Self::numeric_r) with L and the column scratch W
+    /// kept as compact 2×2 blocks ([`block::Block2`], packed in the padded
+    /// blocks' buffers): every entry is computed by the padded kernel's
+    /// expression, so the factor is bitwise the same (its padding entries,
+    /// zeros, are simply not stored), at 32 bytes a block instead of 72.
+    fn numeric_two_rows(
+        &mut self,
+        a: &BlockSparseSymmetric,
+        eps: f64,
+        thresh_rel: f64,
+        floor_rel: f64,
+        mode: SmallPivot,
+        record: bool,
+    ) -> (bool, f64) {
+        let n = self.n;
+        for p in 0..n {
+            let c = self.perm[p] as usize;
+            let mut d = a.diag[c];
+            let rows = a.rows[c] as usize;
+            for r in 0..3 {
+                if r < rows {
+                    d[4 * r] += eps * self.scale[p][r];
+                } else {
+                    // padded row: decoupled unit pivot
+                    d[4 * r] = 1.0;
+                }
+            }
+            self.diag[p] = d;
+        }
+        let lval = block::packed_two_row_blocks_mut(&mut self.lval);
+        let w = block::packed_two_row_blocks_mut(&mut self.w);
+        // every slot is either pure fill (zeroed) or a block of A (copied)
+        for &k in &self.fill_slots {
+            lval[k as usize] = [0.0; 4];
+        }
+        for (k, blk) in a.off.iter().enumerate() {
+            let slot = self.a_map[k] as usize;
+            lval[slot] = if self.a_tr[k] { block::leading2_transposed(blk) } else { block::leading2(blk) };
+        }
+        let mut any_small = false;
+        let mut growth = 0.0f64;
+        let mut min_rel_pivot = f64::INFINITY;
+        for p in 0..n {
+            let sc = self.scale[p];
+            let thresh = [thresh_rel * sc[0], thresh_rel * sc[1], thresh_rel * sc[2]];
+            let floor = [floor_rel * sc[0], floor_rel * sc[1], floor_rel * sc[2]];
+            let (dinv, piv, d) = block::ldl_inverse_pivots_r::<2>(&self.diag[p], &thresh, &floor, mode);
+            self.dinv[p] = dinv;
+            for r in 0..2 {
+                // the third, padded row: unit pivot, unit scale, ratio 1
+                if piv[r] == Pivot::Ok {
+                    min_rel_pivot = min_rel_pivot.min(d[r] / sc[r]);
+                }
+            }
+            if piv[2] == Pivot::Ok {
+                min_rel_pivot = min_rel_pivot.min(1.0);
+            }
+            for r in 0..2 {
+                growth = growth.max(dinv[4 * r] * sc[r]);
+            }
+            if piv != [Pivot::Ok; 3] {
+                any_small = true;
+                if record {
+                    self.rank_deficient.push(ConstraintId(self.perm[p]));
+                }
+            }
+            let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
+            if s == e {
+                continue;
+            }
+            // W = current A_qp; L_qp = W D_p⁻¹; diagonal update A_qq -= L_qp W_qpᵀ
+            for k in s..e {
+                let wk = lval[k];
+                w[k - s] = wk;
+                let l = block::mul_ab2(&wk, &dinv);
+                lval[k] = l;
+                let q = self.row_idx[k] as usize;
+                block::sub_abt_sym2(&mut self.diag[q], &l, &wk);
+            }
+            // off-diagonal updates A_{q1 q2} -= L_{q1 p} W_{q2 p}ᵀ at precomputed slots
+            let mut t = self.tgt_ptr[p] as usize;
+            for k2 in s..e {
+                let w2 = w[k2 - s];
+                for k1 in k2 + 1..e {
+                    let l1 = lval[k1];
+                    let tg = self.targets[t] as usize;
+                    block::sub_abt2(&mut lval[tg], &l1, &w2);
+                    t += 1;
+                }
+            }
+        }
+        self.pivot_growth = growth;
+        (any_small, min_rel_pivot)
+    }
+
+    /// [`sweep::<2>`](Self::sweep) on the compact L of
+    /// [`numeric_two_rows`](Self::numeric_two_rows) (the same expressions).
+    fn sweep_two_rows(col_ptr: &[u32], row_idx: &[u32], lval: &[block::Block2], dinv: &[Block], y: &mut [[f64; 3]]) {
+        let n = dinv.len().min(y.len());
+        for p in 0..n {
+            let yp = y[p];
+            for k in col_ptr[p] as usize..col_ptr[p + 1] as usize {
+                let q = row_idx[k] as usize;
+                block::sub_mul_vec2(&mut y[q], &lval[k], &yp);
+            }
+        }
+        for p in (0..n).rev() {
+            let mut zp = block::mul_vec_r::<2>(&dinv[p], &y[p]);
+            for k in col_ptr[p] as usize..col_ptr[p + 1] as usize {
+                let q = row_idx[k] as usize;
+                block::sub_mul_t_vec2(&mut zp, &lval[k], &y[q]);
+            }
+            y[p] = zp;
+        }
+    }
+
     fn scale_by_constraint<'s>(&'s self, _a: &BlockSparseSymmetric) -> std::slice::Iter<'s, [f64; 3]> {
         self.scale_c.iter()
     }
@@ -877,7 +993,8 @@ impl BlockLdl {
             y[p] = b[self.perm[p] as usize];
         }
         if self.max_rows <= 2 {
-            Self::sweep::<2>(&self.col_ptr, &self.row_idx, &self.lval, &self.dinv, y);
+            let lval = block::packed_two_row_blocks(&self.lval);
+            Self::sweep_two_rows(&self.col_ptr, &self.row_idx, lval, &self.dinv, y);
         } else {
             Self::sweep::<3>(&self.col_ptr, &self.row_idx, &self.lval, &self.dinv, y);
         }
