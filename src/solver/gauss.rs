@@ -562,6 +562,12 @@ impl BlockLdl {
 
     /// Row scales: the diagonal of `a`; empty rows get the mean positive diagonal.
     fn compute_scales(&mut self, a: &BlockSparseSymmetric) {
+        // the usual case, every diagonal entry positive: the fallback is not
+        // needed, so neither is the sum below (a chain of dependent additions
+        // over all rows, most of this pass's time on a small linkage)
+        if self.compute_positive_scales(a) {
+            return;
+        }
         // row scales: original diagonal; empty rows get the mean positive diagonal
         let mut sum = 0.0;
         let mut cnt = 0usize;
@@ -591,6 +597,29 @@ impl BlockLdl {
             self.scale[p] = s;
             self.scale_c[c] = sc;
         }
+    }
+
+    /// [`compute_scales`](Self::compute_scales) when every row's diagonal entry
+    /// is positive (no fallback used: the same values); returns `false`, with
+    /// the scales partly written, when one is not.
+    fn compute_positive_scales(&mut self, a: &BlockSparseSymmetric) -> bool {
+        self.scale_c.resize(self.n, [0.0; 3]);
+        let mut positive = true;
+        for p in 0..self.n {
+            let c = self.perm[p] as usize;
+            let rows = (a.rows[c] as usize).min(3);
+            let mut s = [1.0; 3];
+            let mut sc = [0.0; 3];
+            for r in 0..rows {
+                let v = a.diag[c][4 * r];
+                positive &= v > 0.0;
+                s[r] = v;
+                sc[r] = v;
+            }
+            self.scale[p] = s;
+            self.scale_c[c] = sc;
+        }
+        positive
     }
 
     /// Pass 2 of [`factor`](Self::factor): A + ε diag(A), static pivot floor ε·scale.
