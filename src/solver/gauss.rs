@@ -870,8 +870,9 @@ impl BlockLdl {
     /// [`numeric_r::<2>`](Self::numeric_r) with L and the column scratch W
     /// kept as compact 2×2 blocks ([`block::Block2`], packed in the padded
     /// blocks' buffers): every entry is computed by the padded kernel's
-    /// expression, so the factor is bitwise the same (its padding entries,
-    /// zeros, are simply not stored), at 32 bytes a block instead of 72.
+    /// expression less its leading `+0 +` (the sign of a zero may differ, no
+    /// other bit: [`block::mul_ab2`]); the padding entries, zeros, are simply
+    /// not stored, at 32 bytes a block instead of 72.
     fn numeric_two_rows(
         &mut self,
         a: &BlockSparseSymmetric,
