@@ -147,6 +147,15 @@ pub struct BlockLdl {
     w4: Vec<[f64; 3]>,
     /// Row scales by constraint (padded rows 0), for the regularised refinement.
     scale_c: Vec<[f64; 3]>,
+    /// A right-hand side (compact, every constraint of two rows) staged by
+    /// [`stage_rhs`](Self::stage_rhs): the two-row numeric pass substitutes it
+    /// forward while it eliminates (`staged_forward`, by position), and a solve
+    /// of the same right-hand side on that factor does only the diagonal and
+    /// backward steps. Empty: none staged.
+    staged_rhs: Vec<f64>,
+    staged_forward: Vec<[f64; 3]>,
+    /// `staged_forward` is L⁻¹ (the staged right-hand side) for the current factor.
+    staged_forward_ready: bool,
     // ---- supernodal path
     kernel: NumericKernel,
     use_supernodal: bool,
@@ -756,6 +765,9 @@ impl BlockLdl {
         mode: SmallPivot,
         record: bool,
     ) -> (bool, f64) {
+        // a pass of another kernel replaces the factor the staged forward
+        // substitution belongs to (the two-row pass redoes it)
+        self.staged_forward_ready = false;
         if self.use_supernodal {
             let (rd, perm) = (&mut self.rank_deficient, &self.perm);
             let (any_small, growth, rho) =
@@ -897,6 +909,15 @@ impl BlockLdl {
             }
             self.diag[p] = d;
         }
+        // the staged right-hand side, permuted and padded as a solve's (the
+        // third entries +0), when every constraint has two rows
+        let forward = self.staged_rhs.len() == 2 * n && a.n_rows() == 2 * n;
+        let y = &mut self.staged_forward;
+        y.clear();
+        if forward {
+            let rhs = &self.staged_rhs;
+            y.extend(self.perm.iter().map(|&c| [rhs[2 * c as usize], rhs[2 * c as usize + 1], 0.0]));
+        }
         let lval = block::packed_two_row_blocks_mut(&mut self.lval);
         let w = block::packed_two_row_blocks_mut(&mut self.w);
         // every slot is either pure fill (zeroed) or a block of A (copied)
@@ -947,6 +968,14 @@ impl BlockLdl {
                 let q = self.row_idx[k] as usize;
                 block::sub_abt_sym2(&mut self.diag[q], &l, &wk);
             }
+            // column p of L is final and y_p has had the updates of every
+            // earlier column: the forward sweep's step p, the same operations
+            // in the same order per entry as in `sweep_two_rows` (bitwise the
+            // same), here on a chain independent of the elimination's, so
+            // the two overlap
+            if forward {
+                Self::forward_column(&self.col_ptr, &self.row_idx, lval, y, p);
+            }
             // off-diagonal updates A_{q1 q2} -= L_{q1 p} W_{q2 p}ᵀ at precomputed slots
             let mut t = self.tgt_ptr[p] as usize;
             for k2 in s..e {
@@ -960,20 +989,46 @@ impl BlockLdl {
             }
         }
         self.pivot_growth = growth;
+        self.staged_forward_ready = forward;
         (any_small, min_rel_pivot)
     }
 
-    /// [`sweep::<2>`](Self::sweep) on the compact L of
-    /// [`numeric_two_rows`](Self::numeric_two_rows) (the same expressions).
-    fn sweep_two_rows(col_ptr: &[u32], row_idx: &[u32], lval: &[block::Block2], dinv: &[Block], y: &mut [[f64; 3]]) {
-        let n = dinv.len().min(y.len());
-        for p in 0..n {
-            let yp = y[p];
-            for k in col_ptr[p] as usize..col_ptr[p + 1] as usize {
-                let q = row_idx[k] as usize;
-                block::sub_mul_vec2(&mut y[q], &lval[k], &yp);
-            }
+    /// Stages the right-hand side of the solve that will follow the next
+    /// factorisation ([`ConstraintSolver::solve`](super::ConstraintSolver::solve)):
+    /// with constraints of two rows each, the block kernel substitutes it
+    /// forward during the elimination. An empty `rhs` unstages.
+    pub(crate) fn stage_rhs(&mut self, rhs: &[f64]) {
+        self.staged_rhs.clear();
+        self.staged_rhs.extend_from_slice(rhs);
+        self.staged_forward_ready = false;
+    }
+
+    /// Whether the staged forward substitution belongs to the current factor
+    /// and to this right-hand side (bit for bit).
+    fn staged_forward_for(&self, rhs: &[f64]) -> bool {
+        // a regularised or blended solve runs on another factor than the
+        // last pass's (or swaps the exact one in): only a plain exact factor
+        self.staged_forward_ready
+            && !self.use_supernodal
+            && !self.regularized
+            && self.blend_weight == 0.0
+            && bytemuck::cast_slice::<f64, u64>(&self.staged_rhs) == bytemuck::cast_slice::<f64, u64>(rhs)
+    }
+
+    /// Step `p` of the forward sweep on the compact L: y_q -= L_qp y_p.
+    #[inline(always)]
+    fn forward_column(col_ptr: &[u32], row_idx: &[u32], lval: &[block::Block2], y: &mut [[f64; 3]], p: usize) {
+        let yp = y[p];
+        for k in col_ptr[p] as usize..col_ptr[p + 1] as usize {
+            let q = row_idx[k] as usize;
+            block::sub_mul_vec2(&mut y[q], &lval[k], &yp);
         }
+    }
+
+    /// The diagonal and backward steps on the compact L:
+    /// x_p = D_p⁻¹ z_p − Σ_q L_qpᵀ x_q.
+    fn backward_two_rows(col_ptr: &[u32], row_idx: &[u32], lval: &[block::Block2], dinv: &[Block], y: &mut [[f64; 3]]) {
+        let n = dinv.len().min(y.len());
         for p in (0..n).rev() {
             let mut zp = block::mul_vec_r::<2>(&dinv[p], &y[p]);
             for k in col_ptr[p] as usize..col_ptr[p + 1] as usize {
@@ -982,6 +1037,30 @@ impl BlockLdl {
             }
             y[p] = zp;
         }
+    }
+
+    /// [`solve_padded`](Self::solve_padded) of the staged right-hand side, its
+    /// forward substitution done by the factorisation
+    /// ([`staged_forward_for`](Self::staged_forward_for)).
+    fn solve_padded_staged(&mut self, b: &mut [[f64; 3]]) {
+        let y = &mut self.staged_forward;
+        let lval = block::packed_two_row_blocks(&self.lval);
+        Self::backward_two_rows(&self.col_ptr, &self.row_idx, lval, &self.dinv, y);
+        for (p, yp) in y.iter().enumerate() {
+            b[self.perm[p] as usize] = *yp;
+        }
+        // consumed: the vector now holds the solution
+        self.staged_forward_ready = false;
+    }
+
+    /// [`sweep::<2>`](Self::sweep) on the compact L of
+    /// [`numeric_two_rows`](Self::numeric_two_rows) (the same expressions).
+    fn sweep_two_rows(col_ptr: &[u32], row_idx: &[u32], lval: &[block::Block2], dinv: &[Block], y: &mut [[f64; 3]]) {
+        let n = dinv.len().min(y.len());
+        for p in 0..n {
+            Self::forward_column(col_ptr, row_idx, lval, y, p);
+        }
+        Self::backward_two_rows(col_ptr, row_idx, lval, dinv, y);
     }
 
     fn scale_by_constraint<'s>(&'s self, _a: &BlockSparseSymmetric) -> std::slice::Iter<'s, [f64; 3]> {
@@ -1123,7 +1202,11 @@ impl BlockLdl {
             // regular factor: one solve, optional classical refinement (whose
             // residual overwrites dx before it is read)
             x.extend_from_slice(&b);
-            self.solve_padded(&mut x);
+            if self.staged_forward_for(rhs) {
+                self.solve_padded_staged(&mut x);
+            } else {
+                self.solve_padded(&mut x);
+            }
             res = f64::NAN;
             if refine_steps > 0 {
                 dx.resize(n, [0.0; 3]);

@@ -407,8 +407,13 @@ impl ConstraintSolver {
         rhs: &[f64],
         lambda: &mut [f64],
     ) -> Result<SolveReport, SolverError> {
-        self.factor(jac, inv_mass, compliance)?;
-        let mut rep = self.solve_factored(rhs, lambda)?;
+        // the block kernel substitutes `rhs` forward while it factors (two-row
+        // constraints): the solve then does only the diagonal and backward steps
+        // (unstaged after the solve, also when either fails)
+        self.ldl.stage_rhs(rhs);
+        let solved = self.factor(jac, inv_mass, compliance).and_then(|_| self.solve_factored(rhs, lambda));
+        self.ldl.stage_rhs(&[]);
+        let mut rep = solved?;
         rep.analyzed = self.last_analyzed;
         Ok(rep)
     }
