@@ -231,6 +231,111 @@ pub fn sub_mul_t_vec_r<const R: usize>(x: &mut [f64; 3], a: &Block, y: &[f64; 3]
     }
 }
 
+/// A 2×2 block stored row-major, `b[2 * r + c]`: the leading 2×2 of a
+/// [`Block`] of a system whose constraints have at most two rows (pins,
+/// contacts), kept compactly by the block factorisation's L (32 bytes instead
+/// of 72: a whole block is two 16-byte loads).
+pub type Block2 = [f64; 4];
+
+/// The first `v.len()` compact 2×2 blocks, stored in the memory of the padded
+/// blocks `v` (4 of every 9 values' room is used, from the front): a factor
+/// of two-row constraints keeps its L compactly in the buffer the padded
+/// kernel uses, so the buffers, their copies and swaps are shared by both.
+#[inline]
+pub fn packed_two_row_blocks_mut(v: &mut [Block]) -> &mut [Block2] {
+    let n = v.len();
+    let flat: &mut [f64] = bytemuck::cast_slice_mut(v);
+    bytemuck::cast_slice_mut(&mut flat[..4 * n])
+}
+
+/// [`packed_two_row_blocks_mut`], read only.
+#[inline]
+pub fn packed_two_row_blocks(v: &[Block]) -> &[Block2] {
+    let flat: &[f64] = bytemuck::cast_slice(v);
+    bytemuck::cast_slice(&flat[..4 * v.len()])
+}
+
+/// The leading 2×2 of `a`.
+#[inline(always)]
+pub fn leading2(a: &Block) -> Block2 {
+    [a[0], a[1], a[3], a[4]]
+}
+
+/// The leading 2×2 of `aᵀ`.
+#[inline(always)]
+pub fn leading2_transposed(a: &Block) -> Block2 {
+    [a[0], a[3], a[1], a[4]]
+}
+
+/// `a · b` on the leading 2×2 of `b`: each entry the sum of its two products,
+/// the expression of [`mul_ab_r::<2>`](mul_ab_r) without that kernel's leading
+/// `+0 +`. The compact kernels drop it because it lengthens the factorisation's
+/// and the sweeps' dependency chains by an addition; it changed only the sign
+/// of a zero (`+0 + p₀ + p₁` is +0 where `p₀ + p₁` is −0, i.e. when both
+/// products are −0), so every non-zero value is bitwise the same.
+#[inline(always)]
+pub fn mul_ab2(a: &Block2, b: &Block) -> Block2 {
+    let mut o = [0.0; 4];
+    for r in 0..2 {
+        for c in 0..2 {
+            let v = a[2 * r] * b[c] + a[2 * r + 1] * b[3 + c];
+            o[2 * r + c] = v;
+        }
+    }
+    o
+}
+
+/// `acc -= a · bᵀ` for a symmetric result, on the leading 2×2 of the padded
+/// `acc` (lower triangle computed, mirrored): the expressions of
+/// [`sub_abt_sym_r::<2>`](sub_abt_sym_r) without the leading `+0 +` (see
+/// [`mul_ab2`]).
+#[inline(always)]
+pub fn sub_abt_sym2(acc: &mut Block, a: &Block2, b: &Block2) {
+    for r in 0..2 {
+        for c in 0..=r {
+            let v = a[2 * r] * b[2 * c] + a[2 * r + 1] * b[2 * c + 1];
+            acc[3 * r + c] -= v;
+            if c != r {
+                acc[3 * c + r] -= v;
+            }
+        }
+    }
+}
+
+/// `acc -= a · bᵀ` on compact blocks: the expressions of
+/// [`sub_abt_r::<2>`](sub_abt_r) without the leading `+0 +` (see [`mul_ab2`]).
+#[inline(always)]
+pub fn sub_abt2(acc: &mut Block2, a: &Block2, b: &Block2) {
+    for r in 0..2 {
+        for c in 0..2 {
+            let v = a[2 * r] * b[2 * c] + a[2 * r + 1] * b[2 * c + 1];
+            acc[2 * r + c] -= v;
+        }
+    }
+}
+
+/// `x -= a · y` on the leading 2 entries: the expressions of
+/// [`sub_mul_vec_r::<2>`](sub_mul_vec_r) without the leading `+0 +` (see
+/// [`mul_ab2`]).
+#[inline(always)]
+pub fn sub_mul_vec2(x: &mut [f64; 3], a: &Block2, y: &[f64; 3]) {
+    for r in 0..2 {
+        let v = a[2 * r] * y[0] + a[2 * r + 1] * y[1];
+        x[r] -= v;
+    }
+}
+
+/// `x -= aᵀ · y` on the leading 2 entries: the expressions of
+/// [`sub_mul_t_vec_r::<2>`](sub_mul_t_vec_r) without the leading `+0 +` (see
+/// [`mul_ab2`]).
+#[inline(always)]
+pub fn sub_mul_t_vec2(x: &mut [f64; 3], a: &Block2, y: &[f64; 3]) {
+    for r in 0..2 {
+        let v = a[r] * y[0] + a[2 + r] * y[1];
+        x[r] -= v;
+    }
+}
+
 /// Outcome of [`ldl_inverse`] for one scalar pivot.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Pivot {
@@ -392,6 +497,49 @@ mod tests {
                 assert_eq!(da.map(f64::to_bits), db.map(f64::to_bits));
             }
         }
+    }
+
+    /// The compact 2×2 kernels give the padded `R = 2` kernels' values: the
+    /// same bits wherever the value is not zero (zeros may differ in sign
+    /// only), on blocks with negative, zero and mixed-magnitude entries.
+    #[test]
+    fn compact_kernels_are_the_padded_ones() {
+        let same = |x: f64, y: f64| x == y && (x == 0.0 || x.to_bits() == y.to_bits());
+        let pad = |b: &Block2| [b[0], b[1], 0.0, b[2], b[3], 0.0, 0.0, 0.0, 0.0];
+        let blocks: [Block2; 5] =
+            [[4.0, 1.0, -0.5, 3.0], [1e-3, -7.0, 2.5, 0.0], [-0.0, 0.1, 0.2, -0.3], [1e10, 3.0, -2.0, 1e-12], [0.0; 4]];
+        for a in &blocks {
+            for b in &blocks {
+                let (pa, pb) = (pad(a), pad(b));
+                let m = mul_ab2(a, &pb);
+                let mp = mul_ab_r::<2>(&pa, &pb);
+                for (x, y) in m.iter().zip(leading2(&mp)) {
+                    assert!(same(*x, y), "{a:?} {b:?}");
+                }
+                let (mut acc, mut accp) = (*b, pb);
+                sub_abt2(&mut acc, a, b);
+                sub_abt_r::<2>(&mut accp, &pa, &pb);
+                assert!(acc.iter().zip(leading2(&accp)).all(|(x, y)| same(*x, y)));
+                let mut sym = pb;
+                let mut symp = pb;
+                sub_abt_sym2(&mut sym, a, b);
+                sub_abt_sym_r::<2>(&mut symp, &pa, &pb);
+                assert!(sym.iter().zip(&symp).all(|(x, y)| same(*x, *y)));
+                let y = [b[0], b[3], 0.0];
+                let (mut x, mut xp) = ([a[1], a[2], 0.0], [a[1], a[2], 0.0]);
+                sub_mul_vec2(&mut x, a, &y);
+                sub_mul_vec_r::<2>(&mut xp, &pa, &y);
+                assert!(x.iter().zip(&xp).all(|(u, v)| same(*u, *v)));
+                sub_mul_t_vec2(&mut x, a, &y);
+                sub_mul_t_vec_r::<2>(&mut xp, &pa, &y);
+                assert!(x.iter().zip(&xp).all(|(u, v)| same(*u, *v)));
+            }
+        }
+        // packed views: n compact blocks in the room of n padded ones
+        let mut padded = vec![ZERO; 3];
+        packed_two_row_blocks_mut(&mut padded)[2] = [1.0, 2.0, 3.0, 4.0];
+        assert_eq!(packed_two_row_blocks(&padded).len(), 3);
+        assert_eq!(packed_two_row_blocks(&padded)[2], [1.0, 2.0, 3.0, 4.0]);
     }
 
     #[test]

@@ -147,6 +147,15 @@ pub struct BlockLdl {
     w4: Vec<[f64; 3]>,
     /// Row scales by constraint (padded rows 0), for the regularised refinement.
     scale_c: Vec<[f64; 3]>,
+    /// A right-hand side (compact, every constraint of two rows) staged by
+    /// [`stage_rhs`](Self::stage_rhs): the two-row numeric pass substitutes it
+    /// forward while it eliminates (`staged_forward`, by position), and a solve
+    /// of the same right-hand side on that factor does only the diagonal and
+    /// backward steps. Empty: none staged.
+    staged_rhs: Vec<f64>,
+    staged_forward: Vec<[f64; 3]>,
+    /// `staged_forward` is L⁻¹ (the staged right-hand side) for the current factor.
+    staged_forward_ready: bool,
     // ---- supernodal path
     kernel: NumericKernel,
     use_supernodal: bool,
@@ -562,6 +571,12 @@ impl BlockLdl {
 
     /// Row scales: the diagonal of `a`; empty rows get the mean positive diagonal.
     fn compute_scales(&mut self, a: &BlockSparseSymmetric) {
+        // the usual case, every diagonal entry positive: the fallback is not
+        // needed, so neither is the sum below (a chain of dependent additions
+        // over all rows, most of this pass's time on a small linkage)
+        if self.compute_positive_scales(a) {
+            return;
+        }
         // row scales: original diagonal; empty rows get the mean positive diagonal
         let mut sum = 0.0;
         let mut cnt = 0usize;
@@ -591,6 +606,29 @@ impl BlockLdl {
             self.scale[p] = s;
             self.scale_c[c] = sc;
         }
+    }
+
+    /// [`compute_scales`](Self::compute_scales) when every row's diagonal entry
+    /// is positive (no fallback used: the same values); returns `false`, with
+    /// the scales partly written, when one is not.
+    fn compute_positive_scales(&mut self, a: &BlockSparseSymmetric) -> bool {
+        self.scale_c.resize(self.n, [0.0; 3]);
+        let mut positive = true;
+        for p in 0..self.n {
+            let c = self.perm[p] as usize;
+            let rows = (a.rows[c] as usize).min(3);
+            let mut s = [1.0; 3];
+            let mut sc = [0.0; 3];
+            for r in 0..rows {
+                let v = a.diag[c][4 * r];
+                positive &= v > 0.0;
+                s[r] = v;
+                sc[r] = v;
+            }
+            self.scale[p] = s;
+            self.scale_c[c] = sc;
+        }
+        positive
     }
 
     /// Pass 2 of [`factor`](Self::factor): A + ε diag(A), static pivot floor ε·scale.
@@ -727,6 +765,9 @@ impl BlockLdl {
         mode: SmallPivot,
         record: bool,
     ) -> (bool, f64) {
+        // a pass of another kernel replaces the factor the staged forward
+        // substitution belongs to (the two-row pass redoes it)
+        self.staged_forward_ready = false;
         if self.use_supernodal {
             let (rd, perm) = (&mut self.rank_deficient, &self.perm);
             let (any_small, growth, rho) =
@@ -740,7 +781,7 @@ impl BlockLdl {
         }
         // constraints of at most 2 rows (revolute joints, contacts): 2×2 kernels
         if self.max_rows <= 2 {
-            self.numeric_r::<2>(a, eps, thresh_rel, floor_rel, mode, record)
+            self.numeric_two_rows(a, eps, thresh_rel, floor_rel, mode, record)
         } else {
             self.numeric_r::<3>(a, eps, thresh_rel, floor_rel, mode, record)
         }
@@ -838,6 +879,190 @@ impl BlockLdl {
         (any_small, min_rel_pivot)
     }
 
+    /// [`numeric_r::<2>`](Self::numeric_r) with L and the column scratch W
+    /// kept as compact 2×2 blocks ([`block::Block2`], packed in the padded
+    /// blocks' buffers): every entry is computed by the padded kernel's
+    /// expression less its leading `+0 +` (the sign of a zero may differ, no
+    /// other bit: [`block::mul_ab2`]); the padding entries, zeros, are simply
+    /// not stored, at 32 bytes a block instead of 72.
+    fn numeric_two_rows(
+        &mut self,
+        a: &BlockSparseSymmetric,
+        eps: f64,
+        thresh_rel: f64,
+        floor_rel: f64,
+        mode: SmallPivot,
+        record: bool,
+    ) -> (bool, f64) {
+        let n = self.n;
+        for p in 0..n {
+            let c = self.perm[p] as usize;
+            let mut d = a.diag[c];
+            let rows = a.rows[c] as usize;
+            for r in 0..3 {
+                if r < rows {
+                    d[4 * r] += eps * self.scale[p][r];
+                } else {
+                    // padded row: decoupled unit pivot
+                    d[4 * r] = 1.0;
+                }
+            }
+            self.diag[p] = d;
+        }
+        // the staged right-hand side, permuted and padded as a solve's (the
+        // third entries +0), when every constraint has two rows
+        let forward = self.staged_rhs.len() == 2 * n && a.n_rows() == 2 * n;
+        let y = &mut self.staged_forward;
+        y.clear();
+        if forward {
+            let rhs = &self.staged_rhs;
+            y.extend(self.perm.iter().map(|&c| [rhs[2 * c as usize], rhs[2 * c as usize + 1], 0.0]));
+        }
+        let lval = block::packed_two_row_blocks_mut(&mut self.lval);
+        let w = block::packed_two_row_blocks_mut(&mut self.w);
+        // every slot is either pure fill (zeroed) or a block of A (copied)
+        for &k in &self.fill_slots {
+            lval[k as usize] = [0.0; 4];
+        }
+        for (k, blk) in a.off.iter().enumerate() {
+            let slot = self.a_map[k] as usize;
+            lval[slot] = if self.a_tr[k] { block::leading2_transposed(blk) } else { block::leading2(blk) };
+        }
+        let mut any_small = false;
+        let mut growth = 0.0f64;
+        let mut min_rel_pivot = f64::INFINITY;
+        for p in 0..n {
+            let sc = self.scale[p];
+            let thresh = [thresh_rel * sc[0], thresh_rel * sc[1], thresh_rel * sc[2]];
+            let floor = [floor_rel * sc[0], floor_rel * sc[1], floor_rel * sc[2]];
+            let (dinv, piv, d) = block::ldl_inverse_pivots_r::<2>(&self.diag[p], &thresh, &floor, mode);
+            self.dinv[p] = dinv;
+            for r in 0..2 {
+                // the third, padded row: unit pivot, unit scale, ratio 1
+                if piv[r] == Pivot::Ok {
+                    min_rel_pivot = min_rel_pivot.min(d[r] / sc[r]);
+                }
+            }
+            if piv[2] == Pivot::Ok {
+                min_rel_pivot = min_rel_pivot.min(1.0);
+            }
+            for r in 0..2 {
+                growth = growth.max(dinv[4 * r] * sc[r]);
+            }
+            if piv != [Pivot::Ok; 3] {
+                any_small = true;
+                if record {
+                    self.rank_deficient.push(ConstraintId(self.perm[p]));
+                }
+            }
+            let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
+            if s == e {
+                continue;
+            }
+            // W = current A_qp; L_qp = W D_p⁻¹; diagonal update A_qq -= L_qp W_qpᵀ
+            for k in s..e {
+                let wk = lval[k];
+                w[k - s] = wk;
+                let l = block::mul_ab2(&wk, &dinv);
+                lval[k] = l;
+                let q = self.row_idx[k] as usize;
+                block::sub_abt_sym2(&mut self.diag[q], &l, &wk);
+            }
+            // column p of L is final and y_p has had the updates of every
+            // earlier column: the forward sweep's step p, the same operations
+            // in the same order per entry as in `sweep_two_rows` (bitwise the
+            // same), here on a chain independent of the elimination's, so
+            // the two overlap
+            if forward {
+                Self::forward_column(&self.col_ptr, &self.row_idx, lval, y, p);
+            }
+            // off-diagonal updates A_{q1 q2} -= L_{q1 p} W_{q2 p}ᵀ at precomputed slots
+            let mut t = self.tgt_ptr[p] as usize;
+            for k2 in s..e {
+                let w2 = w[k2 - s];
+                for k1 in k2 + 1..e {
+                    let l1 = lval[k1];
+                    let tg = self.targets[t] as usize;
+                    block::sub_abt2(&mut lval[tg], &l1, &w2);
+                    t += 1;
+                }
+            }
+        }
+        self.pivot_growth = growth;
+        self.staged_forward_ready = forward;
+        (any_small, min_rel_pivot)
+    }
+
+    /// Stages the right-hand side of the solve that will follow the next
+    /// factorisation ([`ConstraintSolver::solve`](super::ConstraintSolver::solve)):
+    /// with constraints of two rows each, the block kernel substitutes it
+    /// forward during the elimination. An empty `rhs` unstages.
+    pub(crate) fn stage_rhs(&mut self, rhs: &[f64]) {
+        self.staged_rhs.clear();
+        self.staged_rhs.extend_from_slice(rhs);
+        self.staged_forward_ready = false;
+    }
+
+    /// Whether the staged forward substitution belongs to the current factor
+    /// and to this right-hand side (bit for bit).
+    fn staged_forward_for(&self, rhs: &[f64]) -> bool {
+        // a regularised or blended solve runs on another factor than the
+        // last pass's (or swaps the exact one in): only a plain exact factor
+        self.staged_forward_ready
+            && !self.use_supernodal
+            && !self.regularized
+            && self.blend_weight == 0.0
+            && bytemuck::cast_slice::<f64, u64>(&self.staged_rhs) == bytemuck::cast_slice::<f64, u64>(rhs)
+    }
+
+    /// Step `p` of the forward sweep on the compact L: y_q -= L_qp y_p.
+    #[inline(always)]
+    fn forward_column(col_ptr: &[u32], row_idx: &[u32], lval: &[block::Block2], y: &mut [[f64; 3]], p: usize) {
+        let yp = y[p];
+        for k in col_ptr[p] as usize..col_ptr[p + 1] as usize {
+            let q = row_idx[k] as usize;
+            block::sub_mul_vec2(&mut y[q], &lval[k], &yp);
+        }
+    }
+
+    /// The diagonal and backward steps on the compact L:
+    /// x_p = D_p⁻¹ z_p − Σ_q L_qpᵀ x_q.
+    fn backward_two_rows(col_ptr: &[u32], row_idx: &[u32], lval: &[block::Block2], dinv: &[Block], y: &mut [[f64; 3]]) {
+        let n = dinv.len().min(y.len());
+        for p in (0..n).rev() {
+            let mut zp = block::mul_vec_r::<2>(&dinv[p], &y[p]);
+            for k in col_ptr[p] as usize..col_ptr[p + 1] as usize {
+                let q = row_idx[k] as usize;
+                block::sub_mul_t_vec2(&mut zp, &lval[k], &y[q]);
+            }
+            y[p] = zp;
+        }
+    }
+
+    /// [`solve_padded`](Self::solve_padded) of the staged right-hand side, its
+    /// forward substitution done by the factorisation
+    /// ([`staged_forward_for`](Self::staged_forward_for)).
+    fn solve_padded_staged(&mut self, b: &mut [[f64; 3]]) {
+        let y = &mut self.staged_forward;
+        let lval = block::packed_two_row_blocks(&self.lval);
+        Self::backward_two_rows(&self.col_ptr, &self.row_idx, lval, &self.dinv, y);
+        for (p, yp) in y.iter().enumerate() {
+            b[self.perm[p] as usize] = *yp;
+        }
+        // consumed: the vector now holds the solution
+        self.staged_forward_ready = false;
+    }
+
+    /// [`sweep::<2>`](Self::sweep) on the compact L of
+    /// [`numeric_two_rows`](Self::numeric_two_rows) (the same expressions).
+    fn sweep_two_rows(col_ptr: &[u32], row_idx: &[u32], lval: &[block::Block2], dinv: &[Block], y: &mut [[f64; 3]]) {
+        let n = dinv.len().min(y.len());
+        for p in 0..n {
+            Self::forward_column(col_ptr, row_idx, lval, y, p);
+        }
+        Self::backward_two_rows(col_ptr, row_idx, lval, dinv, y);
+    }
+
     fn scale_by_constraint<'s>(&'s self, _a: &BlockSparseSymmetric) -> std::slice::Iter<'s, [f64; 3]> {
         self.scale_c.iter()
     }
@@ -877,7 +1102,8 @@ impl BlockLdl {
             y[p] = b[self.perm[p] as usize];
         }
         if self.max_rows <= 2 {
-            Self::sweep::<2>(&self.col_ptr, &self.row_idx, &self.lval, &self.dinv, y);
+            let lval = block::packed_two_row_blocks(&self.lval);
+            Self::sweep_two_rows(&self.col_ptr, &self.row_idx, lval, &self.dinv, y);
         } else {
             Self::sweep::<3>(&self.col_ptr, &self.row_idx, &self.lval, &self.dinv, y);
         }
@@ -976,7 +1202,11 @@ impl BlockLdl {
             // regular factor: one solve, optional classical refinement (whose
             // residual overwrites dx before it is read)
             x.extend_from_slice(&b);
-            self.solve_padded(&mut x);
+            if self.staged_forward_for(rhs) {
+                self.solve_padded_staged(&mut x);
+            } else {
+                self.solve_padded(&mut x);
+            }
             res = f64::NAN;
             if refine_steps > 0 {
                 dx.resize(n, [0.0; 3]);

@@ -80,6 +80,28 @@
 //!   run-time 1–3 rows compiled to a `memcpy` call per constraint (≈ 4 % of a
 //!   small linkage's step; `scenes/linkage_loops.ron` −7 % CPU, bitwise the
 //!   same results).
+//! * With constraints of at most two rows the block kernel keeps L (and its
+//!   column scratch) as compact 2×2 blocks ([`block::Block2`], 32 bytes instead
+//!   of 72, packed in the padded buffers), and its 2×2 products drop the
+//!   padded kernels' leading `+0 +`, an addition on the elimination's and the
+//!   sweeps' dependency chains that could only turn a −0 into +0: every
+//!   non-zero value is bitwise the padded kernels' (`block` unit test).
+//! * [`ConstraintSolver::solve`] stages its right-hand side, and the two-row
+//!   elimination substitutes it forward column by column as each column of L
+//!   is finished (the sweep's operations in the sweep's order, so bitwise the
+//!   same: `tests/solver_staged.rs`), on a chain independent of the
+//!   elimination's; the solve then does only the diagonal and backward steps.
+//!   Only a plain exact factor is used so (not a regularised, blended, reused
+//!   or supernodal one).
+//! * Row scales take one pass when every diagonal entry is positive (the
+//!   fallback's mean, a chain of dependent additions, only when one is not).
+//!
+//!   `scenes/linkage_loops.ron` (27 Nov 2026, `perf stat -r 4 -e task-clock`,
+//!   four pairs alternated with the main binary, load ≈ 4): medians 391.8 ms
+//!   before, 363.7 ms after, ≈ 98 → 91 µs per step (−7 %), results bitwise
+//!   the same (trace, energy and reaction CSVs, eight integrators). The step
+//!   is latency-bound (the pivot chain of four eliminations and the sweeps'
+//!   chains: docs/benchmarks.md), and the 50 µs goal of issue 10 is not met.
 //!
 //! The convenience entry point is [`ConstraintSolver`]:
 //!
@@ -407,8 +429,13 @@ impl ConstraintSolver {
         rhs: &[f64],
         lambda: &mut [f64],
     ) -> Result<SolveReport, SolverError> {
-        self.factor(jac, inv_mass, compliance)?;
-        let mut rep = self.solve_factored(rhs, lambda)?;
+        // the block kernel substitutes `rhs` forward while it factors (two-row
+        // constraints): the solve then does only the diagonal and backward steps
+        // (unstaged after the solve, also when either fails)
+        self.ldl.stage_rhs(rhs);
+        let solved = self.factor(jac, inv_mass, compliance).and_then(|_| self.solve_factored(rhs, lambda));
+        self.ldl.stage_rhs(&[]);
+        let mut rep = solved?;
         rep.analyzed = self.last_analyzed;
         Ok(rep)
     }
