@@ -94,10 +94,14 @@ pub(crate) struct Supernodal {
     lpos: Vec<u32>,
     map: Vec<u32>,
     rel: Vec<u32>,
+    /// Ends of the runs of consecutive target rows in `rel` (an update's scatter).
+    run_end: Vec<u32>,
     c: Vec<f64>,
     wt: Vec<f64>,
     wcol: Vec<f64>,
     y: Vec<f64>,
+    /// A supernode's rows of the solution vector, gathered (triangular solves).
+    yloc: Vec<f64>,
 }
 
 /// The numeric values of a supernodal factor (panels and pivots), kept aside
@@ -289,6 +293,8 @@ impl Supernodal {
         self.map.resize(nc, 0);
         self.rel.clear();
         self.rel.resize(max_m, 0);
+        self.run_end.clear();
+        self.run_end.reserve(max_m + 1);
         // an update C is at most (rows below a descendant) × (its rows in the target)
         self.c.clear();
         self.c.resize(max_below * max_below, 0.0);
@@ -298,6 +304,8 @@ impl Supernodal {
         self.wcol.resize(max_m, 0.0);
         self.y.clear();
         self.y.resize(nc, 0.0);
+        self.yloc.clear();
+        self.yloc.resize(max_m, 0.0);
     }
 
     /// Numeric factorisation (see `BlockLdl::numeric` for the
@@ -497,16 +505,35 @@ impl Supernodal {
             let dst = MatMut::from_column_major_slice_mut(&mut self.c[..n2 * n1], n2, n1);
             matmul(dst, Accum::Replace, lhs, rhs, 1.0, Par::Seq);
         }
-        // scatter-subtract the lower part into s's panel
+        // scatter-subtract the lower part into s's panel, by runs of rows of d
+        // that are consecutive rows of s (slices: no index per entry); each
+        // entry gets the one subtraction it got entry by entry, so the result
+        // is the same bit for bit
+        self.run_end.clear();
         for i in 0..n2 {
-            self.rel[i] = self.map[self.rows[d0 + p1 + i] as usize];
+            let r = self.map[self.rows[d0 + p1 + i] as usize];
+            if i > 0 && r != self.rel[i - 1] + 1 {
+                self.run_end.push(i as u32);
+            }
+            self.rel[i] = r;
         }
+        self.run_end.push(n2 as u32);
         let base = self.lx_ptr[s];
+        let mut first_run = 0;
         for j in 0..n1 {
             let col = base + self.rel[j] as usize * m;
             let cj = &self.c[j * n2..(j + 1) * n2];
-            for i in j..n2 {
-                self.lx[col + self.rel[i] as usize] -= cj[i];
+            while self.run_end[first_run] as usize <= j {
+                first_run += 1;
+            }
+            let mut i0 = j;
+            for &end in &self.run_end[first_run..] {
+                let i1 = end as usize;
+                let dst0 = col + self.rel[i0] as usize;
+                for (t, &cv) in self.lx[dst0..dst0 + (i1 - i0)].iter_mut().zip(&cj[i0..i1]) {
+                    *t -= cv;
+                }
+                i0 = i1;
             }
         }
         // next supernode updated by d
@@ -528,21 +555,34 @@ impl Supernodal {
             y[g..g + k].copy_from_slice(&b[c as usize][..k]);
         }
         let ns = self.sup_ptr.len() - 1;
+        // Each supernode's rows are gathered into the contiguous `t` once, its
+        // columns applied there (contiguous, vectorisable), and scattered back
+        // once: the same operations on each entry in the same order as a
+        // column-by-column scatter, so the same results bit for bit, with
+        // 2·m instead of w·m indexed accesses per supernode.
+        let t = &mut self.yloc;
         // forward: z = L⁻¹ y
         for s in 0..ns {
             let (f, l) = (self.sup_ptr[s] as usize, self.sup_ptr[s + 1] as usize);
             let (r0, r1) = (self.rows_ptr[s] as usize, self.rows_ptr[s + 1] as usize);
             let m = r1 - r0;
             let rows = &self.rows[r0..r1];
-            for j in 0..l - f {
-                let yj = y[f + j];
+            let t = &mut t[..m];
+            for (tv, &r) in t.iter_mut().zip(rows) {
+                *tv = y[r as usize];
+            }
+            let panel = &self.lx[self.lx_ptr[s]..self.lx_ptr[s] + m * (l - f)];
+            for (j, col) in panel.chunks_exact(m).enumerate() {
+                let yj = t[j];
                 if yj == 0.0 {
                     continue;
                 }
-                let col = &self.lx[self.lx_ptr[s] + j * m..self.lx_ptr[s] + (j + 1) * m];
-                for i in j + 1..m {
-                    y[rows[i] as usize] -= col[i] * yj;
+                for (tv, &lv) in t[j + 1..].iter_mut().zip(&col[j + 1..]) {
+                    *tv -= lv * yj;
                 }
+            }
+            for (tv, &r) in t.iter().zip(rows) {
+                y[r as usize] = *tv;
             }
         }
         for (v, &di) in y.iter_mut().zip(&self.dinv) {
@@ -553,15 +593,22 @@ impl Supernodal {
             let (f, l) = (self.sup_ptr[s] as usize, self.sup_ptr[s + 1] as usize);
             let (r0, r1) = (self.rows_ptr[s] as usize, self.rows_ptr[s + 1] as usize);
             let m = r1 - r0;
+            let w = l - f;
             let rows = &self.rows[r0..r1];
-            for j in (0..l - f).rev() {
-                let col = &self.lx[self.lx_ptr[s] + j * m..self.lx_ptr[s] + (j + 1) * m];
-                let mut acc = y[f + j];
-                for i in j + 1..m {
-                    acc -= col[i] * y[rows[i] as usize];
-                }
-                y[f + j] = acc;
+            let t = &mut t[..m];
+            for (tv, &r) in t.iter_mut().zip(rows) {
+                *tv = y[r as usize];
             }
+            let panel = &self.lx[self.lx_ptr[s]..self.lx_ptr[s] + m * w];
+            for j in (0..w).rev() {
+                let col = &panel[j * m..(j + 1) * m];
+                let mut acc = t[j];
+                for (&lv, &tv) in col[j + 1..].iter().zip(&t[j + 1..]) {
+                    acc -= lv * tv;
+                }
+                t[j] = acc;
+            }
+            y[f..l].copy_from_slice(&t[..w]);
         }
         for (p, &c) in perm.iter().enumerate() {
             let g = self.pos_col[p] as usize;
