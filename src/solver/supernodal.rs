@@ -97,6 +97,8 @@ pub(crate) struct Supernodal {
     /// Ends of the runs of consecutive target rows in `rel` (an update's scatter).
     run_end: Vec<u32>,
     c: Vec<f64>,
+    /// The kept (not dropped) columns of a descendant, gathered for its product.
+    lk: Vec<f64>,
     wt: Vec<f64>,
     wcol: Vec<f64>,
     y: Vec<f64>,
@@ -298,6 +300,8 @@ impl Supernodal {
         // an update C is at most (rows below a descendant) × (its rows in the target)
         self.c.clear();
         self.c.resize(max_below * max_below, 0.0);
+        self.lk.clear();
+        self.lk.resize((max_below * max_w).max(max_m * PANEL_BLOCK), 0.0);
         self.wt.clear();
         self.wt.resize((max_w * max_below).max(PANEL_BLOCK * max_w), 0.0);
         self.wcol.clear();
@@ -413,7 +417,11 @@ impl Supernodal {
                     for v in &mut self.lx[col + j + 1..col + m] {
                         *v *= di;
                     }
-                    // the later columns of this block: A_ik -= L_ij W_kj
+                    // the later columns of this block: A_ik -= L_ij W_kj (none
+                    // from a dropped pivot: its column of L is zero)
+                    if di == 0.0 {
+                        continue;
+                    }
                     for k in j + 1..j1 {
                         let wk = self.wcol[k - j - 1];
                         if wk == 0.0 {
@@ -431,18 +439,40 @@ impl Supernodal {
                     // upper triangle of the diagonal part is written but never read
                     let jb = j1 - j0;
                     let wr = w - j1;
-                    for k in 0..jb {
-                        let dk = self.dval[f + j0 + k];
-                        let colk = base + (j0 + k) * m + j1;
-                        for t in 0..wr {
-                            self.wt[k + t * jb] = dk * self.lx[colk + t];
-                        }
-                    }
+                    // only the block's columns with a pivot kept (as in `update_from`)
+                    let kept = self.dval[f + j0..f + j1].iter().filter(|&&v| v != 0.0).count();
                     let (lo, hi) = self.lx.split_at_mut(base + j1 * m);
-                    let lhs = MatRef::from_column_major_slice_with_stride(&lo[base + j0 * m + j1..], m - j1, jb, m);
-                    let rhs = MatRef::from_column_major_slice(&self.wt[..jb * wr], jb, wr);
                     let dst = MatMut::from_column_major_slice_with_stride_mut(&mut hi[j1..], m - j1, wr, m);
-                    matmul(dst, Accum::Add, lhs, rhs, -1.0, Par::Seq);
+                    if kept == jb {
+                        for k in 0..jb {
+                            let dk = self.dval[f + j0 + k];
+                            let colk = base + (j0 + k) * m + j1;
+                            for t in 0..wr {
+                                self.wt[k + t * jb] = dk * lo[colk + t];
+                            }
+                        }
+                        let lhs = MatRef::from_column_major_slice_with_stride(&lo[base + j0 * m + j1..], m - j1, jb, m);
+                        let rhs = MatRef::from_column_major_slice(&self.wt[..jb * wr], jb, wr);
+                        matmul(dst, Accum::Add, lhs, rhs, -1.0, Par::Seq);
+                    } else if kept > 0 {
+                        let h = m - j1;
+                        let mut kk = 0;
+                        for k in 0..jb {
+                            let dk = self.dval[f + j0 + k];
+                            if dk == 0.0 {
+                                continue;
+                            }
+                            let colk = base + (j0 + k) * m + j1;
+                            self.lk[kk * h..(kk + 1) * h].copy_from_slice(&lo[colk..colk + h]);
+                            for t in 0..wr {
+                                self.wt[kk + t * kept] = dk * lo[colk + t];
+                            }
+                            kk += 1;
+                        }
+                        let lhs = MatRef::from_column_major_slice(&self.lk[..h * kept], h, kept);
+                        let rhs = MatRef::from_column_major_slice(&self.wt[..kept * wr], kept, wr);
+                        matmul(dst, Accum::Add, lhs, rhs, -1.0, Par::Seq);
+                    }
                 }
                 j0 = j1;
             }
@@ -474,36 +504,68 @@ impl Supernodal {
         let n1 = p2 - p1;
         let n2 = md - p1;
         debug_assert!(n1 > 0 && (self.rows[d0 + p1] as usize) >= f);
-        // Wᵀ (wd × n1): Wt[k, j] = d_k · L_d[p1 + j, k]
+        // Columns of d with a dropped pivot (rank-revealing pass: d_k = 0 and
+        // the column of L zero) contribute nothing: the product runs over the
+        // others only. On the all-revolute grid they carry ≈ 80 % of the
+        // update products of that pass (the loop-closing rows sit in the large
+        // separators). Without a dropped pivot nothing changes.
         let ld = self.lx_ptr[d];
-        for k in 0..wd {
-            let dk = self.dval[fd + k];
-            let colk = ld + k * md;
-            for j in 0..n1 {
-                self.wt[k + j * wd] = dk * self.lx[colk + p1 + j];
-            }
+        let kept = self.dval[fd..fd + wd].iter().filter(|&&v| v != 0.0).count();
+        if kept == 0 {
+            // C = 0: nothing to subtract
+            self.relink(d, d0, md, p2);
+            return;
         }
-        // C (n2 × n1) = L_d[p1.., :] · Wᵀ
-        if n2 * n1 * wd < SMALL_PRODUCT {
-            for j in 0..n1 {
-                let cj = &mut self.c[j * n2..(j + 1) * n2];
-                cj.fill(0.0);
-                for k in 0..wd {
-                    let wv = self.wt[k + j * wd];
-                    if wv == 0.0 {
-                        continue;
-                    }
-                    let colk = ld + k * md + p1;
-                    for (cv, &lv) in cj[j..].iter_mut().zip(&self.lx[colk + j..colk + n2]) {
-                        *cv += lv * wv;
-                    }
+        if kept < wd && n2 * n1 * wd >= SMALL_PRODUCT {
+            // gather the kept columns: Lk (n2 × kept) and Wkᵀ (kept × n1)
+            let mut kk = 0;
+            for k in 0..wd {
+                let dk = self.dval[fd + k];
+                if dk == 0.0 {
+                    continue;
                 }
+                let colk = ld + k * md + p1;
+                self.lk[kk * n2..(kk + 1) * n2].copy_from_slice(&self.lx[colk..colk + n2]);
+                for j in 0..n1 {
+                    self.wt[kk + j * kept] = dk * self.lx[colk + j];
+                }
+                kk += 1;
             }
-        } else {
-            let lhs = MatRef::from_column_major_slice_with_stride(&self.lx[ld + p1..], n2, wd, md);
-            let rhs = MatRef::from_column_major_slice(&self.wt[..wd * n1], wd, n1);
+            let lhs = MatRef::from_column_major_slice(&self.lk[..n2 * kept], n2, kept);
+            let rhs = MatRef::from_column_major_slice(&self.wt[..kept * n1], kept, n1);
             let dst = MatMut::from_column_major_slice_mut(&mut self.c[..n2 * n1], n2, n1);
             matmul(dst, Accum::Replace, lhs, rhs, 1.0, Par::Seq);
+        } else {
+            // Wᵀ (wd × n1): Wt[k, j] = d_k · L_d[p1 + j, k]
+            for k in 0..wd {
+                let dk = self.dval[fd + k];
+                let colk = ld + k * md;
+                for j in 0..n1 {
+                    self.wt[k + j * wd] = dk * self.lx[colk + p1 + j];
+                }
+            }
+            // C (n2 × n1) = L_d[p1.., :] · Wᵀ
+            if n2 * n1 * wd < SMALL_PRODUCT {
+                for j in 0..n1 {
+                    let cj = &mut self.c[j * n2..(j + 1) * n2];
+                    cj.fill(0.0);
+                    for k in 0..wd {
+                        let wv = self.wt[k + j * wd];
+                        if wv == 0.0 {
+                            continue;
+                        }
+                        let colk = ld + k * md + p1;
+                        for (cv, &lv) in cj[j..].iter_mut().zip(&self.lx[colk + j..colk + n2]) {
+                            *cv += lv * wv;
+                        }
+                    }
+                }
+            } else {
+                let lhs = MatRef::from_column_major_slice_with_stride(&self.lx[ld + p1..], n2, wd, md);
+                let rhs = MatRef::from_column_major_slice(&self.wt[..wd * n1], wd, n1);
+                let dst = MatMut::from_column_major_slice_mut(&mut self.c[..n2 * n1], n2, n1);
+                matmul(dst, Accum::Replace, lhs, rhs, 1.0, Par::Seq);
+            }
         }
         // scatter-subtract the lower part into s's panel, by runs of rows of d
         // that are consecutive rows of s (slices: no index per entry); each
@@ -536,7 +598,12 @@ impl Supernodal {
                 i0 = i1;
             }
         }
-        // next supernode updated by d
+        self.relink(d, d0, md, p2);
+    }
+
+    /// Links descendant `d` (rows from `d0`, `md` of them) to the supernode
+    /// holding its local row `p2`, the next one it updates (none past its end).
+    fn relink(&mut self, d: usize, d0: usize, md: usize, p2: usize) {
         self.lpos[d] = p2 as u32;
         if p2 < md {
             let t = self.sup_of[self.rows[d0 + p2] as usize] as usize;
