@@ -208,3 +208,27 @@ fn supernodal_results_are_bitwise_identical_across_runs() {
         assert_eq!(bits(&l1), bits(&l2), "all_revolute = {all_revolute}");
     }
 }
+
+/// The rank-revealing pass of the supernodal kernel leaves a dropped pivot's
+/// columns (zero in L) out of its dense products (issue 10, 27 Nov): its
+/// decisions must stay those of the block kernel, which runs every update. On
+/// a 20 × 20 all-revolute grid (≈ 180 redundant constraints, separators of
+/// tens of columns: the products take the dense path with dropped columns in
+/// them) the two kernels agree exactly. (On larger grids the lists can differ
+/// by a few constraints whose relative pivot lies within roundoff of the
+/// tolerance, with or without the skip.)
+#[test]
+fn rank_revealing_pass_without_dropped_columns_decides_like_the_block_kernel() {
+    let mut rng = Rng(2);
+    let (w, h) = (20, 20);
+    let mut jac = SparseJacobian::new();
+    grid(&mut rng, w, h, &mut jac, true);
+    let im = inv_masses(&mut rng, w * h);
+    let b = consistent_rhs(&mut rng, &jac, &im);
+    let (ls, rs, ldl) = solve_with(NumericKernel::Supernodal, &jac, &im, &b);
+    let (lb, rb, _) = solve_with(NumericKernel::Block, &jac, &im, &b);
+    assert!(ldl.is_supernodal() && ldl.supernodes().iter().any(|s| s.len() >= 16));
+    assert!(rs.regularized && rs.rank_deficient.len() > 100, "{}", rs.rank_deficient.len());
+    assert_eq!(rs.rank_deficient, rb.rank_deficient);
+    assert!(rel_diff(&ls, &lb) < 1e-7, "supernodal vs block {}", rel_diff(&ls, &lb));
+}

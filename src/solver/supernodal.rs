@@ -26,6 +26,18 @@
 //! over unchanged, and the multipliers agree with the block path and the dense
 //! reference to roundoff (`tests/solver_supernodal.rs`).
 //!
+//! Where a rank-revealing pass drops pivots, their columns of L are zero: the
+//! dense products of the descendant updates and of the panel's blocks run over the
+//! kept columns only (gathered), a dropped column's rank-1 updates are skipped, and
+//! a descendant whose pivots were all dropped is not applied. On the all-revolute
+//! 100 × 100 grid the dropped rows sit mostly in the large separators and carried
+//! ≈ 80 % of that pass's product work. A pass without a dropped pivot (every
+//! regular or regularised factor) runs exactly as before. The scatter of an update
+//! goes by runs of consecutive target rows, and a triangular solve gathers each
+//! supernode's rows once into a contiguous vector: both apply the same operations
+//! to each entry in the same order as entry-by-entry code, so the results are the
+//! same bit for bit (docs/benchmarks.md, round of 27 Nov).
+//!
 //! Everything is sequential with a fixed operation order, so results are bitwise
 //! the same from run to run; all buffers are sized by the symbolic analysis, so a
 //! factorisation allocates nothing (faer's product keeps its own workspace per
@@ -94,10 +106,16 @@ pub(crate) struct Supernodal {
     lpos: Vec<u32>,
     map: Vec<u32>,
     rel: Vec<u32>,
+    /// Ends of the runs of consecutive target rows in `rel` (an update's scatter).
+    run_end: Vec<u32>,
     c: Vec<f64>,
+    /// The kept (not dropped) columns of a descendant, gathered for its product.
+    lk: Vec<f64>,
     wt: Vec<f64>,
     wcol: Vec<f64>,
     y: Vec<f64>,
+    /// A supernode's rows of the solution vector, gathered (triangular solves).
+    yloc: Vec<f64>,
 }
 
 /// The numeric values of a supernodal factor (panels and pivots), kept aside
@@ -289,15 +307,21 @@ impl Supernodal {
         self.map.resize(nc, 0);
         self.rel.clear();
         self.rel.resize(max_m, 0);
+        self.run_end.clear();
+        self.run_end.reserve(max_m + 1);
         // an update C is at most (rows below a descendant) × (its rows in the target)
         self.c.clear();
         self.c.resize(max_below * max_below, 0.0);
+        self.lk.clear();
+        self.lk.resize((max_below * max_w).max(max_m * PANEL_BLOCK), 0.0);
         self.wt.clear();
         self.wt.resize((max_w * max_below).max(PANEL_BLOCK * max_w), 0.0);
         self.wcol.clear();
         self.wcol.resize(max_m, 0.0);
         self.y.clear();
         self.y.resize(nc, 0.0);
+        self.yloc.clear();
+        self.yloc.resize(max_m, 0.0);
     }
 
     /// Numeric factorisation (see `BlockLdl::numeric` for the
@@ -405,7 +429,11 @@ impl Supernodal {
                     for v in &mut self.lx[col + j + 1..col + m] {
                         *v *= di;
                     }
-                    // the later columns of this block: A_ik -= L_ij W_kj
+                    // the later columns of this block: A_ik -= L_ij W_kj (none
+                    // from a dropped pivot: its column of L is zero)
+                    if di == 0.0 {
+                        continue;
+                    }
                     for k in j + 1..j1 {
                         let wk = self.wcol[k - j - 1];
                         if wk == 0.0 {
@@ -423,18 +451,40 @@ impl Supernodal {
                     // upper triangle of the diagonal part is written but never read
                     let jb = j1 - j0;
                     let wr = w - j1;
-                    for k in 0..jb {
-                        let dk = self.dval[f + j0 + k];
-                        let colk = base + (j0 + k) * m + j1;
-                        for t in 0..wr {
-                            self.wt[k + t * jb] = dk * self.lx[colk + t];
-                        }
-                    }
+                    // only the block's columns with a pivot kept (as in `update_from`)
+                    let kept = self.dval[f + j0..f + j1].iter().filter(|&&v| v != 0.0).count();
                     let (lo, hi) = self.lx.split_at_mut(base + j1 * m);
-                    let lhs = MatRef::from_column_major_slice_with_stride(&lo[base + j0 * m + j1..], m - j1, jb, m);
-                    let rhs = MatRef::from_column_major_slice(&self.wt[..jb * wr], jb, wr);
                     let dst = MatMut::from_column_major_slice_with_stride_mut(&mut hi[j1..], m - j1, wr, m);
-                    matmul(dst, Accum::Add, lhs, rhs, -1.0, Par::Seq);
+                    if kept == jb {
+                        for k in 0..jb {
+                            let dk = self.dval[f + j0 + k];
+                            let colk = base + (j0 + k) * m + j1;
+                            for t in 0..wr {
+                                self.wt[k + t * jb] = dk * lo[colk + t];
+                            }
+                        }
+                        let lhs = MatRef::from_column_major_slice_with_stride(&lo[base + j0 * m + j1..], m - j1, jb, m);
+                        let rhs = MatRef::from_column_major_slice(&self.wt[..jb * wr], jb, wr);
+                        matmul(dst, Accum::Add, lhs, rhs, -1.0, Par::Seq);
+                    } else if kept > 0 {
+                        let h = m - j1;
+                        let mut kk = 0;
+                        for k in 0..jb {
+                            let dk = self.dval[f + j0 + k];
+                            if dk == 0.0 {
+                                continue;
+                            }
+                            let colk = base + (j0 + k) * m + j1;
+                            self.lk[kk * h..(kk + 1) * h].copy_from_slice(&lo[colk..colk + h]);
+                            for t in 0..wr {
+                                self.wt[kk + t * kept] = dk * lo[colk + t];
+                            }
+                            kk += 1;
+                        }
+                        let lhs = MatRef::from_column_major_slice(&self.lk[..h * kept], h, kept);
+                        let rhs = MatRef::from_column_major_slice(&self.wt[..kept * wr], kept, wr);
+                        matmul(dst, Accum::Add, lhs, rhs, -1.0, Par::Seq);
+                    }
                 }
                 j0 = j1;
             }
@@ -466,50 +516,106 @@ impl Supernodal {
         let n1 = p2 - p1;
         let n2 = md - p1;
         debug_assert!(n1 > 0 && (self.rows[d0 + p1] as usize) >= f);
-        // Wᵀ (wd × n1): Wt[k, j] = d_k · L_d[p1 + j, k]
+        // Columns of d with a dropped pivot (rank-revealing pass: d_k = 0 and
+        // the column of L zero) contribute nothing: the product runs over the
+        // others only. On the all-revolute grid they carry ≈ 80 % of the
+        // update products of that pass (the loop-closing rows sit in the large
+        // separators). Without a dropped pivot nothing changes.
         let ld = self.lx_ptr[d];
-        for k in 0..wd {
-            let dk = self.dval[fd + k];
-            let colk = ld + k * md;
-            for j in 0..n1 {
-                self.wt[k + j * wd] = dk * self.lx[colk + p1 + j];
-            }
+        let kept = self.dval[fd..fd + wd].iter().filter(|&&v| v != 0.0).count();
+        if kept == 0 {
+            // C = 0: nothing to subtract
+            self.relink(d, d0, md, p2);
+            return;
         }
-        // C (n2 × n1) = L_d[p1.., :] · Wᵀ
-        if n2 * n1 * wd < SMALL_PRODUCT {
-            for j in 0..n1 {
-                let cj = &mut self.c[j * n2..(j + 1) * n2];
-                cj.fill(0.0);
-                for k in 0..wd {
-                    let wv = self.wt[k + j * wd];
-                    if wv == 0.0 {
-                        continue;
-                    }
-                    let colk = ld + k * md + p1;
-                    for (cv, &lv) in cj[j..].iter_mut().zip(&self.lx[colk + j..colk + n2]) {
-                        *cv += lv * wv;
-                    }
+        if kept < wd && n2 * n1 * wd >= SMALL_PRODUCT {
+            // gather the kept columns: Lk (n2 × kept) and Wkᵀ (kept × n1)
+            let mut kk = 0;
+            for k in 0..wd {
+                let dk = self.dval[fd + k];
+                if dk == 0.0 {
+                    continue;
                 }
+                let colk = ld + k * md + p1;
+                self.lk[kk * n2..(kk + 1) * n2].copy_from_slice(&self.lx[colk..colk + n2]);
+                for j in 0..n1 {
+                    self.wt[kk + j * kept] = dk * self.lx[colk + j];
+                }
+                kk += 1;
             }
-        } else {
-            let lhs = MatRef::from_column_major_slice_with_stride(&self.lx[ld + p1..], n2, wd, md);
-            let rhs = MatRef::from_column_major_slice(&self.wt[..wd * n1], wd, n1);
+            let lhs = MatRef::from_column_major_slice(&self.lk[..n2 * kept], n2, kept);
+            let rhs = MatRef::from_column_major_slice(&self.wt[..kept * n1], kept, n1);
             let dst = MatMut::from_column_major_slice_mut(&mut self.c[..n2 * n1], n2, n1);
             matmul(dst, Accum::Replace, lhs, rhs, 1.0, Par::Seq);
+        } else {
+            // Wᵀ (wd × n1): Wt[k, j] = d_k · L_d[p1 + j, k]
+            for k in 0..wd {
+                let dk = self.dval[fd + k];
+                let colk = ld + k * md;
+                for j in 0..n1 {
+                    self.wt[k + j * wd] = dk * self.lx[colk + p1 + j];
+                }
+            }
+            // C (n2 × n1) = L_d[p1.., :] · Wᵀ
+            if n2 * n1 * wd < SMALL_PRODUCT {
+                for j in 0..n1 {
+                    let cj = &mut self.c[j * n2..(j + 1) * n2];
+                    cj.fill(0.0);
+                    for k in 0..wd {
+                        let wv = self.wt[k + j * wd];
+                        if wv == 0.0 {
+                            continue;
+                        }
+                        let colk = ld + k * md + p1;
+                        for (cv, &lv) in cj[j..].iter_mut().zip(&self.lx[colk + j..colk + n2]) {
+                            *cv += lv * wv;
+                        }
+                    }
+                }
+            } else {
+                let lhs = MatRef::from_column_major_slice_with_stride(&self.lx[ld + p1..], n2, wd, md);
+                let rhs = MatRef::from_column_major_slice(&self.wt[..wd * n1], wd, n1);
+                let dst = MatMut::from_column_major_slice_mut(&mut self.c[..n2 * n1], n2, n1);
+                matmul(dst, Accum::Replace, lhs, rhs, 1.0, Par::Seq);
+            }
         }
-        // scatter-subtract the lower part into s's panel
+        // scatter-subtract the lower part into s's panel, by runs of rows of d
+        // that are consecutive rows of s (slices: no index per entry); each
+        // entry gets the one subtraction it got entry by entry, so the result
+        // is the same bit for bit
+        self.run_end.clear();
         for i in 0..n2 {
-            self.rel[i] = self.map[self.rows[d0 + p1 + i] as usize];
+            let r = self.map[self.rows[d0 + p1 + i] as usize];
+            if i > 0 && r != self.rel[i - 1] + 1 {
+                self.run_end.push(i as u32);
+            }
+            self.rel[i] = r;
         }
+        self.run_end.push(n2 as u32);
         let base = self.lx_ptr[s];
+        let mut first_run = 0;
         for j in 0..n1 {
             let col = base + self.rel[j] as usize * m;
             let cj = &self.c[j * n2..(j + 1) * n2];
-            for i in j..n2 {
-                self.lx[col + self.rel[i] as usize] -= cj[i];
+            while self.run_end[first_run] as usize <= j {
+                first_run += 1;
+            }
+            let mut i0 = j;
+            for &end in &self.run_end[first_run..] {
+                let i1 = end as usize;
+                let dst0 = col + self.rel[i0] as usize;
+                for (t, &cv) in self.lx[dst0..dst0 + (i1 - i0)].iter_mut().zip(&cj[i0..i1]) {
+                    *t -= cv;
+                }
+                i0 = i1;
             }
         }
-        // next supernode updated by d
+        self.relink(d, d0, md, p2);
+    }
+
+    /// Links descendant `d` (rows from `d0`, `md` of them) to the supernode
+    /// holding its local row `p2`, the next one it updates (none past its end).
+    fn relink(&mut self, d: usize, d0: usize, md: usize, p2: usize) {
         self.lpos[d] = p2 as u32;
         if p2 < md {
             let t = self.sup_of[self.rows[d0 + p2] as usize] as usize;
@@ -528,21 +634,34 @@ impl Supernodal {
             y[g..g + k].copy_from_slice(&b[c as usize][..k]);
         }
         let ns = self.sup_ptr.len() - 1;
+        // Each supernode's rows are gathered into the contiguous `t` once, its
+        // columns applied there (contiguous, vectorisable), and scattered back
+        // once: the same operations on each entry in the same order as a
+        // column-by-column scatter, so the same results bit for bit, with
+        // 2·m instead of w·m indexed accesses per supernode.
+        let t = &mut self.yloc;
         // forward: z = L⁻¹ y
         for s in 0..ns {
             let (f, l) = (self.sup_ptr[s] as usize, self.sup_ptr[s + 1] as usize);
             let (r0, r1) = (self.rows_ptr[s] as usize, self.rows_ptr[s + 1] as usize);
             let m = r1 - r0;
             let rows = &self.rows[r0..r1];
-            for j in 0..l - f {
-                let yj = y[f + j];
+            let t = &mut t[..m];
+            for (tv, &r) in t.iter_mut().zip(rows) {
+                *tv = y[r as usize];
+            }
+            let panel = &self.lx[self.lx_ptr[s]..self.lx_ptr[s] + m * (l - f)];
+            for (j, col) in panel.chunks_exact(m).enumerate() {
+                let yj = t[j];
                 if yj == 0.0 {
                     continue;
                 }
-                let col = &self.lx[self.lx_ptr[s] + j * m..self.lx_ptr[s] + (j + 1) * m];
-                for i in j + 1..m {
-                    y[rows[i] as usize] -= col[i] * yj;
+                for (tv, &lv) in t[j + 1..].iter_mut().zip(&col[j + 1..]) {
+                    *tv -= lv * yj;
                 }
+            }
+            for (tv, &r) in t.iter().zip(rows) {
+                y[r as usize] = *tv;
             }
         }
         for (v, &di) in y.iter_mut().zip(&self.dinv) {
@@ -553,15 +672,22 @@ impl Supernodal {
             let (f, l) = (self.sup_ptr[s] as usize, self.sup_ptr[s + 1] as usize);
             let (r0, r1) = (self.rows_ptr[s] as usize, self.rows_ptr[s + 1] as usize);
             let m = r1 - r0;
+            let w = l - f;
             let rows = &self.rows[r0..r1];
-            for j in (0..l - f).rev() {
-                let col = &self.lx[self.lx_ptr[s] + j * m..self.lx_ptr[s] + (j + 1) * m];
-                let mut acc = y[f + j];
-                for i in j + 1..m {
-                    acc -= col[i] * y[rows[i] as usize];
-                }
-                y[f + j] = acc;
+            let t = &mut t[..m];
+            for (tv, &r) in t.iter_mut().zip(rows) {
+                *tv = y[r as usize];
             }
+            let panel = &self.lx[self.lx_ptr[s]..self.lx_ptr[s] + m * w];
+            for j in (0..w).rev() {
+                let col = &panel[j * m..(j + 1) * m];
+                let mut acc = t[j];
+                for (&lv, &tv) in col[j + 1..].iter().zip(&t[j + 1..]) {
+                    acc -= lv * tv;
+                }
+                t[j] = acc;
+            }
+            y[f..l].copy_from_slice(&t[..w]);
         }
         for (p, &c) in perm.iter().enumerate() {
             let g = self.pos_col[p] as usize;
