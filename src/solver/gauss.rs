@@ -787,17 +787,11 @@ impl BlockLdl {
         }
     }
 
-    fn numeric_r<const R: usize>(
-        &mut self,
-        a: &BlockSparseSymmetric,
-        eps: f64,
-        thresh_rel: f64,
-        floor_rel: f64,
-        mode: SmallPivot,
-        record: bool,
-    ) -> (bool, f64) {
-        let n = self.n;
-        for p in 0..n {
+    /// The pivot blocks of a numeric pass: A's diagonal blocks in the
+    /// elimination order, each row shifted by ε times its scale, padded rows
+    /// decoupled unit pivots.
+    fn load_pivot_blocks(&mut self, a: &BlockSparseSymmetric, eps: f64) {
+        for p in 0..self.n {
             let c = self.perm[p] as usize;
             let mut d = a.diag[c];
             let rows = a.rows[c] as usize;
@@ -811,6 +805,19 @@ impl BlockLdl {
             }
             self.diag[p] = d;
         }
+    }
+
+    fn numeric_r<const R: usize>(
+        &mut self,
+        a: &BlockSparseSymmetric,
+        eps: f64,
+        thresh_rel: f64,
+        floor_rel: f64,
+        mode: SmallPivot,
+        record: bool,
+    ) -> (bool, f64) {
+        let n = self.n;
+        self.load_pivot_blocks(a, eps);
         // every slot is either pure fill (zeroed) or a block of A (copied);
         // with R = 2 only the leading 2×2 (the rest of every L block stays
         // the zero the analysis wrote: nothing writes there)
@@ -821,32 +828,12 @@ impl BlockLdl {
             let value = if self.a_tr[k] { block::transpose(blk) } else { *blk };
             block::copy_leading::<R>(&mut self.lval[self.a_map[k] as usize], &value);
         }
-        let mut any_small = false;
-        let mut growth = 0.0f64;
-        let mut min_rel_pivot = f64::INFINITY;
+        let rule = PivotRule { thresh_rel, floor_rel, mode, record };
+        let mut tally = PivotTally::default();
         for p in 0..n {
-            let sc = self.scale[p];
-            let thresh = [thresh_rel * sc[0], thresh_rel * sc[1], thresh_rel * sc[2]];
-            let floor = [floor_rel * sc[0], floor_rel * sc[1], floor_rel * sc[2]];
-            let (dinv, piv, d) = block::ldl_inverse_pivots_r::<R>(&self.diag[p], &thresh, &floor, mode);
+            let dinv =
+                rule.pivot::<R>(&self.diag[p], self.scale[p], self.perm[p], &mut self.rank_deficient, &mut tally);
             self.dinv[p] = dinv;
-            for r in 0..3 {
-                // padded rows: unit pivot, unit scale (ratio 1); with R = 2 the
-                // third row is padding, its ratio 1/1 is 1 without a division
-                if piv[r] == Pivot::Ok {
-                    let ratio = if R == 2 && r == 2 { 1.0 } else { d[r] / sc[r] };
-                    min_rel_pivot = min_rel_pivot.min(ratio);
-                }
-            }
-            for r in 0..R {
-                growth = growth.max(dinv[4 * r] * sc[r]);
-            }
-            if piv != [Pivot::Ok; 3] {
-                any_small = true;
-                if record {
-                    self.rank_deficient.push(ConstraintId(self.perm[p]));
-                }
-            }
             let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
             if s == e {
                 continue;
@@ -875,8 +862,8 @@ impl BlockLdl {
                 }
             }
         }
-        self.pivot_growth = growth;
-        (any_small, min_rel_pivot)
+        self.pivot_growth = tally.growth;
+        (tally.any_small, tally.min_rel_pivot)
     }
 
     /// [`numeric_r::<2>`](Self::numeric_r) with L and the column scratch W
@@ -895,20 +882,7 @@ impl BlockLdl {
         record: bool,
     ) -> (bool, f64) {
         let n = self.n;
-        for p in 0..n {
-            let c = self.perm[p] as usize;
-            let mut d = a.diag[c];
-            let rows = a.rows[c] as usize;
-            for r in 0..3 {
-                if r < rows {
-                    d[4 * r] += eps * self.scale[p][r];
-                } else {
-                    // padded row: decoupled unit pivot
-                    d[4 * r] = 1.0;
-                }
-            }
-            self.diag[p] = d;
-        }
+        self.load_pivot_blocks(a, eps);
         // the staged right-hand side, permuted and padded as a solve's (the
         // third entries +0), when every constraint has two rows
         let forward = self.staged_rhs.len() == 2 * n && a.n_rows() == 2 * n;
@@ -928,33 +902,12 @@ impl BlockLdl {
             let slot = self.a_map[k] as usize;
             lval[slot] = if self.a_tr[k] { block::leading2_transposed(blk) } else { block::leading2(blk) };
         }
-        let mut any_small = false;
-        let mut growth = 0.0f64;
-        let mut min_rel_pivot = f64::INFINITY;
+        let rule = PivotRule { thresh_rel, floor_rel, mode, record };
+        let mut tally = PivotTally::default();
         for p in 0..n {
-            let sc = self.scale[p];
-            let thresh = [thresh_rel * sc[0], thresh_rel * sc[1], thresh_rel * sc[2]];
-            let floor = [floor_rel * sc[0], floor_rel * sc[1], floor_rel * sc[2]];
-            let (dinv, piv, d) = block::ldl_inverse_pivots_r::<2>(&self.diag[p], &thresh, &floor, mode);
+            let dinv =
+                rule.pivot::<2>(&self.diag[p], self.scale[p], self.perm[p], &mut self.rank_deficient, &mut tally);
             self.dinv[p] = dinv;
-            for r in 0..2 {
-                // the third, padded row: unit pivot, unit scale, ratio 1
-                if piv[r] == Pivot::Ok {
-                    min_rel_pivot = min_rel_pivot.min(d[r] / sc[r]);
-                }
-            }
-            if piv[2] == Pivot::Ok {
-                min_rel_pivot = min_rel_pivot.min(1.0);
-            }
-            for r in 0..2 {
-                growth = growth.max(dinv[4 * r] * sc[r]);
-            }
-            if piv != [Pivot::Ok; 3] {
-                any_small = true;
-                if record {
-                    self.rank_deficient.push(ConstraintId(self.perm[p]));
-                }
-            }
             let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
             if s == e {
                 continue;
@@ -988,9 +941,9 @@ impl BlockLdl {
                 }
             }
         }
-        self.pivot_growth = growth;
+        self.pivot_growth = tally.growth;
         self.staged_forward_ready = forward;
-        (any_small, min_rel_pivot)
+        (tally.any_small, tally.min_rel_pivot)
     }
 
     /// Stages the right-hand side of the solve that will follow the next
@@ -1297,6 +1250,69 @@ impl BlockLdl {
             relative_residual: if bnorm > 0.0 { res / bnorm } else { res },
             analyzed: false,
         }
+    }
+}
+
+/// The pivot rule of one numeric pass (thresholds relative to each row's
+/// scale, the small-pivot mode, whether rank decisions are recorded).
+struct PivotRule {
+    thresh_rel: f64,
+    floor_rel: f64,
+    mode: SmallPivot,
+    record: bool,
+}
+
+/// What a numeric pass learns from its pivots: whether one was small, the
+/// largest growth |D⁻¹|·scale, the smallest relative pivot (ρ_min, module
+/// doc of [`super`], "Continuity at the rank threshold").
+struct PivotTally {
+    any_small: bool,
+    growth: f64,
+    min_rel_pivot: f64,
+}
+
+impl Default for PivotTally {
+    fn default() -> Self {
+        PivotTally { any_small: false, growth: 0.0, min_rel_pivot: f64::INFINITY }
+    }
+}
+
+impl PivotRule {
+    /// A pivot block (`diag`, its rows' `scale`, its constraint `perm_p`) of an
+    /// R-row kernel: D⁻¹ under the rule, tallied; a small pivot's constraint
+    /// is recorded as rank deficient when the rule says so. With R = 2 the
+    /// third row is padding: unit pivot, unit scale, its ratio 1 taken
+    /// without a division (the same value). Shared by the 3×3 and the
+    /// compact two-row kernels, so both decide alike.
+    #[inline(always)]
+    fn pivot<const R: usize>(
+        &self,
+        diag: &Block,
+        scale: [f64; 3],
+        perm_p: u32,
+        rank_deficient: &mut Vec<ConstraintId>,
+        tally: &mut PivotTally,
+    ) -> Block {
+        let (t, f) = (self.thresh_rel, self.floor_rel);
+        let thresh = [t * scale[0], t * scale[1], t * scale[2]];
+        let floor = [f * scale[0], f * scale[1], f * scale[2]];
+        let (dinv, piv, d) = block::ldl_inverse_pivots_r::<R>(diag, &thresh, &floor, self.mode);
+        for r in 0..3 {
+            if piv[r] == Pivot::Ok {
+                let ratio = if R == 2 && r == 2 { 1.0 } else { d[r] / scale[r] };
+                tally.min_rel_pivot = tally.min_rel_pivot.min(ratio);
+            }
+        }
+        for r in 0..R {
+            tally.growth = tally.growth.max(dinv[4 * r] * scale[r]);
+        }
+        if piv != [Pivot::Ok; 3] {
+            tally.any_small = true;
+            if self.record {
+                rank_deficient.push(ConstraintId(perm_p));
+            }
+        }
+        dinv
     }
 }
 
