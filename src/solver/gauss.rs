@@ -780,11 +780,8 @@ impl BlockLdl {
             return (any_small, rho);
         }
         // constraints of at most 2 rows (revolute joints, contacts): 2×2 kernels
-        if self.max_rows <= 2 {
-            self.numeric_two_rows(a, eps, thresh_rel, floor_rel, mode, record)
-        } else {
-            self.numeric_r::<3>(a, eps, thresh_rel, floor_rel, mode, record)
-        }
+        let rule = PivotRule { thresh_rel, floor_rel, mode, record };
+        if self.max_rows <= 2 { self.numeric_two_rows(a, eps, rule) } else { self.numeric_r::<3>(a, eps, rule) }
     }
 
     /// The pivot blocks of a numeric pass: A's diagonal blocks in the
@@ -807,15 +804,7 @@ impl BlockLdl {
         }
     }
 
-    fn numeric_r<const R: usize>(
-        &mut self,
-        a: &BlockSparseSymmetric,
-        eps: f64,
-        thresh_rel: f64,
-        floor_rel: f64,
-        mode: SmallPivot,
-        record: bool,
-    ) -> (bool, f64) {
+    fn numeric_r<const R: usize>(&mut self, a: &BlockSparseSymmetric, eps: f64, rule: PivotRule) -> (bool, f64) {
         let n = self.n;
         self.load_pivot_blocks(a, eps);
         // every slot is either pure fill (zeroed) or a block of A (copied);
@@ -828,7 +817,6 @@ impl BlockLdl {
             let value = if self.a_tr[k] { block::transpose(blk) } else { *blk };
             block::copy_leading::<R>(&mut self.lval[self.a_map[k] as usize], &value);
         }
-        let rule = PivotRule { thresh_rel, floor_rel, mode, record };
         let mut tally = PivotTally::default();
         for p in 0..n {
             let dinv =
@@ -872,15 +860,7 @@ impl BlockLdl {
     /// expression less its leading `+0 +` (the sign of a zero may differ, no
     /// other bit: [`block::mul_ab2`]); the padding entries, zeros, are simply
     /// not stored, at 32 bytes a block instead of 72.
-    fn numeric_two_rows(
-        &mut self,
-        a: &BlockSparseSymmetric,
-        eps: f64,
-        thresh_rel: f64,
-        floor_rel: f64,
-        mode: SmallPivot,
-        record: bool,
-    ) -> (bool, f64) {
+    fn numeric_two_rows(&mut self, a: &BlockSparseSymmetric, eps: f64, rule: PivotRule) -> (bool, f64) {
         let n = self.n;
         self.load_pivot_blocks(a, eps);
         // the staged right-hand side, permuted and padded as a solve's (the
@@ -902,7 +882,6 @@ impl BlockLdl {
             let slot = self.a_map[k] as usize;
             lval[slot] = if self.a_tr[k] { block::leading2_transposed(blk) } else { block::leading2(blk) };
         }
-        let rule = PivotRule { thresh_rel, floor_rel, mode, record };
         let mut tally = PivotTally::default();
         for p in 0..n {
             let dinv =

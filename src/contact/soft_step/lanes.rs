@@ -507,63 +507,47 @@ impl SoftLanes {
     }
 }
 
+/// What one pass over a colour's groups reads besides the groups and their
+/// totals: the pass, the bodies' velocities and motions, the soft step's
+/// settings, the restitution threshold, and whether the colour's manifolds
+/// share no dynamic body (every colour but the sequential overflow one), so
+/// that a group runs four wide.
+#[derive(Clone, Copy)]
+pub(super) struct SweepInputs<'a> {
+    pub pass: Pass,
+    pub v: &'a Shared,
+    pub delta: &'a [BodyDelta],
+    pub st: &'a SoftState,
+    pub threshold: f64,
+    pub independent: bool,
+}
+
 /// One pass over consecutive groups of a colour, with their manifolds'
-/// totals (`totals[LANES·g..]` beside group `g`). `independent`: the
-/// colour's manifolds share no dynamic body (every colour but the
-/// sequential overflow one), so a group runs four wide.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn sweep(
-    groups: &mut [SoftLanes],
-    totals: &mut [SoftTotals],
-    pass: Pass,
-    v: &Shared,
-    delta: &[BodyDelta],
-    st: &SoftState,
-    threshold: f64,
-    independent: bool,
-) {
+/// totals (`totals[LANES·g..]` beside group `g`).
+pub(super) fn sweep(groups: &mut [SoftLanes], totals: &mut [SoftTotals], inputs: &SweepInputs<'_>) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx") {
         // SAFETY: the processor has AVX (checked just above).
-        unsafe { sweep_avx(groups, totals, pass, v, delta, st, threshold, independent) };
+        unsafe { sweep_avx(groups, totals, inputs) };
         return;
     }
-    sweep_lanes(groups, totals, pass, v, delta, st, threshold, independent);
+    sweep_lanes(groups, totals, inputs);
 }
 
 /// [`sweep_lanes`] compiled for AVX (256-bit `vmulpd`: a group's four lanes
 /// in one register; no FMA, so the same bits as without AVX).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn sweep_avx(
-    groups: &mut [SoftLanes],
-    totals: &mut [SoftTotals],
-    pass: Pass,
-    v: &Shared,
-    delta: &[BodyDelta],
-    st: &SoftState,
-    threshold: f64,
-    independent: bool,
-) {
-    sweep_lanes(groups, totals, pass, v, delta, st, threshold, independent);
+unsafe fn sweep_avx(groups: &mut [SoftLanes], totals: &mut [SoftTotals], inputs: &SweepInputs<'_>) {
+    sweep_lanes(groups, totals, inputs);
 }
 
 /// The pass is matched once, outside the loop: each arm runs an inlined
 /// copy of [`SoftLanes::run`] with the pass a constant, so the sweep
 /// carries no per-group branch on it.
 #[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn sweep_lanes(
-    groups: &mut [SoftLanes],
-    totals: &mut [SoftTotals],
-    pass: Pass,
-    v: &Shared,
-    delta: &[BodyDelta],
-    st: &SoftState,
-    threshold: f64,
-    independent: bool,
-) {
+fn sweep_lanes(groups: &mut [SoftLanes], totals: &mut [SoftTotals], inputs: &SweepInputs<'_>) {
+    let &SweepInputs { pass, v, delta, st, threshold, independent } = inputs;
     if !independent || pass == Pass::Restitution {
         for (g, t) in groups.iter_mut().zip(totals.chunks_mut(LANES)) {
             g.run_each(t, pass, v, delta, st, threshold);
@@ -728,9 +712,17 @@ mod tests {
                         m.run(t, pass, &shared, &delta, &st, 0.1);
                     }
                     let shared = Shared { ptr: v_lanes.as_mut_ptr(), len: v_lanes.len() };
-                    sweep(&mut groups, &mut lane_totals, pass, &shared, &delta, &st, 0.1, true);
+                    sweep(
+                        &mut groups,
+                        &mut lane_totals,
+                        &SweepInputs { pass, v: &shared, delta: &delta, st: &st, threshold: 0.1, independent: true },
+                    );
                     let shared = Shared { ptr: v_portable.as_mut_ptr(), len: v_portable.len() };
-                    sweep_lanes(&mut portable_groups, &mut portable_totals, pass, &shared, &delta, &st, 0.1, true);
+                    sweep_lanes(
+                        &mut portable_groups,
+                        &mut portable_totals,
+                        &SweepInputs { pass, v: &shared, delta: &delta, st: &st, threshold: 0.1, independent: true },
+                    );
                     let bits = |x: &[f64]| x.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     let what = format!(
                         "seed {seed}, two points {all_two}, relax_iterations {relax_iterations}, pass {}",

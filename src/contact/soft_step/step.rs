@@ -3,7 +3,7 @@
 //! finish).
 
 use super::WarmImpulses;
-use super::lanes::{LANES, SoftLanes, sweep};
+use super::lanes::{LANES, SoftLanes, SweepInputs, sweep};
 use super::manifold::{MAX_COLOURS, Pass, Shared, SoftInfo, SoftTotals, colour_of, delta_of, moved, new_manifold};
 use crate::team::{Participant, Schedule, Shared as TeamShared, balanced_chunk};
 use glam::DVec2;
@@ -371,7 +371,11 @@ impl ContactSet {
         if !shareable {
             for &pass in passes {
                 for (c, (colour, totals)) in by_colour[..colours].iter_mut().zip(&mut totals_by_colour).enumerate() {
-                    sweep(colour, totals, pass, &shared, delta, st, threshold, independent(c));
+                    sweep(
+                        colour,
+                        totals,
+                        &SweepInputs { pass, v: &shared, delta, st, threshold, independent: independent(c) },
+                    );
                 }
             }
         } else {
@@ -409,7 +413,11 @@ impl ContactSet {
                             // ranges of one colour, each run by one thread;
                             // nothing else touches the colour in the phase.
                             let (ms, ts) = unsafe { (constraints[c].range_mut(range), totals[c].range_mut(manifolds)) };
-                            sweep(ms, ts, pass, &shared, delta, st, threshold, independent(c));
+                            sweep(
+                                ms,
+                                ts,
+                                &SweepInputs { pass, v: &shared, delta, st, threshold, independent: independent(c) },
+                            );
                         });
                     }
                 }
