@@ -781,7 +781,7 @@ impl BlockLdl {
         }
         // constraints of at most 2 rows (revolute joints, contacts): 2×2 kernels
         let rule = PivotRule { thresh_rel, floor_rel, mode, record };
-        if self.max_rows <= 2 { self.numeric_two_rows(a, eps, rule) } else { self.numeric_r::<3>(a, eps, rule) }
+        if self.max_rows <= 2 { self.numeric_two_rows(a, eps, rule) } else { self.numeric_three_rows(a, eps, rule) }
     }
 
     /// The pivot blocks of a numeric pass: A's diagonal blocks in the
@@ -804,12 +804,14 @@ impl BlockLdl {
         }
     }
 
-    fn numeric_r<const R: usize>(&mut self, a: &BlockSparseSymmetric, eps: f64, rule: PivotRule) -> (bool, f64) {
+    /// The numeric pass of the block kernel on padded 3×3 blocks (systems
+    /// with a constraint of three rows; two-row systems take
+    /// [`numeric_two_rows`](Self::numeric_two_rows)).
+    fn numeric_three_rows(&mut self, a: &BlockSparseSymmetric, eps: f64, rule: PivotRule) -> (bool, f64) {
+        const R: usize = 3;
         let n = self.n;
         self.load_pivot_blocks(a, eps);
-        // every slot is either pure fill (zeroed) or a block of A (copied);
-        // with R = 2 only the leading 2×2 (the rest of every L block stays
-        // the zero the analysis wrote: nothing writes there)
+        // every slot is either pure fill (zeroed) or a block of A (copied)
         for &k in &self.fill_slots {
             block::copy_leading::<R>(&mut self.lval[k as usize], &ZERO);
         }
@@ -829,9 +831,6 @@ impl BlockLdl {
             // W = current A_qp; L_qp = W D_p⁻¹; diagonal update A_qq -= L_qp W_qpᵀ
             for k in s..e {
                 let wk = self.lval[k];
-                // only the leading R × R entries are ever non-zero or read: with
-                // R = 2 the rest of w is never read and the rest of L stays the
-                // zero it already is (A's padding, or a pure-fill slot)
                 block::copy_leading::<R>(&mut self.w[k - s], &wk);
                 let l = block::mul_ab_r::<R>(&wk, &dinv);
                 block::copy_leading::<R>(&mut self.lval[k], &l);
@@ -854,7 +853,7 @@ impl BlockLdl {
         (tally.any_small, tally.min_rel_pivot)
     }
 
-    /// [`numeric_r::<2>`](Self::numeric_r) with L and the column scratch W
+    /// [`numeric_three_rows`](Self::numeric_three_rows) for two-row systems, with L and the column scratch W
     /// kept as compact 2×2 blocks ([`block::Block2`], packed in the padded
     /// blocks' buffers): every entry is computed by the padded kernel's
     /// expression less its leading `+0 +` (the sign of a zero may differ, no
