@@ -19,9 +19,17 @@ use mx2d::population::cpu;
 use mx2d::scene::Scene;
 use std::time::Instant;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("population_settings: {e}");
+        std::process::exit(2);
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let count: u64 = args.next().unwrap_or_else(|| "10000".into()).parse()?;
+    let count_text = args.next().unwrap_or_else(|| "10000".into());
+    let count: u64 = count_text.parse().map_err(|e| format!("ball count {count_text:?}: {e}"))?;
     let mut overrides = vec![format!("population.count={count}")];
     overrides.extend(args);
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron");
@@ -29,8 +37,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let scene = Scene::parse_with_overrides(&text, "balls_box.ron", &overrides)?;
     let mut pop = scene.build_world()?.population.ok_or("balls_box.ron has no population")?;
     let dt = 1.0 / 60.0;
-    let seconds_simulated: u32 = std::env::var("MX2D_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(10);
-    let steps = 60 * seconds_simulated.max(1);
+    let seconds_simulated: u32 = match std::env::var("MX2D_SECONDS") {
+        Ok(text) => text.parse().map_err(|e| format!("MX2D_SECONDS={text:?}: {e} (a whole number of seconds)"))?,
+        Err(_) => 10,
+    };
+    if !(1..=3600).contains(&seconds_simulated) {
+        return Err(format!("MX2D_SECONDS={seconds_simulated}: between 1 and 3600 s").into());
+    }
+    let steps = 60 * seconds_simulated;
     let initial = pop.stats().kinetic_per_ball;
     let (mut tenth_second, mut worst_second) = (0.0, 0.0f64);
     let started = Instant::now();
