@@ -89,7 +89,8 @@ fn try_main(args: Args) -> anyhow::Result<()> {
     let mut out = serde_json::Map::new();
     for name in names {
         let setup = Instant::now();
-        let settings = Settings { gravity: [0.0, -10.0], dt: scene::DT, substeps: args.substeps, workers };
+        let settings =
+            Settings { gravity: [0.0, -10.0], dt: scene::DT, substeps: args.substeps, workers, contact_hertz: None };
         let mut engine = engines::create(name, settings)?;
         let material = Material { friction: scene::FRICTION, restitution: 0.0 };
         engine.add_static_rect(scene::GROUND_CENTER, scene::GROUND_HALF, material)?;

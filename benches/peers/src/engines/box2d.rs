@@ -30,10 +30,13 @@ impl Box2d {
         let foundation = Foundation::initialize_default().context("Box2D foundation")?;
         let workers = WorkerCount::new(settings.workers as u32)
             .with_context(|| format!("Box2D worker count {}", settings.workers))?;
-        let def = WorldBuilder::from(foundation.world_def())
+        let mut builder = WorldBuilder::from(foundation.world_def())
             .gravity(Vec2::new(settings.gravity[0] as f32, settings.gravity[1] as f32))
-            .worker_count(workers)
-            .build()?;
+            .worker_count(workers);
+        if let Some(hertz) = settings.contact_hertz {
+            builder = builder.contact_hertz(hertz as f32);
+        }
+        let def = builder.build()?;
         let world = foundation.create_world(def)?;
         Ok(Self { foundation, world, bodies: Vec::new(), dt: settings.dt as f32, substeps: settings.substeps as i32 })
     }
