@@ -28,8 +28,8 @@ struct Args {
     /// Sub-steps per step.
     #[arg(long, default_value_t = 4)]
     substeps: usize,
-    /// Box2D's contact stiffness in Hz (default: Box2D's 30; capped by Box2D at a
-    /// quarter of the sub-step rate). Raising it with the sub-steps is how Box2D reaches
+    /// Box2D's contact stiffness in Hz (default: Box2D's 30; capped by Box2D at an
+    /// eighth of the sub-step rate). Raising it with the sub-steps is how Box2D reaches
     /// a smaller resting overlap. Ignored by rapier.
     #[arg(long)]
     contact_hertz: Option<f64>,

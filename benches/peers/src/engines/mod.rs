@@ -35,7 +35,7 @@ pub struct Settings {
     /// Worker threads.
     pub workers: usize,
     /// Box2D's contact stiffness (`contactHertz`, Hz); `None` keeps its default (30 Hz).
-    /// Box2D caps it at a quarter of the sub-step rate. Ignored by rapier.
+    /// Box2D caps it at an eighth of the sub-step rate. Ignored by rapier.
     pub contact_hertz: Option<f64>,
 }
 
