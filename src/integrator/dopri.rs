@@ -184,6 +184,12 @@ impl Dopri {
                 self.power[0] = self.power[6];
                 t += h;
                 stats.steps += 1;
+                // between substeps, back onto the constraints (the World
+                // projects after the last one itself); the FSAL slope was
+                // at the unprojected state
+                if t_end - t > 1e-12 * dt && dynamics.project(t, &mut s.q, &mut s.v) {
+                    self.fsal = false;
+                }
                 if h >= h_ctrl {
                     h_ctrl = (h * factor).min(dt);
                 }

@@ -677,6 +677,12 @@ impl Implicit {
                 t += h;
                 stats.steps += 1;
                 self.have_slope = true;
+                // between substeps, back onto the constraints (module doc of
+                // `dopri`, "Singular passages"); the last stage's slope stays
+                // a predictor
+                if t_end - t > 1e-12 * dt {
+                    dynamics.project(t, &mut s.q, &mut s.v);
+                }
                 // simplified Newton: keep J while it converges fast
                 let iterations = stats.newton_iterations - iterations_before;
                 if iterations > 12 {
