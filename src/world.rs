@@ -563,6 +563,7 @@ impl World {
                 surfaces: &self.surfaces,
                 system: &mut self.system,
                 baumgarte: self.stabilization.baumgarte,
+                projection: self.stabilization.projection.then_some(self.stabilization),
                 solver_error: None,
                 gpu_fields: self.gpu_fields.as_deref(),
                 gpu_error: None,
@@ -751,8 +752,12 @@ impl World {
 
     fn integrate_span(&mut self, t: f64, dt: f64) -> Result<(), SimulationError> {
         let started = Instant::now();
-        let force_time =
-            |t: &StageTimes| t.get(Stage::ApplyFields) + t.get(Stage::ApplyLoads) + t.get(Stage::SolveConstraints);
+        let force_time = |t: &StageTimes| {
+            t.get(Stage::ApplyFields)
+                + t.get(Stage::ApplyLoads)
+                + t.get(Stage::SolveConstraints)
+                + t.get(Stage::CorrectDrift)
+        };
         let before = force_time(&self.times);
         let step = self.steps + 1;
         let (mut model, integrator, state) = self.force_model();
@@ -968,6 +973,9 @@ struct ForceModel<'w> {
     surfaces: &'w [Surface],
     system: &'w mut ConstraintSystem,
     baumgarte: Option<f64>,
+    /// The projection's settings when it is on: the adaptive integrators
+    /// project between their substeps too ([`Dynamics::project`]).
+    projection: Option<Stabilization>,
     /// The first solver failure of this step (an evaluation cannot return it).
     solver_error: Option<SolverError>,
     /// The GPU field kernel, when the fields run there.
@@ -1143,5 +1151,27 @@ impl Dynamics for ForceModel<'_> {
 
     fn linear_model(&mut self, t: f64, q: &[f64], v: &[f64], model: &mut LinearModel) -> bool {
         self.linearise(t, q, v, model)
+    }
+
+    fn project(&mut self, t: f64, q: &mut [f64], v: &mut [f64]) -> bool {
+        let Some(settings) = self.projection else { return false };
+        if self.constraints.is_empty() || self.solver_error.is_some() {
+            return false;
+        }
+        let started = Instant::now();
+        let scene = Scene { bodies: self.bodies, constraints: self.constraints, surfaces: self.surfaces };
+        // as `World::correct_drift`: J stays assembled at the projected q
+        let result = self
+            .system
+            .project_positions(scene, t, q, v, &settings)
+            .and_then(|_| self.system.velocity_correction(v, 1.0));
+        self.times.add(Stage::CorrectDrift, started.elapsed());
+        match result {
+            Ok(()) => true,
+            Err(e) => {
+                self.solver_error.get_or_insert(e);
+                false
+            }
+        }
     }
 }

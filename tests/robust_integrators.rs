@@ -157,8 +157,13 @@ fn orders_of_the_new_integrators_on_a_constrained_pendulum() {
 }
 
 /// Adaptive runs: the error is proportional to the tolerance, within a
-/// factor 10 over three decades (tolerance 1e-4 … 1e-7, dt = 0.1 the largest
-/// step). The error is max |Δposition| / L at T = 1 s against the reference.
+/// factor 10 over two decades (tolerance 1e-6 … 1e-8, dt = 1 s the largest
+/// step), and at tolerance 1e-5 not above that proportion. The error is
+/// |Δposition| / L at T = 1 s against the reference. At 1e-5 it may fall
+/// below it: since the adaptive methods project onto the pin between their
+/// substeps (issue 10, `tests/robust_singular_passage.rs`) the pin's drift is
+/// no part of the error, and `dopri5`'s error at 1e-5 equals its error at
+/// 1e-6 (2.1e-7 m; error/tolerance 0.018 against 0.18–0.23 below).
 #[test]
 fn adaptive_error_is_proportional_to_the_tolerance() {
     let reference = bar_pendulum(Method::Rk4, 1.0 / 8192.0, f64::INFINITY);
@@ -167,8 +172,10 @@ fn adaptive_error_is_proportional_to_the_tolerance() {
             .iter()
             .map(|&tol| (bar_pendulum(method, 1.0, tol) - reference).length() / 1.2 / tol)
             .collect();
-        let (lo, hi) = ratios.iter().fold((f64::INFINITY, 0.0f64), |(l, h), &r| (l.min(r), h.max(r)));
+        eprintln!("{method}: error/tolerance {ratios:?}");
+        let (lo, hi) = ratios[1..].iter().fold((f64::INFINITY, 0.0f64), |(l, h), &r| (l.min(r), h.max(r)));
         assert!(hi / lo <= 10.0, "{method}: error/tolerance {ratios:?}");
+        assert!(ratios[0] <= 10.0 * hi, "{method}: error/tolerance {ratios:?}");
     }
 }
 

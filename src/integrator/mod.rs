@@ -38,6 +38,21 @@ pub trait Dynamics {
     fn linear_model(&mut self, _t: f64, _q: &[f64], _v: &[f64], _model: &mut LinearModel) -> bool {
         false
     }
+
+    /// Brings (q, v) back onto the constraints (positions, then velocities)
+    /// between the substeps of the adaptive methods, as the world does after
+    /// each of its steps; returns whether it did (the state may then have
+    /// moved). The default has no constraints to project onto: false.
+    ///
+    /// Why the adaptive methods need it: the index-1 equations keep C̈ = 0, not
+    /// C = 0, so the drift of a 0.1 s step of many substeps is left in the
+    /// stages, and where a mechanism passes a singular configuration the
+    /// multipliers are ∝ 1/ρ (ρ the smallest relative pivot) of that drift:
+    /// their power λ·(J v) did spurious work and deflected `linkage_loops`
+    /// onto another branch (module doc of [`dopri`], "Singular passages").
+    fn project(&mut self, _t: f64, _q: &mut [f64], _v: &mut [f64]) -> bool {
+        false
+    }
 }
 
 /// Positions, velocities and the accumulated non-conservative work.
