@@ -168,7 +168,7 @@ pub use settings::{SoftStepSettings, Softness};
 use lanes::SoftLanes;
 use manifold::{SoftInfo, SoftTotals};
 
-use super::Partner;
+use super::{Pair, Partner};
 
 impl Default for Partner {
     fn default() -> Self {
@@ -242,6 +242,9 @@ pub struct SoftState {
     narrow_points: Vec<Vec<crate::contact::narrowphase::ManifoldPoint>>,
     /// Where each pair's points end in its chunk's buffer (pair order).
     narrow_ends: Vec<u32>,
+    /// The buffer the prepare merges the broadphase's pairs into (it and
+    /// the contact set's pair list swap buffers each step).
+    sorted_pairs: Vec<Pair>,
     /// Relax sweeps per sub-step (friction is solved in them; in the soft
     /// sweep only when there are none).
     relax_iterations: usize,
