@@ -275,8 +275,11 @@ impl ContactSet {
         soft.place.clear();
         soft.by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
         soft.totals_by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
-        for (colour, totals) in soft.by_colour.iter_mut().zip(&mut soft.totals_by_colour) {
-            colour.clear();
+        // The colours' groups are kept from the last step and written over
+        // lane by lane (a new group is pushed only past the last one), then
+        // cut to length and padded below: no 1.1 kB empty group copied per
+        // group and step.
+        for totals in &mut soft.totals_by_colour {
             totals.clear();
         }
         soft.used.clear();
@@ -338,6 +341,9 @@ impl ContactSet {
             for chunk in points.chunks(2) {
                 for m in chunk {
                     if !(m.gap.is_finite() && m.normal.is_finite() && m.point.is_finite()) {
+                        for colour in &mut soft.by_colour {
+                            colour.clear();
+                        }
                         self.soft = soft;
                         return Err(self.error(bodies, pair, "the contact gap or normal is not finite (NaN state)"));
                     }
@@ -372,13 +378,26 @@ impl ContactSet {
                 let c = colour_of(&man, &mut soft.used);
                 let (colour, colour_totals) = (&mut soft.by_colour[c as usize], &mut soft.totals_by_colour[c as usize]);
                 let index = colour_totals.len();
-                if index % LANES == 0 {
+                if index == LANES * colour.len() {
                     colour.push(SoftLanes::EMPTY);
                 }
                 colour[index / LANES].set(index % LANES, &man);
                 colour_totals.push(totals);
                 soft.place.push((c, index as u32));
                 soft.info.push(SoftInfo { key, material, features, count: man.count });
+            }
+        }
+        // Each colour as many groups as its manifolds fill, the last one's
+        // unused lanes empty (a kept group holds last step's lanes there).
+        for (colour, totals) in soft.by_colour.iter_mut().zip(&soft.totals_by_colour) {
+            colour.truncate(totals.len().div_ceil(LANES));
+            let filled = totals.len() % LANES;
+            if filled > 0
+                && let Some(last) = colour.last_mut()
+            {
+                for l in filled..LANES {
+                    last.clear_lane(l);
+                }
             }
         }
         self.soft = soft;
