@@ -242,6 +242,8 @@ pub struct SoftState {
     narrow_points: Vec<Vec<crate::contact::narrowphase::ManifoldPoint>>,
     /// Where each pair's points end in its chunk's buffer (pair order).
     narrow_ends: Vec<u32>,
+    /// What the prepare reads of each body this step (body order).
+    facts: Vec<manifold::BodyFacts>,
     /// The buffer the prepare merges the broadphase's pairs into (it and
     /// the contact set's pair list swap buffers each step).
     sorted_pairs: Vec<Pair>,

@@ -4,7 +4,9 @@
 
 use super::WarmImpulses;
 use super::lanes::{LANES, SoftLanes, SweepInputs, sweep};
-use super::manifold::{MAX_COLOURS, Pass, Shared, SoftInfo, SoftTotals, colour_of, delta_of, moved, new_manifold};
+use super::manifold::{
+    BodyFacts, MAX_COLOURS, Pass, Shared, SoftInfo, SoftTotals, colour_of, delta_of, moved, new_manifold,
+};
 use crate::team::{Participant, Schedule, Shared as TeamShared, balanced_chunk};
 use glam::DVec2;
 
@@ -102,6 +104,12 @@ impl WorldPolygons {
         self.sizes[i]
     }
 
+    /// Whether body `i` has an outline this step (it is a polygon met by
+    /// another polygon).
+    fn has(&self, i: usize) -> bool {
+        self.start[i] != u32::MAX
+    }
+
     /// Body `i`'s outline: its vertices and normals.
     fn get(&self, hulls: &[Vec<DVec2>], i: usize) -> (&[DVec2], &[DVec2]) {
         let start = self.start[i] as usize;
@@ -184,12 +192,12 @@ fn sort_pairs(pairs: &mut Vec<Pair>, spare: &mut Vec<Pair>) {
 /// What the narrowphase of the prepare reads (shared by its threads).
 struct NarrowInputs<'a> {
     bodies: &'a [Body],
+    facts: &'a [BodyFacts],
     surfaces: &'a [Surface],
     hulls: &'a [Vec<DVec2>],
     pairs: &'a [Pair],
     world: &'a WorldPolygons,
     q: &'a [f64],
-    v: &'a [f64],
     dt: f64,
     margin: f64,
 }
@@ -198,24 +206,23 @@ struct NarrowInputs<'a> {
 /// their points appended to `out` (cleared first), pair `k`'s ending at
 /// `ends[k - first]`.
 fn narrow_chunk(inputs: &NarrowInputs<'_>, first: usize, ends: &mut [u32], out: &mut Vec<ManifoldPoint>) {
-    let NarrowInputs { bodies, surfaces, hulls, pairs, world, q, v, dt, margin } = *inputs;
+    let NarrowInputs { bodies, facts, surfaces, hulls, pairs, world, q, dt, margin } = *inputs;
     out.clear();
     for (k, end) in ends.iter_mut().enumerate() {
         let pair = pairs[first + k];
         // The pair's reach over the step: the speculative margin plus how
         // far the two can close at their start-of-step speeds (centre
-        // speed + spin × bounding radius), so that a fast body meets a
-        // thin one or a surface as a speculative contact instead of
-        // passing through it between two narrowphases.
-        let speed = |i: usize| {
-            let r = bodies[i].shape.bounding_radius();
-            DVec2::new(v[3 * i], v[3 * i + 1]).length() + v[3 * i + 2].abs() * r
-        };
+        // speed + spin × bounding radius, `BodyFacts::closing_speed`), so
+        // that a fast body meets a thin one or a surface as a speculative
+        // contact instead of passing through it between two narrowphases.
+        let speed = |i: usize| facts[i].closing_speed;
         let closing = speed(pair.a) + if let Partner::Body(j) = pair.b { speed(j) } else { 0.0 };
         let reach = margin + dt * closing;
         match pair.b {
-            // Two polygons: their world outlines, computed once per body.
-            Partner::Body(j) if hull_is_polygon(&bodies[pair.a].shape) && hull_is_polygon(&bodies[j].shape) => {
+            // Two polygons (both have outlines: each is a polygon met by a
+            // polygon, and both are, as `WorldPolygons::build` marks them):
+            // their world outlines, computed once per body.
+            Partner::Body(j) if world.has(pair.a) && world.has(j) => {
                 let (a, b) = (world.get(hulls, pair.a), world.get(hulls, j));
                 polygon_polygon_world(world.size(pair.a), a, b, reach, out);
             }
@@ -300,14 +307,16 @@ impl ContactSet {
         }
         soft.narrow_ends.resize(pairs, 0);
         soft.world_polygons.build(&self.hulls, bodies, &self.pairs, q, parallel);
+        soft.facts.clear();
+        soft.facts.extend(bodies.iter().enumerate().map(|(i, b)| BodyFacts::of(b, i, v)));
         let inputs = NarrowInputs {
             bodies,
+            facts: &soft.facts,
             surfaces,
             hulls: &self.hulls,
             pairs: &self.pairs,
             world: &soft.world_polygons,
             q,
-            v,
             dt,
             margin,
         };
@@ -348,7 +357,7 @@ impl ContactSet {
                         return Err(self.error(bodies, pair, "the contact gap or normal is not finite (NaN state)"));
                     }
                 }
-                let (mut man, totals) = new_manifold(bodies, pair, &material, q, v, chunk, resting_speed);
+                let (mut man, totals) = new_manifold(&soft.facts, pair, &material, q, v, chunk, resting_speed);
                 let mut features = [0u32; 2];
                 for (f, m) in features.iter_mut().zip(chunk) {
                     *f = m.feature;
