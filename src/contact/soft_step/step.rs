@@ -648,6 +648,78 @@ impl ContactSet {
 
 #[cfg(test)]
 mod tests {
+    use crate::contact::{Pair, Partner};
+
+    /// The merge of the broadphase's two runs gives `sort_unstable`'s
+    /// order: surface pairs then body pairs (the broadphase's order), one
+    /// run, either run empty, and unsorted lists (which fall back to the
+    /// sort), over 500 random lists.
+    #[test]
+    fn pairs_merged_as_sorted() {
+        let mut seed = 99u64;
+        let mut rnd = |n: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n.max(1)
+        };
+        let mut spare = Vec::new();
+        for case in 0..500 {
+            let bodies = 1 + rnd(300);
+            let mut surface: Vec<Pair> =
+                (0..rnd(40)).map(|_| Pair { a: rnd(bodies), b: Partner::Surface(rnd(3)) }).collect();
+            let mut body: Vec<Pair> = (0..rnd(400))
+                .map(|_| {
+                    let a = rnd(bodies);
+                    Pair { a, b: Partner::Body(a + 1 + rnd(20)) }
+                })
+                .collect();
+            if case % 5 != 4 {
+                surface.sort_unstable();
+                body.sort_unstable();
+            }
+            let mut pairs = surface;
+            pairs.extend(body);
+            let mut expected = pairs.clone();
+            expected.sort_unstable();
+            super::sort_pairs(&mut pairs, &mut spare);
+            assert_eq!(pairs, expected, "case {case}");
+        }
+    }
+
+    /// The colours' lane groups are kept from step to step: after every
+    /// prepare each colour has as many groups as its manifolds fill, and the
+    /// last group's unused lanes are empty (as `SoftLanes::EMPTY`'s), while
+    /// 300 falling balls make and break contacts (the colours grow and
+    /// shrink: checked to happen).
+    #[test]
+    fn kept_lane_groups_are_cut_to_length_and_padded_empty() {
+        use super::super::lanes::{LANES, SoftLanes};
+        let overrides =
+            ["contacts.solver=SoftStep(substeps: 4, hertz: 30)".to_string(), "drops[0].count=300".to_string()];
+        let scene =
+            crate::scene::Scene::load(std::path::Path::new("scenes/balls_in_box.ron"), &overrides).expect("scene");
+        let mut world = scene.build_world().expect("world");
+        let mut groups_before: Vec<usize> = Vec::new();
+        let mut shrank = 0;
+        for _ in 0..120 {
+            world.step().expect("step");
+            let soft = &world.contacts.soft;
+            let groups: Vec<usize> = soft.by_colour.iter().map(Vec::len).collect();
+            for (c, (colour, totals)) in soft.by_colour.iter().zip(&soft.totals_by_colour).enumerate() {
+                assert_eq!(colour.len(), totals.len().div_ceil(LANES), "colour {c}");
+                if let Some(last) = colour.last() {
+                    for l in (totals.len() - 1) % LANES + 1..LANES {
+                        assert!(last.get(l) == SoftLanes::EMPTY.get(l), "colour {c} lane {l} is not empty");
+                    }
+                }
+                if groups_before.get(c).is_some_and(|&g| g > groups[c]) {
+                    shrank += 1;
+                }
+            }
+            groups_before = groups;
+        }
+        assert!(shrank > 0, "no colour shrank: the reuse of kept groups is not exercised");
+    }
+
     /// A 30-row pyramid (465 boxes, well over [`super::PARALLEL_PAIRS_MIN`]
     /// candidate pairs) stepped 10 times on pools of 1 and 3 threads: on 3 the
     /// prepare's narrowphase is cut into several chunks that all hold points,
