@@ -157,9 +157,9 @@
 //! edge direction as `n.perp()`; the broadphase's two sorted runs merged,
 //! not sorted; the lane groups kept from step to step; each body's
 //! `BodyFacts` once per step; same command, seven alternated pairs,
-//! 27 Nov 2026 09:12 UTC, load 8.7–9.9): CPU 13.3 → 11.8 ms/step (medians,
-//! −12 %; one thread: 11.7 → 10.4), Box2D v3 5.22 CPU in the same session
-//! (2.3×, was 2.6×).
+//! 27 Nov 2026 09:31 UTC, load 5.3–5.7): CPU 13.1 → 11.2 ms/step (medians,
+//! −15 %; one thread: 12.5 → 10.6), Box2D v3 5.25 CPU in the same session
+//! (2.1×, was 2.5×; at load 8.7–9.9: 13.3 → 11.8, Box2D 5.22).
 //!
 //! # Files
 //!
