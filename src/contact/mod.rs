@@ -440,12 +440,18 @@ impl ContactSet {
             );
             joined.sort_unstable();
         }
-        for &[i, j] in &out {
-            let (i, j) = (i as usize, j as usize);
-            if (bodies[i].fixed && bodies[j].fixed) || joined.binary_search(&(i, j)).is_ok() {
-                continue;
+        if joined.is_empty() && !bodies.iter().any(|b| b.fixed) {
+            // Nothing to leave out (a pile on the ground): the pairs as
+            // found, without reading each pair's two bodies.
+            self.pairs.extend(out.iter().map(|&[i, j]| Pair { a: i as usize, b: Partner::Body(j as usize) }));
+        } else {
+            for &[i, j] in &out {
+                let (i, j) = (i as usize, j as usize);
+                if (bodies[i].fixed && bodies[j].fixed) || joined.binary_search(&(i, j)).is_ok() {
+                    continue;
+                }
+                self.pairs.push(Pair { a: i, b: Partner::Body(j) });
             }
-            self.pairs.push(Pair { a: i, b: Partner::Body(j) });
         }
         self.body_pairs = out;
         self.joined = joined;

@@ -328,6 +328,11 @@ impl SoftLanes {
         }
     }
 
+    /// Makes lane `l` empty, as in [`SoftLanes::EMPTY`].
+    pub(super) fn clear_lane(&mut self, l: usize) {
+        self.set(l, &SoftManifold { a: NONE, b: NONE, ..SoftManifold::default() });
+    }
+
     /// The manifold in lane `l`.
     pub(super) fn get(&self, l: usize) -> SoftManifold {
         let point = |q: &PointLanes| SoftPoint {

@@ -4,7 +4,9 @@
 
 use super::WarmImpulses;
 use super::lanes::{LANES, SoftLanes, SweepInputs, sweep};
-use super::manifold::{MAX_COLOURS, Pass, Shared, SoftInfo, SoftTotals, colour_of, delta_of, moved, new_manifold};
+use super::manifold::{
+    BodyFacts, MAX_COLOURS, Pass, Shared, SoftInfo, SoftTotals, colour_of, delta_of, moved, new_manifold,
+};
 use crate::team::{Participant, Schedule, Shared as TeamShared, balanced_chunk};
 use glam::DVec2;
 
@@ -12,7 +14,7 @@ use super::{SoftStepSettings, Softness};
 use crate::body::Body;
 use crate::contact::narrowphase::{
     ManifoldPoint, Pose, hull_is_polygon,
-    polygon::{fill_world, polygon_polygon_world},
+    polygon::{fill_world, hull_size, polygon_polygon_world},
 };
 use crate::contact::{Contact, ContactError, ContactSet, Pair, Partner, collide_pair_into};
 use crate::surface::Surface;
@@ -61,6 +63,9 @@ pub(super) struct WorldPolygons {
     start: Vec<u32>,
     vertices: Vec<DVec2>,
     normals: Vec<DVec2>,
+    /// Each body's [`hull_size`] (the reference-face tolerance's scale;
+    /// set for the bodies with an outline), once per body, not per pair.
+    sizes: Vec<f64>,
 }
 
 impl WorldPolygons {
@@ -80,16 +85,29 @@ impl WorldPolygons {
             }
         }
         let mut total = 0usize;
-        for (start, hull) in self.start.iter_mut().zip(hulls) {
+        self.sizes.resize(bodies.len(), 0.0);
+        for ((start, hull), size) in self.start.iter_mut().zip(hulls).zip(&mut self.sizes) {
             if *start == NEEDED {
                 *start = total as u32;
                 total += hull.len();
+                *size = hull_size(hull);
             }
         }
         self.vertices.resize(total, DVec2::ZERO);
         self.normals.resize(total, DVec2::ZERO);
         let min = if parallel { OUTLINE_BODIES_MIN } else { usize::MAX };
         fill_outlines(hulls, q, &self.start, 0..bodies.len(), &mut self.vertices, &mut self.normals, min);
+    }
+
+    /// Body `i`'s [`hull_size`].
+    fn size(&self, i: usize) -> f64 {
+        self.sizes[i]
+    }
+
+    /// Whether body `i` has an outline this step (it is a polygon met by
+    /// another polygon).
+    fn has(&self, i: usize) -> bool {
+        self.start[i] != u32::MAX
     }
 
     /// Body `i`'s outline: its vertices and normals.
@@ -138,15 +156,48 @@ fn fill_outlines(
     }
 }
 
+/// Puts `pairs` in key order. The broadphase lists the surface pairs (in
+/// body order), then the body pairs (sorted): two sorted runs, merged here
+/// in one pass into `spare`, whose buffer then holds the pairs (the two
+/// buffers alternate, no allocation once grown), instead of a comparison
+/// sort of every pair (2.5 % of the 100-row pyramid's step). Any other
+/// order is sorted. The keys are distinct (and equal pairs are
+/// indistinguishable): the same order as `sort_unstable`.
+fn sort_pairs(pairs: &mut Vec<Pair>, spare: &mut Vec<Pair>) {
+    let split = pairs.windows(2).position(|w| w[1] < w[0]).map_or(pairs.len(), |k| k + 1);
+    if split == pairs.len() {
+        return;
+    }
+    let (first, second) = pairs.split_at(split);
+    if !second.is_sorted() {
+        pairs.sort_unstable();
+        return;
+    }
+    spare.clear();
+    let (mut i, mut j) = (0, 0);
+    while i < first.len() && j < second.len() {
+        if second[j] < first[i] {
+            spare.push(second[j]);
+            j += 1;
+        } else {
+            spare.push(first[i]);
+            i += 1;
+        }
+    }
+    spare.extend_from_slice(&first[i..]);
+    spare.extend_from_slice(&second[j..]);
+    std::mem::swap(pairs, spare);
+}
+
 /// What the narrowphase of the prepare reads (shared by its threads).
 struct NarrowInputs<'a> {
     bodies: &'a [Body],
+    facts: &'a [BodyFacts],
     surfaces: &'a [Surface],
     hulls: &'a [Vec<DVec2>],
     pairs: &'a [Pair],
     world: &'a WorldPolygons,
     q: &'a [f64],
-    v: &'a [f64],
     dt: f64,
     margin: f64,
 }
@@ -155,26 +206,25 @@ struct NarrowInputs<'a> {
 /// their points appended to `out` (cleared first), pair `k`'s ending at
 /// `ends[k - first]`.
 fn narrow_chunk(inputs: &NarrowInputs<'_>, first: usize, ends: &mut [u32], out: &mut Vec<ManifoldPoint>) {
-    let NarrowInputs { bodies, surfaces, hulls, pairs, world, q, v, dt, margin } = *inputs;
+    let NarrowInputs { bodies, facts, surfaces, hulls, pairs, world, q, dt, margin } = *inputs;
     out.clear();
     for (k, end) in ends.iter_mut().enumerate() {
         let pair = pairs[first + k];
         // The pair's reach over the step: the speculative margin plus how
         // far the two can close at their start-of-step speeds (centre
-        // speed + spin × bounding radius), so that a fast body meets a
-        // thin one or a surface as a speculative contact instead of
-        // passing through it between two narrowphases.
-        let speed = |i: usize| {
-            let r = bodies[i].shape.bounding_radius();
-            DVec2::new(v[3 * i], v[3 * i + 1]).length() + v[3 * i + 2].abs() * r
-        };
+        // speed + spin × bounding radius, `BodyFacts::closing_speed`), so
+        // that a fast body meets a thin one or a surface as a speculative
+        // contact instead of passing through it between two narrowphases.
+        let speed = |i: usize| facts[i].closing_speed;
         let closing = speed(pair.a) + if let Partner::Body(j) = pair.b { speed(j) } else { 0.0 };
         let reach = margin + dt * closing;
         match pair.b {
-            // Two polygons: their world outlines, computed once per body.
-            Partner::Body(j) if hull_is_polygon(&bodies[pair.a].shape) && hull_is_polygon(&bodies[j].shape) => {
+            // Two polygons (both have outlines: each is a polygon met by a
+            // polygon, and both are, as `WorldPolygons::build` marks them):
+            // their world outlines, computed once per body.
+            Partner::Body(j) if world.has(pair.a) && world.has(j) => {
                 let (a, b) = (world.get(hulls, pair.a), world.get(hulls, j));
-                polygon_polygon_world(&hulls[pair.a], a, b, reach, out);
+                polygon_polygon_world(world.size(pair.a), a, b, reach, out);
             }
             _ => collide_pair_into(hulls, bodies, surfaces, pair, q, reach, out),
         }
@@ -225,15 +275,18 @@ impl ContactSet {
         soft.delta.clear();
         soft.delta.resize(bodies.len(), [0.0, 0.0, 1.0, 0.0]);
         // Pair order = key order, so that matching with the previous step is a merge.
-        self.pairs.sort_unstable();
+        sort_pairs(&mut self.pairs, &mut soft.sorted_pairs);
         std::mem::swap(&mut soft.previous, &mut soft.impulses);
         std::mem::swap(&mut soft.previous_info, &mut soft.info);
         soft.info.clear();
         soft.place.clear();
         soft.by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
         soft.totals_by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
-        for (colour, totals) in soft.by_colour.iter_mut().zip(&mut soft.totals_by_colour) {
-            colour.clear();
+        // The colours' groups are kept from the last step and written over
+        // lane by lane (a new group is pushed only past the last one), then
+        // cut to length and padded below: no 1.1 kB empty group copied per
+        // group and step.
+        for totals in &mut soft.totals_by_colour {
             totals.clear();
         }
         soft.used.clear();
@@ -254,14 +307,16 @@ impl ContactSet {
         }
         soft.narrow_ends.resize(pairs, 0);
         soft.world_polygons.build(&self.hulls, bodies, &self.pairs, q, parallel);
+        soft.facts.clear();
+        soft.facts.extend(bodies.iter().enumerate().map(|(i, b)| BodyFacts::of(b, i, v)));
         let inputs = NarrowInputs {
             bodies,
+            facts: &soft.facts,
             surfaces,
             hulls: &self.hulls,
             pairs: &self.pairs,
             world: &soft.world_polygons,
             q,
-            v,
             dt,
             margin,
         };
@@ -295,11 +350,14 @@ impl ContactSet {
             for chunk in points.chunks(2) {
                 for m in chunk {
                     if !(m.gap.is_finite() && m.normal.is_finite() && m.point.is_finite()) {
+                        for colour in &mut soft.by_colour {
+                            colour.clear();
+                        }
                         self.soft = soft;
                         return Err(self.error(bodies, pair, "the contact gap or normal is not finite (NaN state)"));
                     }
                 }
-                let (mut man, totals) = new_manifold(bodies, pair, &material, q, v, chunk, resting_speed);
+                let (mut man, totals) = new_manifold(&soft.facts, pair, &material, q, v, chunk, resting_speed);
                 let mut features = [0u32; 2];
                 for (f, m) in features.iter_mut().zip(chunk) {
                     *f = m.feature;
@@ -329,13 +387,26 @@ impl ContactSet {
                 let c = colour_of(&man, &mut soft.used);
                 let (colour, colour_totals) = (&mut soft.by_colour[c as usize], &mut soft.totals_by_colour[c as usize]);
                 let index = colour_totals.len();
-                if index % LANES == 0 {
+                if index == LANES * colour.len() {
                     colour.push(SoftLanes::EMPTY);
                 }
                 colour[index / LANES].set(index % LANES, &man);
                 colour_totals.push(totals);
                 soft.place.push((c, index as u32));
                 soft.info.push(SoftInfo { key, material, features, count: man.count });
+            }
+        }
+        // Each colour as many groups as its manifolds fill, the last one's
+        // unused lanes empty (a kept group holds last step's lanes there).
+        for (colour, totals) in soft.by_colour.iter_mut().zip(&soft.totals_by_colour) {
+            colour.truncate(totals.len().div_ceil(LANES));
+            let filled = totals.len() % LANES;
+            if filled > 0
+                && let Some(last) = colour.last_mut()
+            {
+                for l in filled..LANES {
+                    last.clear_lane(l);
+                }
             }
         }
         self.soft = soft;
@@ -577,6 +648,78 @@ impl ContactSet {
 
 #[cfg(test)]
 mod tests {
+    use crate::contact::{Pair, Partner};
+
+    /// The merge of the broadphase's two runs gives `sort_unstable`'s
+    /// order: surface pairs then body pairs (the broadphase's order), one
+    /// run, either run empty, and unsorted lists (which fall back to the
+    /// sort), over 500 random lists.
+    #[test]
+    fn pairs_merged_as_sorted() {
+        let mut seed = 99u64;
+        let mut rnd = |n: usize| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % n.max(1)
+        };
+        let mut spare = Vec::new();
+        for case in 0..500 {
+            let bodies = 1 + rnd(300);
+            let mut surface: Vec<Pair> =
+                (0..rnd(40)).map(|_| Pair { a: rnd(bodies), b: Partner::Surface(rnd(3)) }).collect();
+            let mut body: Vec<Pair> = (0..rnd(400))
+                .map(|_| {
+                    let a = rnd(bodies);
+                    Pair { a, b: Partner::Body(a + 1 + rnd(20)) }
+                })
+                .collect();
+            if case % 5 != 4 {
+                surface.sort_unstable();
+                body.sort_unstable();
+            }
+            let mut pairs = surface;
+            pairs.extend(body);
+            let mut expected = pairs.clone();
+            expected.sort_unstable();
+            super::sort_pairs(&mut pairs, &mut spare);
+            assert_eq!(pairs, expected, "case {case}");
+        }
+    }
+
+    /// The colours' lane groups are kept from step to step: after every
+    /// prepare each colour has as many groups as its manifolds fill, and the
+    /// last group's unused lanes are empty (as `SoftLanes::EMPTY`'s), while
+    /// 300 falling balls make and break contacts (the colours grow and
+    /// shrink: checked to happen).
+    #[test]
+    fn kept_lane_groups_are_cut_to_length_and_padded_empty() {
+        use super::super::lanes::{LANES, SoftLanes};
+        let overrides =
+            ["contacts.solver=SoftStep(substeps: 4, hertz: 30)".to_string(), "drops[0].count=300".to_string()];
+        let scene =
+            crate::scene::Scene::load(std::path::Path::new("scenes/balls_in_box.ron"), &overrides).expect("scene");
+        let mut world = scene.build_world().expect("world");
+        let mut groups_before: Vec<usize> = Vec::new();
+        let mut shrank = 0;
+        for _ in 0..120 {
+            world.step().expect("step");
+            let soft = &world.contacts.soft;
+            let groups: Vec<usize> = soft.by_colour.iter().map(Vec::len).collect();
+            for (c, (colour, totals)) in soft.by_colour.iter().zip(&soft.totals_by_colour).enumerate() {
+                assert_eq!(colour.len(), totals.len().div_ceil(LANES), "colour {c}");
+                if let Some(last) = colour.last() {
+                    for l in (totals.len() - 1) % LANES + 1..LANES {
+                        assert!(last.get(l) == SoftLanes::EMPTY.get(l), "colour {c} lane {l} is not empty");
+                    }
+                }
+                if groups_before.get(c).is_some_and(|&g| g > groups[c]) {
+                    shrank += 1;
+                }
+            }
+            groups_before = groups;
+        }
+        assert!(shrank > 0, "no colour shrank: the reuse of kept groups is not exercised");
+    }
+
     /// A 30-row pyramid (465 boxes, well over [`super::PARALLEL_PAIRS_MIN`]
     /// candidate pairs) stepped 10 times on pools of 1 and 3 threads: on 3 the
     /// prepare's narrowphase is cut into several chunks that all hold points,
