@@ -17,7 +17,7 @@ use glam::Vec2;
 use rayon::prelude::*;
 
 use super::obstacle::{Obstacle, kind};
-use super::substep::SideImpulse;
+use super::substep::{SideImpulse, SweepBall};
 use super::{GridSpec, MAX_NEIGHBOURS, MAX_OBSTACLES, Population, PopulationError, PopulationStats, state};
 use crate::gpu::GpuField;
 
@@ -44,6 +44,9 @@ pub(crate) struct Scratch {
     pub(crate) v_pre: Vec<Vec2>,
     pub(crate) x_pred: Vec<Vec2>,
     pub(crate) dx: Vec<Vec2>,
+    /// What the substeps' pair loops read of a ball, one 16-byte record
+    /// each ([`SweepBall`]: latest position, radius, inverse mass).
+    pub(crate) sweep_ball: Vec<SweepBall>,
     pub(crate) contacts: Vec<u32>,
     pub(crate) cell_of: Vec<u32>,
     pub(crate) cell_start: Vec<u32>,
@@ -111,6 +114,7 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     for v in [&mut s.acc, &mut s.v_pre, &mut s.x_pred, &mut s.dx] {
         v.resize(n, Vec2::ZERO);
     }
+    s.sweep_ball.resize(n, SweepBall::default());
     s.contacts.resize(n, 1);
     s.pair_extra.resize(n * MAX_NEIGHBOURS, 0.0);
     s.side_impulse.resize(n * MAX_NEIGHBOURS, SideImpulse::NONE);
