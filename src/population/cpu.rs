@@ -72,9 +72,13 @@ pub(crate) struct Scratch {
     /// The impulse each entry of the neighbour lists gives its ball in the
     /// substep's velocity pass, written by the pair's owner.
     pub(crate) side_impulse: Vec<SideImpulse>,
-    /// Rebound distance of each owned pair for the substep (`count_contacts`),
-    /// by owned slot.
-    pub(crate) pair_extra: Vec<f32>,
+    /// The pairs the sweeps project (each ball's owned pairs, before its
+    /// orphans), in the order the sweeps visit their balls (colour, cell,
+    /// id: [`sweep_order_pairs`]), with their rebound distances for the
+    /// substep (`count_contacts`): a sweep reads them as one stream.
+    pub(crate) sweep_pairs: Vec<SweepPair>,
+    /// Each ball's pairs in `sweep_pairs` (start, end).
+    pub(crate) sweep_range: Vec<[u32; 2]>,
     /// Rebound distance of each listed obstacle for the substep.
     pub(crate) obstacle_extra: Vec<f32>,
     /// The re-sort's gather order (`resort`).
@@ -82,6 +86,17 @@ pub(crate) struct Scratch {
     /// The cells holding balls, by colour (`colour_of_cell`), rebuilt with
     /// the grid.
     pub(crate) colour_cells: [Vec<u32>; COLOURS],
+}
+
+/// A pair a sweep projects, as the sweep reads it ([`Scratch::sweep_pairs`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct SweepPair {
+    /// The other ball (its slot; the projecting ball is the one whose
+    /// range holds the pair).
+    pub(crate) other: u32,
+    /// The pair's rebound distance for the substep's solve sweeps, written
+    /// by `count_contacts`.
+    pub(crate) rebound: f32,
 }
 
 /// Colours of the Gauss–Seidel sweep: a cell (cx, cy) has colour
@@ -116,7 +131,6 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     }
     s.sweep_ball.resize(n, SweepBall::default());
     s.contacts.resize(n, 1);
-    s.pair_extra.resize(n * MAX_NEIGHBOURS, 0.0);
     s.side_impulse.resize(n * MAX_NEIGHBOURS, SideImpulse::NONE);
     s.obstacle_extra.resize(n * MAX_OBSTACLES, 0.0);
     // Every kernel visits only the live range (release cursor onwards from
@@ -140,6 +154,7 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     build_grid(&pop.grid, &pop.position, &pop.state, &pop.ball_id, &mut pop.scratch, &live);
     pop.list_overflow += find_neighbours(pop, dt, &live);
     owned_pairs(&pop.ball_id, &mut pop.scratch, &live);
+    sweep_order_pairs(&mut pop.scratch, &live);
     // The corrections start at zero (then finish_substep clears them).
     par_live(&mut pop.scratch.dx, &live).for_each(|(_, d)| *d = Vec2::ZERO);
     let substeps = pop.params.substeps;
@@ -492,6 +507,31 @@ pub(crate) fn owned_pairs(ball_id: &[u32], s: &mut Scratch, live: &Range<usize>)
             }
             *pair_count = count as u32;
         });
+}
+
+/// The sweeps' pairs in the order the sweeps visit their balls
+/// ([`Scratch::sweep_pairs`], after [`owned_pairs`] and the grid): the
+/// colours in order, each colour's cells in order, each cell's balls by id —
+/// the order of `Substeps::sweep` whatever the pool size (its chunks are
+/// runs of a colour's cells), so that a sweep reads its pairs front to back
+/// (a ball's list slots were a cache line each, fetched cold at 10⁵ balls).
+/// Balls out of the world get an empty range.
+pub(crate) fn sweep_order_pairs(s: &mut Scratch, live: &Range<usize>) {
+    s.sweep_range.resize(s.owned_count.len(), [0, 0]);
+    s.sweep_range[live.clone()].fill([0, 0]);
+    s.sweep_pairs.clear();
+    for cells in &s.colour_cells {
+        for &c in cells {
+            let c = c as usize;
+            for &i in &s.sorted[s.cell_start[c] as usize..s.cell_start[c + 1] as usize] {
+                let i = i as usize;
+                let start = s.sweep_pairs.len() as u32;
+                let owned = &s.owned[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.owned_count[i] as usize];
+                s.sweep_pairs.extend(owned.iter().map(|&j| SweepPair { other: j, rebound: 0.0 }));
+                s.sweep_range[i] = [start, s.sweep_pairs.len() as u32];
+            }
+        }
+    }
 }
 
 /// The pair geometry in canonical orientation (`a` the lower index): unit

@@ -20,7 +20,7 @@ use std::ops::Range;
 use glam::Vec2;
 
 use super::contact::{self, ContactImpulse, Material, VelocityContact};
-use super::cpu::{ACTIVE_SLOP, CELL_CHUNK, CHUNK, FAR_MARGIN, NO_MIRROR, obstacle_in_reach, pair_normal};
+use super::cpu::{ACTIVE_SLOP, CELL_CHUNK, CHUNK, FAR_MARGIN, NO_MIRROR, SweepPair, obstacle_in_reach, pair_normal};
 use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Population, state};
 use crate::team::{Participant, Schedule, Shared, balanced_chunk};
 
@@ -37,7 +37,7 @@ struct Arrays {
     ball: Shared<SweepBall>,
     contacts: Shared<u32>,
     side_impulse: Shared<SideImpulse>,
-    pair_extra: Shared<f32>,
+    sweep_pairs: Shared<SweepPair>,
     obstacle_extra: Shared<f32>,
 }
 
@@ -134,7 +134,7 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
     let s = &mut pop.scratch;
     let (mut v_pre, mut x_pred, mut dx) = (take2(&mut s.v_pre), take2(&mut s.x_pred), take2(&mut s.dx));
     let mut sweep_ball = std::mem::take(&mut s.sweep_ball);
-    let (mut pair_extra, mut obstacle_extra) = (take1(&mut s.pair_extra), take1(&mut s.obstacle_extra));
+    let (mut sweep_pairs, mut obstacle_extra) = (std::mem::take(&mut s.sweep_pairs), take1(&mut s.obstacle_extra));
     let mut contacts = std::mem::take(&mut s.contacts);
     let mut side_impulse = std::mem::take(&mut s.side_impulse);
     let worst = {
@@ -151,7 +151,7 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
                 ball: Shared::new(&mut sweep_ball),
                 contacts: Shared::new(&mut contacts),
                 side_impulse: Shared::new(&mut side_impulse),
-                pair_extra: Shared::new(&mut pair_extra),
+                sweep_pairs: Shared::new(&mut sweep_pairs),
                 obstacle_extra: Shared::new(&mut obstacle_extra),
             },
             h,
@@ -185,7 +185,7 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
     (pop.position, pop.velocity, pop.omega, pop.angle) = (position, velocity, omega, angle);
     let s = &mut pop.scratch;
     (s.v_pre, s.x_pred, s.dx) = (v_pre, x_pred, dx);
-    (s.pair_extra, s.obstacle_extra, s.contacts) = (pair_extra, obstacle_extra, contacts);
+    (s.sweep_pairs, s.obstacle_extra, s.contacts) = (sweep_pairs, obstacle_extra, contacts);
     s.side_impulse = side_impulse;
     s.sweep_ball = sweep_ball;
 }
@@ -341,7 +341,9 @@ impl Substeps<'_> {
         let balls = pop.params.material;
         let (position, x_pred, v_pre, ball) =
             unsafe { (m.position.all(), m.x_pred.all(), m.v_pre.all(), m.ball.all()) };
-        let pair_extra = unsafe { m.pair_extra.range_mut(i * MAX_NEIGHBOURS..(i + 1) * MAX_NEIGHBOURS) };
+        // SAFETY: ball i's range of the sweeps' pairs is its own.
+        let [start, end] = s.sweep_range[i];
+        let sweep_pairs = unsafe { m.sweep_pairs.range_mut(start as usize..end as usize) };
         let obstacle_extra = unsafe { m.obstacle_extra.range_mut(i * MAX_OBSTACLES..(i + 1) * MAX_OBSTACLES) };
         let (p, r) = (x_pred[i], radius[i]);
         let mut n = 0u32;
@@ -356,15 +358,14 @@ impl Substeps<'_> {
             }
         }
         // The rebound distances of the pairs ball i projects (solve_ball).
-        let owned = &s.owned[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.owned_count[i] as usize];
-        for (slot, &j) in owned.iter().enumerate() {
-            let j = j as usize;
+        for pair in sweep_pairs.iter_mut() {
+            let j = pair.other as usize;
             let (a, b) = if i < j { (i, j) } else { (j, i) };
             let sum_r = ball[a].radius + ball[b].radius;
             // Overlapping at the substep's start (margin far above f32
             // rounding): no new impact, no rebound; skip the sqrt.
             if (position[a] - position[b]).length_squared() < sum_r * sum_r * (1.0 - FAR_MARGIN) {
-                pair_extra[slot] = 0.0;
+                pair.rebound = 0.0;
                 continue;
             }
             // Closing slower than the resting speed whatever the normal
@@ -373,7 +374,7 @@ impl Substeps<'_> {
             let closing = v_pre[a] - v_pre[b];
             let closing2 = closing.length_squared();
             if resting > 0.0 && closing2 < resting * resting * (1.0 - FAR_MARGIN) {
-                pair_extra[slot] = 0.0;
+                pair.rebound = 0.0;
                 continue;
             }
             // Too far to meet in the substep at |v_a − v_b| ≥ |v_n| (the
@@ -382,12 +383,12 @@ impl Substeps<'_> {
             // of an impact): no rebound; skip the normal.
             let meet = sum_r + closing2.sqrt() * h;
             if resting >= 0.0 && (position[a] - position[b]).length_squared() > meet * meet * (1.0 + FAR_MARGIN) {
-                pair_extra[slot] = 0.0;
+                pair.rebound = 0.0;
                 continue;
             }
             let (n0, d0) = pair_normal(position[a], position[b]);
             let vn_pre = closing.dot(n0);
-            pair_extra[slot] = contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting);
+            pair.rebound = contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting);
         }
         let listed = &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize];
         for (slot, &o) in listed.iter().enumerate() {
@@ -428,7 +429,7 @@ impl Substeps<'_> {
                 Sweep::Solve => m.x_pred.all(),
             }
         };
-        let (pair_extra, obstacle_extra) = unsafe { (m.pair_extra.all(), m.obstacle_extra.all()) };
+        let (sweep_pairs, obstacle_extra) = unsafe { (m.sweep_pairs.all(), m.obstacle_extra.all()) };
         let (dx, ball) = (&m.dx, &m.ball);
         // SAFETY (every get/set below): balls i and j lie in the 3 × 3 cells
         // around i's cell, which this thread alone touches (the caller).
@@ -443,8 +444,9 @@ impl Substeps<'_> {
         };
         // Each pair once per sweep, from its ball of lower id (the owned
         // pairs, `cpu::owned_pairs`): the pair's projection moves both balls.
-        let owned = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.owned_count[i] as usize;
-        for (&j, &rebound) in s.owned[owned.clone()].iter().zip(&pair_extra[owned]) {
+        // (`cpu::sweep_order_pairs`: the sweep reads them as one stream.)
+        let [start, end] = s.sweep_range[i];
+        for &SweepPair { other: j, rebound } in &sweep_pairs[start as usize..end as usize] {
             let j = j as usize;
             let (a, b) = if i < j { (i, j) } else { (j, i) };
             let (ball_a, ball_b) = unsafe { (ball.get(a), ball.get(b)) };
