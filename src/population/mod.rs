@@ -296,13 +296,16 @@ pub mod state {
 /// Bytes per ball of the CPU twin: state (position 8, velocity 8, angle 4,
 /// spin 4, radius 4, inverse mass 4, state 4, release step 4, id 4 = 44)
 /// plus step scratch (acceleration 8, pre-solve velocity 8, predicted
-/// position 8, correction 8, contact count 4, cell key 4, sorted index 4,
-/// re-sort order 4, neighbour list 4·(16 + 1), obstacle list 4·(8 + 1),
-/// the owned and obstacle contacts' rebound distances 4·(16 + 8), the
-/// re-sort's copy of one array 8, owned pairs 4·(16 + 2), their entries in
-/// both lists 1·(16 + 16), the list entries' velocity-pass impulses 16·16
-/// = 616; before the owned pairs, pop8: 268 with a new velocity and spin).
-pub const CPU_BYTES_PER_BALL: u64 = 44 + 616;
+/// position 8, correction 8, the pair loops' record of the ball 16, contact
+/// count 4, cell key 4, sorted index 4, re-sort order 4, neighbour list
+/// 4·(16 + 1), obstacle list 4·(8 + 1), the obstacle contacts' rebound
+/// distances 4·8, the re-sort's copy of one array 8, owned pairs 4·(16 +
+/// 2), their entries in both lists 1·(16 + 16), the sweeps' stream of them
+/// with their rebound distances 8·16 at most and its range 8, the list
+/// entries' velocity-pass impulses 16·16 = 704; pop9 added the record and
+/// the stream and dropped the rebound distances' 16 list slots: 616 before,
+/// and 268 before the owned pairs, pop8, with a new velocity and spin).
+pub const CPU_BYTES_PER_BALL: u64 = 44 + 704;
 
 /// Why a population cannot be built or stepped.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
