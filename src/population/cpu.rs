@@ -72,6 +72,9 @@ pub(crate) struct Scratch {
     /// The impulse each entry of the neighbour lists gives its ball in the
     /// substep's velocity pass, written by the pair's owner.
     pub(crate) side_impulse: Vec<SideImpulse>,
+    /// Whether the entry's pair takes part in the substep's velocity pass
+    /// (its `side_impulse` written); written with it by the pair's owner.
+    pub(crate) side_active: Vec<bool>,
     /// The pairs the sweeps project (each ball's owned pairs, before its
     /// orphans), in the order the sweeps visit their balls (colour, cell,
     /// id: [`sweep_order_pairs`]), with their rebound distances for the
@@ -132,6 +135,7 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     s.sweep_ball.resize(n, SweepBall::default());
     s.contacts.resize(n, 1);
     s.side_impulse.resize(n * MAX_NEIGHBOURS, SideImpulse::NONE);
+    s.side_active.resize(n * MAX_NEIGHBOURS, false);
     s.obstacle_extra.resize(n * MAX_OBSTACLES, 0.0);
     // Every kernel visits only the live range (release cursor onwards from
     // the first ball still in the world), indexing the arrays by ball.

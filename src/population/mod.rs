@@ -302,10 +302,11 @@ pub mod state {
 /// distances 4·8, the re-sort's copy of one array 8, owned pairs 4·(16 +
 /// 2), their entries in both lists 1·(16 + 16), the sweeps' stream of them
 /// with their rebound distances 8·16 at most and its range 8, the list
-/// entries' velocity-pass impulses 16·16 = 704; pop9 added the record and
-/// the stream and dropped the rebound distances' 16 list slots: 616 before,
-/// and 268 before the owned pairs, pop8, with a new velocity and spin).
-pub const CPU_BYTES_PER_BALL: u64 = 44 + 704;
+/// entries' velocity-pass impulses 16·16 and whether each takes part
+/// 1·16 = 720; pop9 added the record, the stream and the flags and dropped
+/// the rebound distances' 16 list slots: 616 before, and 268 before the
+/// owned pairs, pop8, with a new velocity and spin).
+pub const CPU_BYTES_PER_BALL: u64 = 44 + 720;
 
 /// Why a population cannot be built or stepped.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
