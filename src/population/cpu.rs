@@ -681,6 +681,52 @@ mod tests {
         assert!(pairs > 1000, "only {pairs} listed pairs: the test would prove little");
     }
 
+    /// The sweeps' pair stream (`sweep_order_pairs`) on a pile in motion:
+    /// each ball's range holds its owned pairs in list order, and the ranges
+    /// follow one another in the sweeps' visiting order (colour, cell, id)
+    /// with no gap, covering the stream; balls out of the grid get none. A
+    /// range off by one would project another ball's pairs; one out of
+    /// order would make the sweeps read the stream in jumps.
+    #[test]
+    fn the_sweep_pair_stream_holds_each_balls_owned_pairs_in_visiting_order() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron"))
+            .expect("scenes/balls_box.ron");
+        let scene = crate::scene::Scene::parse_with_overrides(&text, "balls_box.ron", &["population.count=700".into()])
+            .expect("balls_box parses");
+        let mut pop = scene.build_world().expect("balls_box builds").population.expect("a population");
+        let mut pairs = 0usize;
+        for _ in 0..40 {
+            step(&mut pop, 1.0 / 60.0).expect("a finite step");
+            let s = &pop.scratch;
+            let mut next = 0u32;
+            let mut visited = vec![false; pop.len()];
+            for cells in &s.colour_cells {
+                for &c in cells {
+                    let c = c as usize;
+                    for &i in &s.sorted[s.cell_start[c] as usize..s.cell_start[c + 1] as usize] {
+                        let i = i as usize;
+                        let [start, end] = s.sweep_range[i];
+                        assert_eq!(start, next, "ball {i}: its range does not follow the previous one");
+                        let owned = &s.owned[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.owned_count[i] as usize];
+                        let streamed: Vec<u32> =
+                            s.sweep_pairs[start as usize..end as usize].iter().map(|p| p.other).collect();
+                        assert_eq!(streamed, owned, "ball {i}");
+                        next = end;
+                        visited[i] = true;
+                        pairs += owned.len();
+                    }
+                }
+            }
+            assert_eq!(next as usize, s.sweep_pairs.len(), "the ranges do not cover the stream");
+            for (i, seen) in visited.iter().enumerate() {
+                if !seen {
+                    assert_eq!(s.sweep_range[i][0], s.sweep_range[i][1], "ball {i} out of the grid has pairs");
+                }
+            }
+        }
+        assert!(pairs > 1000, "only {pairs} streamed pairs: the test would prove little");
+    }
+
     /// The owned-pair lists behind the velocity pass's once-per-pair split
     /// (`owned_pairs`), on a pile whose lists overflow (a wide skin), so that
     /// orphans occur: every entry of every neighbour list is written by

@@ -731,6 +731,21 @@ impl Substeps<'_> {
 mod tests {
     use super::*;
 
+    /// `SideImpulse::or_none` keeps an active entry's bits and gives the
+    /// inactive one −0 in every field (what adds nothing, bitwise), whatever
+    /// the entry held (a stale impulse, a NaN).
+    #[test]
+    fn an_inactive_entry_reads_as_negative_zeros_and_an_active_one_unchanged() {
+        let held = SideImpulse { dv: Vec2::new(1.5, -0.0), spin: f32::NAN, roll: 3.0e-30 };
+        let bits = |s: SideImpulse| [s.dv.x.to_bits(), s.dv.y.to_bits(), s.spin.to_bits(), s.roll.to_bits()];
+        assert_eq!(bits(held.or_none(true)), bits(held));
+        assert_eq!(bits(held.or_none(false)), bits(SideImpulse::NONE));
+        assert_eq!(bits(SideImpulse::NONE), [(-0.0f32).to_bits(); 4]);
+        for x in [0.0f32, -0.0, 1.0, -2.5e-40, f32::INFINITY] {
+            assert_eq!((x + SideImpulse::NONE.spin).to_bits(), x.to_bits(), "{x} + (−0)");
+        }
+    }
+
     /// A team only where each thread gets its share of balls; the chunks
     /// cut the work evenly, within their bounds, and cover it.
     #[test]
