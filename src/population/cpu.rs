@@ -17,7 +17,7 @@ use glam::Vec2;
 use rayon::prelude::*;
 
 use super::obstacle::{Obstacle, kind};
-use super::substep::SideImpulse;
+use super::substep::{SideImpulse, SweepBall};
 use super::{GridSpec, MAX_NEIGHBOURS, MAX_OBSTACLES, Population, PopulationError, PopulationStats, state};
 use crate::gpu::GpuField;
 
@@ -44,6 +44,9 @@ pub(crate) struct Scratch {
     pub(crate) v_pre: Vec<Vec2>,
     pub(crate) x_pred: Vec<Vec2>,
     pub(crate) dx: Vec<Vec2>,
+    /// What the substeps' pair loops read of a ball, one 16-byte record
+    /// each ([`SweepBall`]: latest position, radius, inverse mass).
+    pub(crate) sweep_ball: Vec<SweepBall>,
     pub(crate) contacts: Vec<u32>,
     pub(crate) cell_of: Vec<u32>,
     pub(crate) cell_start: Vec<u32>,
@@ -69,9 +72,16 @@ pub(crate) struct Scratch {
     /// The impulse each entry of the neighbour lists gives its ball in the
     /// substep's velocity pass, written by the pair's owner.
     pub(crate) side_impulse: Vec<SideImpulse>,
-    /// Rebound distance of each owned pair for the substep (`count_contacts`),
-    /// by owned slot.
-    pub(crate) pair_extra: Vec<f32>,
+    /// Whether the entry's pair takes part in the substep's velocity pass
+    /// (its `side_impulse` written); written with it by the pair's owner.
+    pub(crate) side_active: Vec<bool>,
+    /// The pairs the sweeps project (each ball's owned pairs, before its
+    /// orphans), in the order the sweeps visit their balls (colour, cell,
+    /// id: [`sweep_order_pairs`]), with their rebound distances for the
+    /// substep (`count_contacts`): a sweep reads them as one stream.
+    pub(crate) sweep_pairs: Vec<SweepPair>,
+    /// Each ball's pairs in `sweep_pairs` (start, end).
+    pub(crate) sweep_range: Vec<[u32; 2]>,
     /// Rebound distance of each listed obstacle for the substep.
     pub(crate) obstacle_extra: Vec<f32>,
     /// The re-sort's gather order (`resort`).
@@ -79,6 +89,17 @@ pub(crate) struct Scratch {
     /// The cells holding balls, by colour (`colour_of_cell`), rebuilt with
     /// the grid.
     pub(crate) colour_cells: [Vec<u32>; COLOURS],
+}
+
+/// A pair a sweep projects, as the sweep reads it ([`Scratch::sweep_pairs`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct SweepPair {
+    /// The other ball (its slot; the projecting ball is the one whose
+    /// range holds the pair).
+    pub(crate) other: u32,
+    /// The pair's rebound distance for the substep's solve sweeps, written
+    /// by `count_contacts`.
+    pub(crate) rebound: f32,
 }
 
 /// Colours of the Gauss–Seidel sweep: a cell (cx, cy) has colour
@@ -111,9 +132,10 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     for v in [&mut s.acc, &mut s.v_pre, &mut s.x_pred, &mut s.dx] {
         v.resize(n, Vec2::ZERO);
     }
+    s.sweep_ball.resize(n, SweepBall::default());
     s.contacts.resize(n, 1);
-    s.pair_extra.resize(n * MAX_NEIGHBOURS, 0.0);
     s.side_impulse.resize(n * MAX_NEIGHBOURS, SideImpulse::NONE);
+    s.side_active.resize(n * MAX_NEIGHBOURS, false);
     s.obstacle_extra.resize(n * MAX_OBSTACLES, 0.0);
     // Every kernel visits only the live range (release cursor onwards from
     // the first ball still in the world), indexing the arrays by ball.
@@ -136,6 +158,7 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     build_grid(&pop.grid, &pop.position, &pop.state, &pop.ball_id, &mut pop.scratch, &live);
     pop.list_overflow += find_neighbours(pop, dt, &live);
     owned_pairs(&pop.ball_id, &mut pop.scratch, &live);
+    sweep_order_pairs(&mut pop.scratch, &live);
     // The corrections start at zero (then finish_substep clears them).
     par_live(&mut pop.scratch.dx, &live).for_each(|(_, d)| *d = Vec2::ZERO);
     let substeps = pop.params.substeps;
@@ -490,6 +513,31 @@ pub(crate) fn owned_pairs(ball_id: &[u32], s: &mut Scratch, live: &Range<usize>)
         });
 }
 
+/// The sweeps' pairs in the order the sweeps visit their balls
+/// ([`Scratch::sweep_pairs`], after [`owned_pairs`] and the grid): the
+/// colours in order, each colour's cells in order, each cell's balls by id —
+/// the order of `Substeps::sweep` whatever the pool size (its chunks are
+/// runs of a colour's cells), so that a sweep reads its pairs front to back
+/// (a ball's list slots were a cache line each, fetched cold at 10⁵ balls).
+/// Balls out of the world get an empty range.
+pub(crate) fn sweep_order_pairs(s: &mut Scratch, live: &Range<usize>) {
+    s.sweep_range.resize(s.owned_count.len(), [0, 0]);
+    s.sweep_range[live.clone()].fill([0, 0]);
+    s.sweep_pairs.clear();
+    for cells in &s.colour_cells {
+        for &c in cells {
+            let c = c as usize;
+            for &i in &s.sorted[s.cell_start[c] as usize..s.cell_start[c + 1] as usize] {
+                let i = i as usize;
+                let start = s.sweep_pairs.len() as u32;
+                let owned = &s.owned[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.owned_count[i] as usize];
+                s.sweep_pairs.extend(owned.iter().map(|&j| SweepPair { other: j, rebound: 0.0 }));
+                s.sweep_range[i] = [start, s.sweep_pairs.len() as u32];
+            }
+        }
+    }
+}
+
 /// The pair geometry in canonical orientation (`a` the lower index): unit
 /// normal from `b` into `a` and the distance. Coincident centres get a fixed
 /// normal so that both balls agree.
@@ -631,6 +679,52 @@ mod tests {
             }
         }
         assert!(pairs > 1000, "only {pairs} listed pairs: the test would prove little");
+    }
+
+    /// The sweeps' pair stream (`sweep_order_pairs`) on a pile in motion:
+    /// each ball's range holds its owned pairs in list order, and the ranges
+    /// follow one another in the sweeps' visiting order (colour, cell, id)
+    /// with no gap, covering the stream; balls out of the grid get none. A
+    /// range off by one would project another ball's pairs; one out of
+    /// order would make the sweeps read the stream in jumps.
+    #[test]
+    fn the_sweep_pair_stream_holds_each_balls_owned_pairs_in_visiting_order() {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron"))
+            .expect("scenes/balls_box.ron");
+        let scene = crate::scene::Scene::parse_with_overrides(&text, "balls_box.ron", &["population.count=700".into()])
+            .expect("balls_box parses");
+        let mut pop = scene.build_world().expect("balls_box builds").population.expect("a population");
+        let mut pairs = 0usize;
+        for _ in 0..40 {
+            step(&mut pop, 1.0 / 60.0).expect("a finite step");
+            let s = &pop.scratch;
+            let mut next = 0u32;
+            let mut visited = vec![false; pop.len()];
+            for cells in &s.colour_cells {
+                for &c in cells {
+                    let c = c as usize;
+                    for &i in &s.sorted[s.cell_start[c] as usize..s.cell_start[c + 1] as usize] {
+                        let i = i as usize;
+                        let [start, end] = s.sweep_range[i];
+                        assert_eq!(start, next, "ball {i}: its range does not follow the previous one");
+                        let owned = &s.owned[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.owned_count[i] as usize];
+                        let streamed: Vec<u32> =
+                            s.sweep_pairs[start as usize..end as usize].iter().map(|p| p.other).collect();
+                        assert_eq!(streamed, owned, "ball {i}");
+                        next = end;
+                        visited[i] = true;
+                        pairs += owned.len();
+                    }
+                }
+            }
+            assert_eq!(next as usize, s.sweep_pairs.len(), "the ranges do not cover the stream");
+            for (i, seen) in visited.iter().enumerate() {
+                if !seen {
+                    assert_eq!(s.sweep_range[i][0], s.sweep_range[i][1], "ball {i} out of the grid has pairs");
+                }
+            }
+        }
+        assert!(pairs > 1000, "only {pairs} streamed pairs: the test would prove little");
     }
 
     /// The owned-pair lists behind the velocity pass's once-per-pair split

@@ -248,12 +248,50 @@
 //! `solve_ball` 35 %, `pair_impulses` 30 %, `count_contacts` 17 %, the sums
 //! and finish 7 % (figures and the peers in docs/benchmarks.md).
 //!
+//! **Issue 8, pop9: the pair loops' memory** (27 Nov, bitwise the same:
+//! `--trace`, `--snapshot` every 5 steps and `--summary` of balls_box
+//! 3·10³ × 300 steps, mixer, hourglass and galton × 400 at 1, 3 and 16
+//! threads identical to main's). A profile at 10⁵ balls (falling) put the
+//! sweeps' time in the load of each ball's list slots (a 64-byte line per
+//! ball and array, fetched cold) and the velocity pass's in the 16-byte
+//! list entries written and summed for pairs far apart. Three changes:
+//! (1) what the pair loops read of a ball is one 16-byte record
+//! (`substep::SweepBall`: the latest position `base + dx`, radius, inverse
+//! mass), rewritten by the same addition wherever a correction is written,
+//! so reading it is bitwise reading `base[j] + dx[j]`; (2) the pairs the
+//! sweeps project, with their rebound distances, are one stream in the
+//! order the sweeps visit their balls (`cpu::sweep_order_pairs`: colour,
+//! cell, id — the sweep's order at every pool size), which a sweep reads
+//! front to back and `count_contacts` fills per ball; (3) a pair that
+//! takes no part in the velocity pass writes a byte (`side_active`)
+//! instead of its two 16-byte −0 entries, and a ball's sums skip those
+//! entries (x + (−0) = x: bitwise the same); a ball with no active entry
+//! reads none, one with some sums them all branch-free (`or_none`: which
+//! listed pairs touch is data a branch predictor cannot learn). CPU time,
+//! one thread (task-clock, before/after alternated, 3 pairs, medians):
+//! balls_box 10³ × 300 steps (settled) 1.12 → 1.13 s, 10⁴ × 60
+//! (falling, build included) 1.81 → 1.57 s (−14 %), 10⁵ × 8 2.62 → 1.53 s
+//! (−42 %); two threads 1.11 → 1.16 s (+4 %), 1.44 → 1.35 s (−6 %), 2.52 →
+//! 1.54 s (−39 %) (load 10–12; docs/benchmarks.md). The settled pile at 10³ pays the flags (+4 % for
+//! that change alone) and gains little from the rest: it is arithmetic
+//! bound (`pair_impulses` 31 %, `solve_ball` 30 %, `count_contacts` 16 %).
+//! Tried and not kept: the owned pairs as one per-ball record in the
+//! 16-slot lists (other ball, rebound, both entries: 12 bytes; or 8 without
+//! the entries): 10⁵ +20–25 % (the slots, 128–192 bytes a ball, were still
+//! fetched cold, and more of them); the sums skipping inactive entries by
+//! recomputing the far test instead of a flag: 10³ +7 %; the sums
+//! branch-free over all entries: 10⁵ +39 % against the branch (the reads
+//! are the cost).
+//!
 //! # Memory
 //! [`CPU_BYTES_PER_BALL`] and `gpu::GPU_BYTES_PER_BALL` state what a ball
 //! costs; a population over the backend's memory is refused before any
 //! allocation, with the estimate and the limit named. The CPU twin's owned
 //! pairs (pop8) cost 348 bytes a ball more than before (312 → 660), most of
-//! it the 16 list entries' impulses (16 bytes each).
+//! it the 16 list entries' impulses (16 bytes each); pop9's record, pair
+//! stream and flags 104 more, its stream replacing the rebound distances'
+//! list slots (64): 660 → 764 (the stream counted at its worst, 8 bytes × 16;
+//! measured 690 bytes a ball at 4·10⁴ balls, `tests/population_memory.rs`).
 
 pub mod contact;
 pub mod cpu;
@@ -296,13 +334,17 @@ pub mod state {
 /// Bytes per ball of the CPU twin: state (position 8, velocity 8, angle 4,
 /// spin 4, radius 4, inverse mass 4, state 4, release step 4, id 4 = 44)
 /// plus step scratch (acceleration 8, pre-solve velocity 8, predicted
-/// position 8, correction 8, contact count 4, cell key 4, sorted index 4,
-/// re-sort order 4, neighbour list 4·(16 + 1), obstacle list 4·(8 + 1),
-/// the owned and obstacle contacts' rebound distances 4·(16 + 8), the
-/// re-sort's copy of one array 8, owned pairs 4·(16 + 2), their entries in
-/// both lists 1·(16 + 16), the list entries' velocity-pass impulses 16·16
-/// = 616; before the owned pairs, pop8: 268 with a new velocity and spin).
-pub const CPU_BYTES_PER_BALL: u64 = 44 + 616;
+/// position 8, correction 8, the pair loops' record of the ball 16, contact
+/// count 4, cell key 4, sorted index 4, re-sort order 4, neighbour list
+/// 4·(16 + 1), obstacle list 4·(8 + 1), the obstacle contacts' rebound
+/// distances 4·8, the re-sort's copy of one array 8, owned pairs 4·(16 +
+/// 2), their entries in both lists 1·(16 + 16), the sweeps' stream of them
+/// with their rebound distances 8·16 at most and its range 8, the list
+/// entries' velocity-pass impulses 16·16 and whether each takes part
+/// 1·16 = 720; pop9 added the record, the stream and the flags and dropped
+/// the rebound distances' 16 list slots: 616 before, and 268 before the
+/// owned pairs, pop8, with a new velocity and spin).
+pub const CPU_BYTES_PER_BALL: u64 = 44 + 720;
 
 /// Why a population cannot be built or stepped.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -20,7 +20,7 @@ use std::ops::Range;
 use glam::Vec2;
 
 use super::contact::{self, ContactImpulse, Material, VelocityContact};
-use super::cpu::{ACTIVE_SLOP, CELL_CHUNK, CHUNK, FAR_MARGIN, NO_MIRROR, obstacle_in_reach, pair_normal};
+use super::cpu::{ACTIVE_SLOP, CELL_CHUNK, CHUNK, FAR_MARGIN, NO_MIRROR, SweepPair, obstacle_in_reach, pair_normal};
 use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Population, state};
 use crate::team::{Participant, Schedule, Shared, balanced_chunk};
 
@@ -34,9 +34,11 @@ struct Arrays {
     v_pre: Shared<Vec2>,
     x_pred: Shared<Vec2>,
     dx: Shared<Vec2>,
+    ball: Shared<SweepBall>,
     contacts: Shared<u32>,
     side_impulse: Shared<SideImpulse>,
-    pair_extra: Shared<f32>,
+    side_active: Shared<bool>,
+    sweep_pairs: Shared<SweepPair>,
     obstacle_extra: Shared<f32>,
 }
 
@@ -60,6 +62,35 @@ impl SideImpulse {
     /// arithmetic (−0 included): summing it is bitwise the same as skipping
     /// it, as the former per-side pass did.
     pub(crate) const NONE: SideImpulse = SideImpulse { dv: Vec2::new(-0.0, -0.0), spin: -0.0, roll: -0.0 };
+
+    /// The impulse where `active`, else [`Self::NONE`], without a branch
+    /// (whether a listed pair takes part is data the branch predictor
+    /// cannot learn): each field's bits masked.
+    #[inline(always)]
+    fn or_none(self, active: bool) -> SideImpulse {
+        let keep = (active as u32).wrapping_neg();
+        let pick = |x: f32| f32::from_bits((x.to_bits() & keep) | ((-0.0f32).to_bits() & !keep));
+        SideImpulse { dv: Vec2::new(pick(self.dv.x), pick(self.dv.y)), spin: pick(self.spin), roll: pick(self.roll) }
+    }
+}
+
+/// A ball as the substeps' pair loops read it (`count_contacts`, the
+/// sweeps, `pair_impulses`): one 16-byte record, one cache line fetched per
+/// neighbour where the position, its correction, the radius and the inverse
+/// mass were four arrays. `at` is the ball's latest position in the sweep,
+/// `base + dx` (the prediction, or the position in a stabilisation, plus
+/// the correction so far), computed by the same addition wherever the
+/// correction is written, so that reading it is bitwise reading
+/// `base[j] + dx[j]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[repr(C, align(16))]
+pub(crate) struct SweepBall {
+    /// `base + dx`: the latest position.
+    pub(crate) at: Vec2,
+    /// The radius (`Population::radius`).
+    pub(crate) radius: f32,
+    /// The inverse mass (`Population::inv_mass`).
+    pub(crate) inv_mass: f32,
 }
 
 /// What a sweep of the position solve does.
@@ -113,9 +144,11 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
     let (mut omega, mut angle) = (take1(&mut pop.omega), take1(&mut pop.angle));
     let s = &mut pop.scratch;
     let (mut v_pre, mut x_pred, mut dx) = (take2(&mut s.v_pre), take2(&mut s.x_pred), take2(&mut s.dx));
-    let (mut pair_extra, mut obstacle_extra) = (take1(&mut s.pair_extra), take1(&mut s.obstacle_extra));
+    let mut sweep_ball = std::mem::take(&mut s.sweep_ball);
+    let (mut sweep_pairs, mut obstacle_extra) = (std::mem::take(&mut s.sweep_pairs), take1(&mut s.obstacle_extra));
     let mut contacts = std::mem::take(&mut s.contacts);
     let mut side_impulse = std::mem::take(&mut s.side_impulse);
+    let mut side_active = std::mem::take(&mut s.side_active);
     let worst = {
         let work = Substeps {
             pop,
@@ -127,9 +160,11 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
                 v_pre: Shared::new(&mut v_pre),
                 x_pred: Shared::new(&mut x_pred),
                 dx: Shared::new(&mut dx),
+                ball: Shared::new(&mut sweep_ball),
                 contacts: Shared::new(&mut contacts),
                 side_impulse: Shared::new(&mut side_impulse),
-                pair_extra: Shared::new(&mut pair_extra),
+                side_active: Shared::new(&mut side_active),
+                sweep_pairs: Shared::new(&mut sweep_pairs),
                 obstacle_extra: Shared::new(&mut obstacle_extra),
             },
             h,
@@ -163,18 +198,20 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
     (pop.position, pop.velocity, pop.omega, pop.angle) = (position, velocity, omega, angle);
     let s = &mut pop.scratch;
     (s.v_pre, s.x_pred, s.dx) = (v_pre, x_pred, dx);
-    (s.pair_extra, s.obstacle_extra, s.contacts) = (pair_extra, obstacle_extra, contacts);
+    (s.sweep_pairs, s.obstacle_extra, s.contacts) = (sweep_pairs, obstacle_extra, contacts);
     s.side_impulse = side_impulse;
+    s.side_active = side_active;
+    s.sweep_ball = sweep_ball;
 }
 
 impl Substeps<'_> {
-    /// Phases of the step: per substep 9 colours of the stabilisation,
-    /// predict, count, `iterations` × 9 colours, the pairs' impulses,
-    /// velocities with the finish.
+    /// Phases of the step: per substep the stabilisation's records and its
+    /// 9 colours, predict, count, `iterations` × 9 colours, the pairs'
+    /// impulses, velocities with the finish.
     fn phase_count(&self) -> usize {
         let p = &self.pop.params;
         let colours = super::cpu::COLOURS;
-        p.substeps as usize * (4 + colours * p.iterations as usize) + p.stabilising_substeps() as usize * colours
+        p.substeps as usize * (4 + colours * p.iterations as usize) + p.stabilising_substeps() as usize * (1 + colours)
     }
 
     /// One participant's walk through the step's phases; returns the largest
@@ -183,6 +220,7 @@ impl Substeps<'_> {
         let mut worst = 0.0f32;
         for substep in 0..self.pop.params.substeps {
             if self.pop.params.stabilises(substep) {
+                self.per_chunk(t, |balls| unsafe { self.start_stabilisation(balls) });
                 self.sweep(t, Sweep::Stabilise);
             }
             self.per_chunk(t, |balls| unsafe { self.predict(balls) });
@@ -250,21 +288,39 @@ impl Substeps<'_> {
         }
     }
 
-    /// v⁻ = v + a h (pre-solve velocity), x* = x + v⁻ h, correction 0;
-    /// fused with the end of the stabilisation: x += dx (its correction).
+    /// The stabilisation sweep's records ([`SweepBall`]): its base is the
+    /// current position, its correction (zero here) `dx`.
+    ///
+    /// # Safety
+    /// A per-ball phase: the balls of `balls` are this thread's alone.
+    unsafe fn start_stabilisation(&self, balls: Range<usize>) {
+        let (pop, m) = (self.pop, &self.m);
+        let (radius, inv_mass) = (&pop.radius[balls.clone()], &pop.inv_mass[balls.clone()]);
+        let (position, dx, ball) =
+            unsafe { (&m.position.all()[balls.clone()], &m.dx.all()[balls.clone()], m.ball.range_mut(balls)) };
+        for k in 0..ball.len() {
+            ball[k] = SweepBall { at: position[k] + dx[k], radius: radius[k], inv_mass: inv_mass[k] };
+        }
+    }
+
+    /// v⁻ = v + a h (pre-solve velocity), x* = x + v⁻ h, correction 0,
+    /// the solve's records ([`SweepBall`], at `x* + 0`); fused with the end
+    /// of the stabilisation: x += dx (its correction).
     ///
     /// # Safety
     /// A per-ball phase: the balls of `balls` are this thread's alone.
     unsafe fn predict(&self, balls: Range<usize>) {
         let (pop, m, h) = (self.pop, &self.m, self.h);
         let (states, acc) = (&pop.state[balls.clone()], &pop.scratch.acc[balls.clone()]);
-        let (position, dx, velocity, v_pre, x_pred) = unsafe {
+        let (radius, inv_mass) = (&pop.radius[balls.clone()], &pop.inv_mass[balls.clone()]);
+        let (position, dx, velocity, v_pre, x_pred, ball) = unsafe {
             (
                 m.position.range_mut(balls.clone()),
                 m.dx.range_mut(balls.clone()),
                 m.velocity.range_mut(balls.clone()),
                 m.v_pre.range_mut(balls.clone()),
-                m.x_pred.range_mut(balls),
+                m.x_pred.range_mut(balls.clone()),
+                m.ball.range_mut(balls),
             )
         };
         for k in 0..position.len() {
@@ -273,10 +329,13 @@ impl Substeps<'_> {
             if states[k] != state::ALIVE {
                 v_pre[k] = velocity[k];
                 x_pred[k] = position[k];
-                continue;
+            } else {
+                v_pre[k] = velocity[k] + acc[k] * h;
+                x_pred[k] = position[k] + v_pre[k] * h;
             }
-            v_pre[k] = velocity[k] + acc[k] * h;
-            x_pred[k] = position[k] + v_pre[k] * h;
+            // The sweeps' base + dx (x* + 0 is x* but for the sign of a
+            // zero; the same sum as theirs).
+            ball[k] = SweepBall { at: x_pred[k] + dx[k], radius: radius[k], inv_mass: inv_mass[k] };
         }
     }
 
@@ -294,28 +353,33 @@ impl Substeps<'_> {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
         let (radius, obstacles, s) = (&pop.radius, &pop.obstacles, &pop.scratch);
         let balls = pop.params.material;
-        let (position, x_pred, v_pre) = unsafe { (m.position.all(), m.x_pred.all(), m.v_pre.all()) };
-        let pair_extra = unsafe { m.pair_extra.range_mut(i * MAX_NEIGHBOURS..(i + 1) * MAX_NEIGHBOURS) };
+        let (position, x_pred, v_pre, ball) =
+            unsafe { (m.position.all(), m.x_pred.all(), m.v_pre.all(), m.ball.all()) };
+        // SAFETY: ball i's range of the sweeps' pairs is its own.
+        let [start, end] = s.sweep_range[i];
+        let sweep_pairs = unsafe { m.sweep_pairs.range_mut(start as usize..end as usize) };
         let obstacle_extra = unsafe { m.obstacle_extra.range_mut(i * MAX_OBSTACLES..(i + 1) * MAX_OBSTACLES) };
         let (p, r) = (x_pred[i], radius[i]);
         let mut n = 0u32;
+        // The records' x* + 0 for x*: the same squared distances (a zero's
+        // sign does not survive the squares).
+        let at_i = ball[i].at;
         for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
-            let j = j as usize;
-            let reach = r + radius[j];
-            if (x_pred[j] - p).length_squared() < reach * reach {
+            let j = ball[j as usize];
+            let reach = r + j.radius;
+            if (j.at - at_i).length_squared() < reach * reach {
                 n += 1;
             }
         }
         // The rebound distances of the pairs ball i projects (solve_ball).
-        let owned = &s.owned[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.owned_count[i] as usize];
-        for (slot, &j) in owned.iter().enumerate() {
-            let j = j as usize;
+        for pair in sweep_pairs.iter_mut() {
+            let j = pair.other as usize;
             let (a, b) = if i < j { (i, j) } else { (j, i) };
-            let sum_r = radius[a] + radius[b];
+            let sum_r = ball[a].radius + ball[b].radius;
             // Overlapping at the substep's start (margin far above f32
             // rounding): no new impact, no rebound; skip the sqrt.
             if (position[a] - position[b]).length_squared() < sum_r * sum_r * (1.0 - FAR_MARGIN) {
-                pair_extra[slot] = 0.0;
+                pair.rebound = 0.0;
                 continue;
             }
             // Closing slower than the resting speed whatever the normal
@@ -324,7 +388,7 @@ impl Substeps<'_> {
             let closing = v_pre[a] - v_pre[b];
             let closing2 = closing.length_squared();
             if resting > 0.0 && closing2 < resting * resting * (1.0 - FAR_MARGIN) {
-                pair_extra[slot] = 0.0;
+                pair.rebound = 0.0;
                 continue;
             }
             // Too far to meet in the substep at |v_a − v_b| ≥ |v_n| (the
@@ -333,12 +397,12 @@ impl Substeps<'_> {
             // of an impact): no rebound; skip the normal.
             let meet = sum_r + closing2.sqrt() * h;
             if resting >= 0.0 && (position[a] - position[b]).length_squared() > meet * meet * (1.0 + FAR_MARGIN) {
-                pair_extra[slot] = 0.0;
+                pair.rebound = 0.0;
                 continue;
             }
             let (n0, d0) = pair_normal(position[a], position[b]);
             let vn_pre = closing.dot(n0);
-            pair_extra[slot] = contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting);
+            pair.rebound = contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting);
         }
         let listed = &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize];
         for (slot, &o) in listed.iter().enumerate() {
@@ -371,7 +435,7 @@ impl Substeps<'_> {
     unsafe fn solve_ball(&self, i: usize, sweep: Sweep) {
         let (pop, m) = (self.pop, &self.m);
         let s = &pop.scratch;
-        let (radius, inv_mass, obstacles) = (&pop.radius, &pop.inv_mass, &pop.obstacles);
+        let obstacles = &pop.obstacles;
         let relaxation = pop.params.relaxation;
         let base = unsafe {
             match sweep {
@@ -379,25 +443,34 @@ impl Substeps<'_> {
                 Sweep::Solve => m.x_pred.all(),
             }
         };
-        let (pair_extra, obstacle_extra) = unsafe { (m.pair_extra.all(), m.obstacle_extra.all()) };
-        let dx = &m.dx;
-        let (r_i, w_i) = (radius[i], inv_mass[i]);
+        let (sweep_pairs, obstacle_extra) = unsafe { (m.sweep_pairs.all(), m.obstacle_extra.all()) };
+        let (dx, ball) = (&m.dx, &m.ball);
         // SAFETY (every get/set below): balls i and j lie in the 3 × 3 cells
         // around i's cell, which this thread alone touches (the caller).
-        let at = |j: usize| base[j] + unsafe { dx.get(j) };
+        let (r_i, w_i) = {
+            let me = unsafe { ball.get(i) };
+            (me.radius, me.inv_mass)
+        };
+        // A ball's correction and its record's base + dx, written together.
+        let correct = |j: usize, record: SweepBall, dx_j: Vec2| unsafe {
+            dx.set(j, dx_j);
+            ball.set(j, SweepBall { at: base[j] + dx_j, ..record });
+        };
         // Each pair once per sweep, from its ball of lower id (the owned
         // pairs, `cpu::owned_pairs`): the pair's projection moves both balls.
-        let owned = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.owned_count[i] as usize;
-        for (&j, &rebound) in s.owned[owned.clone()].iter().zip(&pair_extra[owned]) {
+        // (`cpu::sweep_order_pairs`: the sweep reads them as one stream.)
+        let [start, end] = s.sweep_range[i];
+        for &SweepPair { other: j, rebound } in &sweep_pairs[start as usize..end as usize] {
             let j = j as usize;
             let (a, b) = if i < j { (i, j) } else { (j, i) };
-            let sum_r = radius[a] + radius[b];
+            let (ball_a, ball_b) = unsafe { (ball.get(a), ball.get(b)) };
+            let sum_r = ball_a.radius + ball_b.radius;
             // The substep's rebound distance (count_contacts) in the solve.
             let extra = match sweep {
                 Sweep::Solve => rebound,
                 Sweep::Stabilise => 0.0,
             };
-            let (pa, pb) = (at(a), at(b));
+            let (pa, pb) = (ball_a.at, ball_b.at);
             // Far apart (with a relative margin far above f32 rounding): the
             // gap below is positive and the pair does nothing; skip its sqrt.
             let reach = sum_r + extra;
@@ -405,18 +478,19 @@ impl Substeps<'_> {
                 continue;
             }
             let (n, d) = pair_normal(pa, pb);
-            let k = inv_mass[a] + inv_mass[b];
+            let (w_a, w_b) = (ball_a.inv_mass, ball_b.inv_mass);
+            let k = w_a + w_b;
             let gap = d - sum_r - extra;
             if gap < 0.0 && k > 0.0 {
                 // λ: the pair's position impulse per unit mass share.
                 let lambda = n * (-gap / k * relaxation);
-                unsafe {
-                    dx.set(a, dx.get(a) + lambda * inv_mass[a]);
-                    dx.set(b, dx.get(b) + -(lambda * inv_mass[b]));
-                }
+                let (dx_a, dx_b) = unsafe { (dx.get(a), dx.get(b)) };
+                correct(a, ball_a, dx_a + lambda * w_a);
+                correct(b, ball_b, dx_b + -(lambda * w_b));
             }
         }
-        let mut p_i = at(i);
+        let me = unsafe { ball.get(i) };
+        let mut p_i = me.at;
         let mut correction = Vec2::ZERO;
         let listed = i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize;
         for (&o, &rebound) in s.obstacle_ids[listed.clone()].iter().zip(&obstacle_extra[listed]) {
@@ -433,7 +507,7 @@ impl Substeps<'_> {
             }
         }
         if correction != Vec2::ZERO {
-            unsafe { dx.set(i, dx.get(i) + correction) };
+            correct(i, me, unsafe { dx.get(i) } + correction);
         }
     }
 
@@ -453,11 +527,9 @@ impl Substeps<'_> {
     unsafe fn pair_impulses(&self, i: usize) -> f32 {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
         let s = &pop.scratch;
-        let (radius, inv_mass) = (&pop.radius, &pop.inv_mass);
-        let (x_pred, v_pre, dx, counts, omega) =
-            unsafe { (m.x_pred.all(), m.v_pre.all(), m.dx.all(), m.contacts.all(), m.omega.all()) };
+        let (x_pred, v_pre, dx, counts, omega, ball) =
+            unsafe { (m.x_pred.all(), m.v_pre.all(), m.dx.all(), m.contacts.all(), m.omega.all(), m.ball.all()) };
         let balls = pop.params.material;
-        let x_new = |i: usize| x_pred[i] + dx[i];
         let v_mid = |i: usize| v_pre[i] + dx[i] / h;
         let computed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.pair_count[i] as usize;
         let pairs = s.owned[computed.clone()].iter().zip(&s.owned_entry[computed.clone()]).zip(&s.mirror[computed]);
@@ -465,59 +537,73 @@ impl Substeps<'_> {
         for ((&j, &entry), &mirror) in pairs {
             let j = j as usize;
             let (a, b) = if i < j { (i, j) } else { (j, i) };
-            let sum_r = radius[a] + radius[b];
-            // Far apart now and at the prediction (margin far above
-            // f32 rounding): no overlap to report, inactive; skip.
-            let (pa, pb) = (x_new(a), x_new(b));
+            let (ball_a, ball_b) = (ball[a], ball[b]);
+            let sum_r = ball_a.radius + ball_b.radius;
+            // The new positions x* + dx are the records' (the sweeps' last
+            // sums). None: the pair takes no part (its entries give
+            // SideImpulse::NONE, which the sums skip: `ball_velocity`).
+            let (pa, pb) = (ball_a.at, ball_b.at);
             let active = sum_r * (1.0 + ACTIVE_SLOP);
-            let (side_a, side_b) = 'pair: {
+            let sides = 'pair: {
+                // Far apart now and at the prediction (margin far above
+                // f32 rounding): no overlap to report, inactive; skip.
                 if (pa - pb).length_squared() > active * active * (1.0 + FAR_MARGIN)
                     && (x_pred[a] - x_pred[b]).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
                 {
-                    break 'pair (SideImpulse::NONE, SideImpulse::NONE);
+                    break 'pair None;
                 }
                 let (n, d) = pair_normal(pa, pb);
-                worst = worst.max((sum_r - d) / radius[a].min(radius[b]));
+                let (r_a, r_b, w_a, w_b) = (ball_a.radius, ball_b.radius, ball_a.inv_mass, ball_b.inv_mass);
+                worst = worst.max((sum_r - d) / r_a.min(r_b));
                 let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
                 if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
-                    break 'pair (SideImpulse::NONE, SideImpulse::NONE);
+                    break 'pair None;
                 }
                 let t = n.perp();
-                let rel = (v_mid(a) - t * (radius[a] * omega[a])) - (v_mid(b) + t * (radius[b] * omega[b]));
+                let rel = (v_mid(a) - t * (r_a * omega[a])) - (v_mid(b) + t * (r_b * omega[b]));
                 let c = VelocityContact {
                     normal: n,
                     relative_velocity: rel,
                     vn_pre: (v_pre[a] - v_pre[b]).dot(n),
                     overlap_pred,
-                    k: counts[a] as f32 * inv_mass[a] + counts[b] as f32 * inv_mass[b],
+                    k: counts[a] as f32 * w_a + counts[b] as f32 * w_b,
                 };
                 let p: ContactImpulse = contact::contact_impulse(&c, balls, h, resting);
                 let impulse = n * p.normal + t * p.tangent;
-                let side = |ball: usize, dv: Vec2| {
-                    let (w, r) = (inv_mass[ball], radius[ball]);
-                    SideImpulse {
-                        dv,
-                        spin: contact::spin_change(p.tangent, w, r),
-                        roll: contact::rolling_limit(balls, p.total, w, r),
-                    }
+                let side = |w: f32, r: f32, dv: Vec2| SideImpulse {
+                    dv,
+                    spin: contact::spin_change(p.tangent, w, r),
+                    roll: contact::rolling_limit(balls, p.total, w, r),
                 };
-                let side_a = side(a, impulse * inv_mass[a]);
+                let side_a = side(w_a, r_a, impulse * w_a);
                 // Balls of one size and mass (the usual case) share the
                 // spin terms: the same formula of the same numbers.
-                let side_b =
-                    if inv_mass[a].to_bits() == inv_mass[b].to_bits() && radius[a].to_bits() == radius[b].to_bits() {
-                        SideImpulse { dv: -impulse * inv_mass[b], ..side_a }
-                    } else {
-                        side(b, -impulse * inv_mass[b])
-                    };
-                (side_a, side_b)
+                let side_b = if w_a.to_bits() == w_b.to_bits() && r_a.to_bits() == r_b.to_bits() {
+                    SideImpulse { dv: -impulse * w_b, ..side_a }
+                } else {
+                    side(w_b, r_b, -impulse * w_b)
+                };
+                Some((side_a, side_b))
             };
-            let (mine, other) = if i == a { (side_a, side_b) } else { (side_b, side_a) };
+            let (mine, other) = (i * MAX_NEIGHBOURS + entry as usize, j * MAX_NEIGHBOURS + mirror as usize);
             // SAFETY: entries of this pair alone (the owned lists).
             unsafe {
-                m.side_impulse.set(i * MAX_NEIGHBOURS + entry as usize, mine);
-                if mirror != NO_MIRROR {
-                    m.side_impulse.set(j * MAX_NEIGHBOURS + mirror as usize, other);
+                match sides {
+                    None => {
+                        m.side_active.set(mine, false);
+                        if mirror != NO_MIRROR {
+                            m.side_active.set(other, false);
+                        }
+                    }
+                    Some((side_a, side_b)) => {
+                        let (side_mine, side_other) = if i == a { (side_a, side_b) } else { (side_b, side_a) };
+                        m.side_impulse.set(mine, side_mine);
+                        m.side_active.set(mine, true);
+                        if mirror != NO_MIRROR {
+                            m.side_impulse.set(other, side_other);
+                            m.side_active.set(other, true);
+                        }
+                    }
                 }
             }
         }
@@ -539,15 +625,28 @@ impl Substeps<'_> {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
         let s = &pop.scratch;
         let (radius, inv_mass, obstacles) = (&pop.radius, &pop.inv_mass, &pop.obstacles);
-        let (x_pred, v_pre, side_impulse) = unsafe { (m.x_pred.all(), m.v_pre.all(), m.side_impulse.all()) };
+        let (x_pred, v_pre, side_impulse, side_active) =
+            unsafe { (m.x_pred.all(), m.v_pre.all(), m.side_impulse.all(), m.side_active.all()) };
         let balls = pop.params.material;
         let (r_i, w_i) = (radius[i], inv_mass[i]);
         let mut worst = 0.0f32;
         let mut dv = Vec2::ZERO;
         let mut domega = 0.0f32;
         let mut roll = 0.0f32;
-        // In list order: the sums of the former per-side pass, bitwise.
-        for side in &side_impulse[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
+        // In list order: the sums of the former per-side pass, bitwise. The
+        // entries of pairs that take no part (`side_active` false) would
+        // give −0 everywhere ([`SideImpulse::NONE`]), which adds nothing,
+        // bitwise: they are neither written nor read (at 10⁵ balls in
+        // flight most entries, 16 bytes each, for a byte).
+        let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
+        let active = &side_active[listed.clone()];
+        // A ball with no contact (in flight) reads none of its entries; one
+        // with some reads them all, the inactive ones as NONE without a
+        // branch (which pairs take part is data a branch predictor cannot
+        // learn; the entries of a ball are one or two cache lines).
+        let sides = if active.contains(&true) { &side_impulse[listed] } else { &[][..] };
+        for (side, &active) in sides.iter().zip(active) {
+            let side = side.or_none(active);
             dv += side.dv;
             domega += side.spin;
             roll += side.roll;
@@ -631,6 +730,21 @@ impl Substeps<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `SideImpulse::or_none` keeps an active entry's bits and gives the
+    /// inactive one −0 in every field (what adds nothing, bitwise), whatever
+    /// the entry held (a stale impulse, a NaN).
+    #[test]
+    fn an_inactive_entry_reads_as_negative_zeros_and_an_active_one_unchanged() {
+        let held = SideImpulse { dv: Vec2::new(1.5, -0.0), spin: f32::NAN, roll: 3.0e-30 };
+        let bits = |s: SideImpulse| [s.dv.x.to_bits(), s.dv.y.to_bits(), s.spin.to_bits(), s.roll.to_bits()];
+        assert_eq!(bits(held.or_none(true)), bits(held));
+        assert_eq!(bits(held.or_none(false)), bits(SideImpulse::NONE));
+        assert_eq!(bits(SideImpulse::NONE), [(-0.0f32).to_bits(); 4]);
+        for x in [0.0f32, -0.0, 1.0, -2.5e-40, f32::INFINITY] {
+            assert_eq!((x + SideImpulse::NONE.spin).to_bits(), x.to_bits(), "{x} + (−0)");
+        }
+    }
 
     /// A team only where each thread gets its share of balls; the chunks
     /// cut the work evenly, within their bounds, and cover it.
