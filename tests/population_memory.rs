@@ -52,7 +52,8 @@ static GLOBAL: Counting = Counting;
 
 /// balls_box with 40,000 balls: the peak live heap of building and stepping
 /// it, per ball, lies within [0.8, 1.2] × `CPU_BYTES_PER_BALL` (measured 27
-/// Nov 2026: 688 B against 660). The margin above covers what the constant
+/// Nov 2026: 688 B against 660; after pop9's pair stream and flags 690 B
+/// against 764, the stream counted at its worst case). The margin above covers what the constant
 /// does not count: the scene's text and definition, the grid's cells (4 bytes
 /// a cell, counted separately by the size check) and, while a vector grows,
 /// two copies of it. The margin below is there so that a constant overstating
