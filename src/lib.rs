@@ -101,8 +101,13 @@
 //!   implicit, adaptive) runs it at the step the motion needs, its Newton
 //!   iteration on the same sparse factorisation as the constraint solve
 //!   (`integrator::sparse_newton`). For a mechanism that is not stiff, `rk4`
-//!   or `dopri5` are cheaper and, at large steps through a singular
-//!   configuration, more reliable.
+//!   or `dopri5` are cheaper (linkage_loops at 1e-3 accuracy: dopri5 0.018,
+//!   rk4 0.032, sdirk3 0.068 CPU s per simulated second).
+//! - *Does an adaptive step jump branches at a singular configuration?* Not
+//!   any more: `dopri5` and `sdirk3` project onto the constraints between
+//!   their substeps ([`integrator::Dynamics::project`]); without it the
+//!   drift of a long step, amplified by the near-singular multipliers, did
+//!   work and put `linkage_loops` on its other branch.
 //! - *How do I model a point mass?* `shape: Point` with a `mass`: its rotation
 //!   is not a degree of freedom; hang it on a `Distance` rod. A body with a
 //!   tiny inertia on an offset pin works too (it is not a singular joint).
