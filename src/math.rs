@@ -62,6 +62,35 @@ pub fn elliptic_k(k: f64) -> f64 {
     std::f64::consts::PI / (2.0 * a)
 }
 
+/// A small deterministic generator for the unit tests' random cases (Knuth's
+/// MMIX linear congruential step; no dependency, the same numbers on every
+/// machine).
+#[cfg(test)]
+pub(crate) struct Lcg(pub(crate) u64);
+
+#[cfg(test)]
+impl Lcg {
+    fn advance(&mut self) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0
+    }
+
+    /// Uniform in [0, 1) (53 bits).
+    pub(crate) fn unit(&mut self) -> f64 {
+        (self.advance() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Uniform in [lo, hi).
+    pub(crate) fn uniform(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.unit()
+    }
+
+    /// An index below `n` (0 when `n` is 0).
+    pub(crate) fn below(&mut self, n: usize) -> usize {
+        (self.advance() >> 33) as usize % n.max(1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

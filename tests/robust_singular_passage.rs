@@ -78,6 +78,17 @@ fn distance(a: &Path, b: &Path) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// Prints what a run did (for the log of a failing run) and returns its
+/// distance from the reference.
+fn report(method: &str, path: &Path, reference: &Path) -> f64 {
+    let d = distance(path, reference);
+    eprintln!(
+        "{method}: tilt {:.3e} rad, energy change {:.3e} J, {} substeps, {d:.3e} m from RK4",
+        path.tilt, path.energy_change, path.substeps
+    );
+    d
+}
+
 /// `dopri5` with 0.1 s as its largest step at tolerance 1e-8 crosses the
 /// passage on the parallelogram branch, conserving energy, in a bounded
 /// number of substeps. Before: rungs tilted (2.7e-3 rad at 0.9 s, 0.4 rad
@@ -87,17 +98,10 @@ fn distance(a: &Path, b: &Path) -> f64 {
 fn dopri5_crosses_the_singular_passage_on_its_branch() {
     let path = run(Method::Dopri5, 0.1, 1e-8, 0.1);
     let reference = run(Method::Rk4, 5e-4, 1e-6, 0.1);
-    eprintln!(
-        "dopri5: tilt {:.3e} rad, energy change {:.3e} J, {} substeps, {:.3e} m from RK4",
-        path.tilt,
-        path.energy_change,
-        path.substeps,
-        distance(&path, &reference)
-    );
+    let d = report("dopri5", &path, &reference);
     assert!(path.tilt < 1e-6, "dopri5 left the parallelogram branch: rung tilt {:.3e} rad", path.tilt);
     assert!(path.energy_change.abs() < 1e-5, "dopri5: energy changed by {:.3e} J", path.energy_change);
     assert!(path.substeps < 400, "dopri5 took {} substeps over {SPAN} s", path.substeps);
-    let d = distance(&path, &reference);
     assert!(d < 1e-4, "dopri5 is {d:.3e} m from RK4 (dt 5e-4)");
 }
 
@@ -110,15 +114,8 @@ fn dopri5_crosses_the_singular_passage_on_its_branch() {
 fn sdirk3_crosses_the_singular_passage_with_the_reference() {
     let path = run(Method::Sdirk3, 0.01, 1e-6, 0.1);
     let reference = run(Method::Rk4, 5e-4, 1e-6, 0.1);
-    eprintln!(
-        "sdirk3: tilt {:.3e} rad, energy change {:.3e} J, {} substeps, {:.3e} m from RK4",
-        path.tilt,
-        path.energy_change,
-        path.substeps,
-        distance(&path, &reference)
-    );
+    let d = report("sdirk3", &path, &reference);
     assert!(path.tilt < 1e-6, "sdirk3 left the parallelogram branch: rung tilt {:.3e} rad", path.tilt);
-    let d = distance(&path, &reference);
     assert!(d < 3.3e-3, "sdirk3 is {d:.3e} m from RK4 (dt 5e-4)");
     // L-stable: it damps a little (measured −1.6e-3 J over 1.3 s from rest)
     assert!(path.energy_change.abs() < 2e-3, "sdirk3: energy changed by {:.3e} J", path.energy_change);

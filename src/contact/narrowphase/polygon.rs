@@ -323,11 +323,8 @@ mod tests {
             Shape::Superellipse { a: 0.2, b: 0.15, exponent: 4.0 }.outline(64),
             square(0.2),
         ];
-        let mut seed = 12345u64;
-        let mut rnd = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut lcg = crate::math::Lcg(12345u64);
+        let mut rnd = || lcg.unit();
         for _ in 0..2000 {
             for a in &shapes {
                 for b in &shapes {
@@ -358,11 +355,8 @@ mod tests {
             square(0.2),
             vec![DVec2::new(-1.0, -1e-6), DVec2::new(1.0, -1e-6), DVec2::new(1.0, 1e-6), DVec2::new(-1.0, 1e-6)],
         ];
-        let mut seed = 777u64;
-        let mut rnd = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut lcg = crate::math::Lcg(777u64);
+        let mut rnd = || lcg.unit();
         for _ in 0..2000 {
             for hull in &shapes {
                 let pose = Pose { position: DVec2::new(100.0 * rnd(), 50.0 * rnd()), angle: 7.0 * rnd() - 3.5 };
@@ -384,11 +378,8 @@ mod tests {
     /// 20,000 random poses; the skip is taken in most of them.
     #[test]
     fn skipped_closest_points_scan_would_not_have_made_the_point() {
-        let mut seed = 4242u64;
-        let mut rnd = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut lcg = crate::math::Lcg(4242u64);
+        let mut rnd = || lcg.unit();
         let hull = square(0.5);
         let size = hull_size(&hull);
         let (mut apart, mut skipped) = (0, 0);

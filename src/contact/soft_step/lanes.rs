@@ -593,15 +593,7 @@ mod tests {
     use super::*;
     use crate::contact::soft_step::Softness;
 
-    /// A small deterministic generator (no dependency): uniform in [lo, hi).
-    struct Lcg(u64);
-
-    impl Lcg {
-        fn next(&mut self, lo: f64, hi: f64) -> f64 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            lo + (hi - lo) * ((self.0 >> 11) as f64 / (1u64 << 53) as f64)
-        }
-    }
+    use crate::math::Lcg;
 
     /// Seven manifolds on distinct bodies (two groups, the second padded):
     /// one and two points, body–body, against a fixed body and against a
@@ -613,11 +605,11 @@ mod tests {
         let mut r = Lcg(seed);
         let n = 7;
         let bodies = 2 * n;
-        let v: Vec<f64> = (0..3 * bodies).map(|_| r.next(-1.0, 1.0)).collect();
+        let v: Vec<f64> = (0..3 * bodies).map(|_| r.uniform(-1.0, 1.0)).collect();
         let delta: Vec<BodyDelta> = (0..bodies)
             .map(|_| {
-                let phi = r.next(-0.05, 0.05);
-                [r.next(-0.01, 0.01), r.next(-0.01, 0.01), phi.cos(), phi.sin()]
+                let phi = r.uniform(-0.05, 0.05);
+                [r.uniform(-0.01, 0.01), r.uniform(-0.01, 0.01), phi.cos(), phi.sin()]
             })
             .collect();
         let manifolds = (0..n)
@@ -632,31 +624,35 @@ mod tests {
                 let mut m = SoftManifold {
                     a,
                     b,
-                    inv_mass_a: r.next(0.5, 2.0),
-                    inv_inertia_a: r.next(0.5, 5.0),
-                    inv_mass_b: if dynamic_b { r.next(0.5, 2.0) } else { 0.0 },
-                    inv_inertia_b: if dynamic_b { r.next(0.5, 5.0) } else { 0.0 },
+                    inv_mass_a: r.uniform(0.5, 2.0),
+                    inv_inertia_a: r.uniform(0.5, 5.0),
+                    inv_mass_b: if dynamic_b { r.uniform(0.5, 2.0) } else { 0.0 },
+                    inv_inertia_b: if dynamic_b { r.uniform(0.5, 5.0) } else { 0.0 },
                     dynamic_a: true,
                     dynamic_b,
-                    rolling_resistance: r.next(0.0, 0.1),
-                    rolling_mass: if i % 4 == 1 { r.next(0.1, 1.0) } else { 0.0 },
-                    rolling_impulse: r.next(-0.01, 0.01),
+                    rolling_resistance: r.uniform(0.0, 0.1),
+                    rolling_mass: if i % 4 == 1 { r.uniform(0.1, 1.0) } else { 0.0 },
+                    rolling_impulse: r.uniform(-0.01, 0.01),
                     static_partner: !dynamic_b,
                     count,
                     points: [SoftPoint::default(); 2],
                 };
                 for p in &mut m.points {
-                    let angle = r.next(0.0, std::f64::consts::TAU);
+                    let angle = r.uniform(0.0, std::f64::consts::TAU);
                     *p = SoftPoint {
                         normal: DVec2::new(angle.cos(), angle.sin()),
-                        ra: DVec2::new(r.next(-0.5, 0.5), r.next(-0.5, 0.5)),
-                        rb: if b == NONE { DVec2::ZERO } else { DVec2::new(r.next(-0.5, 0.5), r.next(-0.5, 0.5)) },
-                        base_separation: r.next(-0.02, 0.01),
-                        normal_mass: r.next(0.2, 1.0),
-                        tangent_mass: r.next(0.2, 1.0),
-                        normal_impulse: r.next(0.0, 0.5),
-                        tangent_impulse: r.next(-0.1, 0.1),
-                        friction: r.next(0.1, 0.8),
+                        ra: DVec2::new(r.uniform(-0.5, 0.5), r.uniform(-0.5, 0.5)),
+                        rb: if b == NONE {
+                            DVec2::ZERO
+                        } else {
+                            DVec2::new(r.uniform(-0.5, 0.5), r.uniform(-0.5, 0.5))
+                        },
+                        base_separation: r.uniform(-0.02, 0.01),
+                        normal_mass: r.uniform(0.2, 1.0),
+                        tangent_mass: r.uniform(0.2, 1.0),
+                        normal_impulse: r.uniform(0.0, 0.5),
+                        tangent_impulse: r.uniform(-0.1, 0.1),
+                        friction: r.uniform(0.1, 0.8),
                     };
                 }
                 m

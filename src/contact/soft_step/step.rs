@@ -656,11 +656,8 @@ mod tests {
     /// sort), over 500 random lists.
     #[test]
     fn pairs_merged_as_sorted() {
-        let mut seed = 99u64;
-        let mut rnd = |n: usize| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (seed >> 33) as usize % n.max(1)
-        };
+        let mut lcg = crate::math::Lcg(99);
+        let mut rnd = |n: usize| lcg.below(n);
         let mut spare = Vec::new();
         for case in 0..500 {
             let bodies = 1 + rnd(300);
