@@ -310,7 +310,9 @@ pub struct SolveReport {
 /// `tests/solver_alloc.rs`). A [`factor`](Self::factor) of the very system
 /// factored last (J, masses, rank metric and settings equal bit for bit) keeps
 /// the factors: the velocity projection that ends a step and the first stage of
-/// the next one factor the same J.
+/// the next one factor the same J. J is recognised by its
+/// [`SparseJacobian::values_identity`] (no copy of it is kept), or, when it has
+/// none, by a copy compared bit for bit.
 #[derive(Clone, Debug, Default)]
 pub struct ConstraintSolver {
     /// Solver tolerances.
@@ -337,6 +339,9 @@ pub struct ConstraintSolver {
 #[derive(Clone, Debug, Default)]
 struct FactoredInputs {
     valid: bool,
+    /// J's [`SparseJacobian::values_identity`]; a J without one is kept as a
+    /// copy in `jac` and compared bit for bit.
+    jac_identity: Option<(u64, u64)>,
     jac: SparseJacobian,
     inv_mass: Vec<[f64; 3]>,
     rank_metric: Vec<[f64; 3]>,
@@ -355,11 +360,25 @@ impl FactoredInputs {
         fn bits(v: &[[f64; 3]]) -> &[u64] {
             bytemuck::cast_slice(v)
         }
+        // the same identity: the same values (no copy of J to compare)
+        let same_jac = match (self.jac_identity, jac.values_identity()) {
+            (Some(held), Some(given)) => held == given,
+            (None, None) => self.jac.bitwise_eq(jac),
+            _ => false,
+        };
         self.valid
             && self.settings == *settings
             && bits(&self.inv_mass) == bits(inv_mass)
             && bits(&self.rank_metric) == bits(rank_metric)
-            && self.jac.bitwise_eq(jac)
+            && same_jac
+    }
+
+    /// Records J (its identity, or a copy when it has none).
+    fn record_jacobian(&mut self, jac: &SparseJacobian) {
+        self.jac_identity = jac.values_identity();
+        if self.jac_identity.is_none() {
+            self.jac.copy_from(jac);
+        }
     }
 }
 
@@ -402,7 +421,7 @@ impl ConstraintSolver {
         if compliance.is_none() {
             // copies into the kept buffers: no allocation once the sizes are reached
             let f = &mut self.factored;
-            f.jac.copy_from(jac);
+            f.record_jacobian(jac);
             f.inv_mass.clear();
             f.inv_mass.extend_from_slice(inv_mass);
             f.rank_metric.clear();
