@@ -342,7 +342,7 @@ impl ConstraintSystem {
                 names.join(", ")
             ));
         }
-        self.scratch.iter_mut().for_each(|x| *x = 0.0);
+        // (mul_transpose overwrites the scratch)
         self.jac.mul_transpose(&self.lambda, &mut self.scratch)?;
         let mut power = 0.0;
         for (i, inv) in self.inv_mass.iter().enumerate() {

@@ -366,11 +366,13 @@ impl FactoredInputs {
             (None, None) => self.jac.bitwise_eq(jac),
             _ => false,
         };
+        // J first: it is what differs between an RK step's stages (the
+        // masses' and the metric's comparisons are then not made)
         self.valid
+            && same_jac
             && self.settings == *settings
             && bits(&self.inv_mass) == bits(inv_mass)
             && bits(&self.rank_metric) == bits(rank_metric)
-            && same_jac
     }
 
     /// Records J (its identity, or a copy when it has none).
@@ -471,7 +473,8 @@ impl ConstraintSolver {
         // constraints): the solve then does only the diagonal and backward steps
         // (unstaged after the solve, also when either fails)
         self.ldl.stage_rhs(rhs);
-        let solved = self.factor(jac, inv_mass, compliance).and_then(|_| self.solve_factored(rhs, lambda));
+        let solved =
+            self.factor(jac, inv_mass, compliance).and_then(|_| self.ldl.solve_staged(&self.a, &self.settings, lambda));
         self.ldl.stage_rhs(&[]);
         let mut rep = solved?;
         rep.analyzed = self.last_analyzed;
