@@ -121,6 +121,26 @@
 //!   the same (trace, energy and reaction CSVs, eight integrators). The step
 //!   is latency-bound (the pivot chain of four eliminations and the sweeps'
 //!   chains: docs/benchmarks.md), and the 50 µs goal of issue 10 is not met.
+//! * The same-system test recognises J by its
+//!   [`SparseJacobian::values_identity`] (an owner unique in the process and
+//!   a version bumped by every `clear`, `push` and `set_values`; none after a
+//!   clone or `copy_from` until the values change) instead of keeping a copy
+//!   of J and comparing it (a 19 KB `memcpy` per factorisation on a small
+//!   linkage, and the whole J on the criterion bench's 10⁵ cases). The
+//!   constraint system leaves a J of pins unwritten while no body's angle
+//!   changed (`src/constraint/system.rs`), which keeps the identity at the
+//!   first RK stage and so the factor reuse; the one-call solve takes its
+//!   staged right-hand side without comparing it with itself.
+//!
+//!   `scenes/linkage_loops.ron` (27 Nov 2026, lnk9, `perf stat -r 4 -e
+//!   task-clock`, four pairs alternated with main's binary, load ≈ 4–8):
+//!   medians 360.5 ms before, 345.2 ms after, ≈ 90 → 86 µs per step (−4 %);
+//!   results bitwise the same (trace, energy and reaction CSVs, eight
+//!   integrators). Re-ordering the elimination into two interleaved fronts
+//!   (same fill, half the elimination tree's height) gained only ≈ 1 % and
+//!   changes results at roundoff level, so it was not kept: the numeric pass
+//!   is bound by its operation count, not by the pivot chain's latency, as
+//!   the round above read it (docs/benchmarks.md). The 50 µs goal is not met.
 //!
 //! The convenience entry point is [`ConstraintSolver`]:
 //!
