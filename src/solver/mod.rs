@@ -133,8 +133,9 @@
 //!   staged right-hand side without comparing it with itself.
 //!
 //!   `scenes/linkage_loops.ron` (27 Nov 2026, lnk9, `perf stat -r 4 -e
-//!   task-clock`, four pairs alternated with main's binary, load ≈ 4–8):
-//!   medians 360.5 ms before, 345.2 ms after, ≈ 90 → 86 µs per step (−4 %);
+//!   task-clock`, four pairs alternated with main's binary, load ≈ 1):
+//!   medians 359.5 ms before, 342.2 ms after, ≈ 89.9 → 85.5 µs per step
+//!   (−4.8 %; 360.5 → 345.2 ms at load 4–8);
 //!   results bitwise the same (trace, energy and reaction CSVs, eight
 //!   integrators). Re-ordering the elimination into two interleaved fronts
 //!   (same fill, half the elimination tree's height) gained only ≈ 1 % and
