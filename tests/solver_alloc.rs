@@ -132,6 +132,68 @@ fn the_same_system_is_factored_once_with_bitwise_the_same_result() {
     assert_eq!(tri.reused_factorizations(), 1);
 }
 
+/// The same-system test goes by J's values identity (no copy of J is kept):
+/// a rewrite of a block through `set_values` — even with the bits already
+/// there — is a new identity and a new factorisation; no rewrite keeps it and
+/// the factor. A clone or a `copy_from` has no identity until it changes,
+/// so two Jacobians never share one (their solves are factored and bitwise a
+/// fresh solver's), while a J without identity still finds its own copy.
+#[test]
+fn values_identity_decides_the_reuse() {
+    let tri_mass = [[1.0, 1.0, 3.0], [0.5, 0.5, 2.0], [2.0, 2.0, 5.0]];
+    let tri_rhs = [0.3, -0.2, 0.1, 0.7, -0.4, 0.25, 0.05, -0.6];
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let fresh = |jac: &SparseJacobian| {
+        let mut s = ConstraintSolver::new();
+        let mut l = vec![0.0; 8];
+        s.solve(jac, &tri_mass, None, &tri_rhs, &mut l).expect("solve");
+        bits(&l)
+    };
+    let mut t = triangle(0);
+    let id0 = t.values_identity().expect("a built J has an identity");
+    let mut solver = ConstraintSolver::new();
+    let mut l = vec![0.0; 8];
+    solver.solve(&t, &tri_mass, None, &tri_rhs, &mut l).expect("solve");
+    solver.solve(&t, &tri_mass, None, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(solver.reused_factorizations(), 1, "unchanged J: factor kept");
+
+    // the hinge's blocks rewritten with the same bits: a new identity, refactored
+    let same = [point_block([0.3, 0.1], 1.0), point_block([-0.2, 0.05], -1.0)];
+    t.set_values(mx2d::solver::ConstraintId(1), &same);
+    let id1 = t.values_identity().expect("identity");
+    assert_ne!(id0, id1);
+    solver.solve(&t, &tri_mass, None, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(solver.reused_factorizations(), 1, "a rewritten J is factored");
+    assert_eq!(bits(&l), fresh(&t));
+
+    // a changed value: factored, bitwise a fresh solver's λ
+    let moved = [point_block([0.31, 0.1], 1.0), point_block([-0.2, 0.05], -1.0)];
+    t.set_values(mx2d::solver::ConstraintId(1), &moved);
+    solver.solve(&t, &tri_mass, None, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(solver.reused_factorizations(), 1);
+    assert_eq!(bits(&l), fresh(&t));
+
+    // clones and copies have no identity; changed apart, they never share one
+    let mut a = t.clone();
+    let mut b = SparseJacobian::new();
+    b.copy_from(&t);
+    assert!(a.values_identity().is_none() && b.values_identity().is_none());
+    solver.solve(&a, &tri_mass, None, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(solver.reused_factorizations(), 1, "a J without identity is not taken for t");
+    assert_eq!(bits(&l), fresh(&a));
+    solver.solve(&a, &tri_mass, None, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(solver.reused_factorizations(), 2, "a J without identity finds its own copy");
+    a.set_values(mx2d::solver::ConstraintId(1), &same);
+    b.set_values(mx2d::solver::ConstraintId(1), &moved);
+    let (ia, ib) = (a.values_identity().expect("a"), b.values_identity().expect("b"));
+    assert!(ia != ib && ia != t.values_identity().expect("t") && ib != t.values_identity().expect("t"));
+    for jac in [&a, &b, &a] {
+        solver.solve(jac, &tri_mass, None, &tri_rhs, &mut l).expect("solve");
+        assert_eq!(bits(&l), fresh(jac));
+    }
+    assert_eq!(solver.reused_factorizations(), 2);
+}
+
 /// Three bodies in a closed loop (body 0 pinned, hinges 0–1, 1–2, 2–0); the
 /// first anchor's x moved by `ulps` units in the last place.
 fn triangle(ulps: u64) -> SparseJacobian {

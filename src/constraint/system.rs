@@ -80,6 +80,11 @@ pub struct ConstraintSystem {
     rotations: Vec<DVec2>,
     /// The angles (bits) `rotations` were computed from.
     rotation_angles: Vec<u64>,
+    /// J holds the values of the last fill, made when every constraint was a
+    /// pin and from the current `rotations`: a pin's J depends on its bodies'
+    /// rotations alone, so while no angle changes J need not be written again
+    /// (and keeps its values identity, which lets the solver reuse a factor).
+    jac_from_rotations: bool,
     inv_mass: Vec<[f64; 3]>,
     rank_weights: Vec<[f64; 3]>,
     /// What `inv_mass` and `rank_weights` were computed from, per body.
@@ -139,6 +144,7 @@ impl ConstraintSystem {
     pub fn assemble(&mut self, scene: Scene, t: f64, q: &[f64], v: &[f64]) -> Result<(), SolverError> {
         let items = scene.constraints.as_slice();
         let pins = items.iter().filter(|c| matches!(c.kind, super::ConstraintKind::Revolute { .. })).count();
+        let mut rotations_changed = false;
         // a rotation per body pays when the pins' ends outnumber the bodies
         if 2 * pins >= scene.bodies.len() {
             // kept for the angles that did not change since the last assembly
@@ -146,6 +152,7 @@ impl ConstraintSystem {
             // projection ended on): the same angle's bits, the same rotation
             let n = scene.bodies.len();
             if self.rotation_angles.len() != n || self.rotations.len() != n {
+                rotations_changed = true;
                 self.rotation_angles.clear();
                 self.rotation_angles.extend((0..n).map(|i| q[3 * i + 2].to_bits()));
                 self.rotations.clear();
@@ -154,11 +161,13 @@ impl ConstraintSystem {
             for i in 0..n {
                 let angle = q[3 * i + 2];
                 if self.rotation_angles[i] != angle.to_bits() {
+                    rotations_changed = true;
                     self.rotation_angles[i] = angle.to_bits();
                     self.rotations[i] = DVec2::from_angle(angle);
                 }
             }
         } else {
+            rotations_changed = true;
             self.rotations.clear();
             self.rotation_angles.clear();
         }
@@ -186,7 +195,26 @@ impl ConstraintSystem {
             self.blocks.iter_mut().zip(items).for_each(|(out, c)| eval(c, out));
         }
         self.update_body_weights(scene.bodies);
-        self.fill_jacobian(scene)
+        // pins only, no body turned since the last fill (the first stage of a
+        // step, at the positions the projections ended on): J is bit for bit
+        // the one in place (the generation check: the same constraints)
+        let all_pins = pins == items.len() && !self.rotations.is_empty();
+        if all_pins && !rotations_changed && self.jac_from_rotations && self.jac_fits(scene) {
+            return Ok(());
+        }
+        self.jac_from_rotations = false;
+        self.fill_jacobian(scene)?;
+        self.jac_from_rotations = all_pins;
+        Ok(())
+    }
+
+    /// Whether J was built for this constraint set and body count and every
+    /// constraint still has the rows it had (its slots can be refilled).
+    fn jac_fits(&self, scene: Scene) -> bool {
+        let key = (scene.constraints.generation(), scene.bodies.len(), self.jac.structure_id());
+        self.jac_built_for == Some(key)
+            && self.jac.n_constraints() == self.blocks.len()
+            && self.blocks.iter().enumerate().all(|(c, b)| self.jac.rows(ConstraintId(c as u32)) == b.rows)
     }
 
     /// The inverse masses and the rank-metric weights of the bodies (solver::gauss,
@@ -221,11 +249,7 @@ impl ConstraintSystem {
     /// had, else by rebuilding it constraint by constraint (with the checks of
     /// [`SparseJacobian::push`]).
     fn fill_jacobian(&mut self, scene: Scene) -> Result<(), SolverError> {
-        let key = (scene.constraints.generation(), scene.bodies.len(), self.jac.structure_id());
-        if self.jac_built_for == Some(key)
-            && self.jac.n_constraints() == self.blocks.len()
-            && self.blocks.iter().enumerate().all(|(c, b)| self.jac.rows(ConstraintId(c as u32)) == b.rows)
-        {
+        if self.jac_fits(scene) {
             let mut finite = true;
             for (c, block) in self.blocks.iter().enumerate() {
                 finite &= self.jac.set_values(ConstraintId(c as u32), &block.jac);
@@ -318,7 +342,7 @@ impl ConstraintSystem {
                 names.join(", ")
             ));
         }
-        self.scratch.iter_mut().for_each(|x| *x = 0.0);
+        // (mul_transpose overwrites the scratch)
         self.jac.mul_transpose(&self.lambda, &mut self.scratch)?;
         let mut power = 0.0;
         for (i, inv) in self.inv_mass.iter().enumerate() {
@@ -679,6 +703,44 @@ mod tests {
                 assert!(gap <= 1e-10, "near held factor lands {gap:e} from the fresh projection");
             }
         }
+    }
+
+    /// A system of pins reassembled at positions whose angles did not change
+    /// (the first RK stage after the projections: new velocities only) keeps
+    /// J unwritten, so the solver finds the J it factored last and keeps the
+    /// factor; the multipliers are bitwise those of a system that fills J.
+    /// Turning a body fills J again and factors anew.
+    #[test]
+    fn pins_at_unchanged_angles_keep_the_factor() {
+        let (bodies, set) = four_bar();
+        let scene = Scene { bodies: &bodies, constraints: &set, surfaces: &[] };
+        let q = closed(0.7);
+        let (v1, v2) = (disturbed(&[0.0; 9], 0.2), disturbed(&[0.0; 9], -0.5));
+        let mut system = ConstraintSystem::default();
+        let mut f = vec![0.0; 9];
+        system.assemble(scene, 0.0, &q, &v1).expect("assembly");
+        system.apply_forces(scene, &v1, &mut f, None).expect("forces");
+        let reused = system.solver.reused_factorizations();
+        system.assemble(scene, 0.0, &q, &v2).expect("assembly");
+        let mut f_kept = vec![0.0; 9];
+        system.apply_forces(scene, &v2, &mut f_kept, None).expect("forces");
+        assert_eq!(system.solver.reused_factorizations(), reused + 1, "same angles: the factor is kept");
+        let mut other = ConstraintSystem::default();
+        other.assemble(scene, 0.0, &q, &v2).expect("assembly");
+        let mut f_fresh = vec![0.0; 9];
+        other.apply_forces(scene, &v2, &mut f_fresh, None).expect("forces");
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&f_kept), bits(&f_fresh));
+        assert_eq!(bits(system.lambda()), bits(other.lambda()));
+        // one body turned: J is filled and A factored again
+        let mut turned = q.clone();
+        turned[5] += 1e-9;
+        system.assemble(scene, 0.0, &turned, &v2).expect("assembly");
+        system.apply_forces(scene, &v2, &mut f_kept, None).expect("forces");
+        assert_eq!(system.solver.reused_factorizations(), reused + 1, "a turned body: factored anew");
+        other.assemble(scene, 0.0, &turned, &v2).expect("assembly");
+        other.apply_forces(scene, &v2, &mut f_fresh, None).expect("forces");
+        assert_eq!(bits(system.lambda()), bits(other.lambda()));
     }
 
     /// `project_positions` leaves the system assembled at the projected q, so

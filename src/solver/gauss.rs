@@ -156,6 +156,9 @@ pub struct BlockLdl {
     staged_forward: Vec<[f64; 3]>,
     /// `staged_forward` is L⁻¹ (the staged right-hand side) for the current factor.
     staged_forward_ready: bool,
+    /// The solve in progress is [`solve_staged`](Self::solve_staged)'s, of the
+    /// staged right-hand side itself: no comparison with it needed.
+    solving_staged: bool,
     // ---- supernodal path
     kernel: NumericKernel,
     use_supernodal: bool,
@@ -934,6 +937,24 @@ impl BlockLdl {
         self.staged_forward_ready = false;
     }
 
+    /// [`solve`](Self::solve) of the staged right-hand side (the one-call
+    /// solve's: [`ConstraintSolver::solve`](super::ConstraintSolver::solve)),
+    /// without comparing it with itself bit for bit as a solve of a given
+    /// right-hand side must (≈ 1 % of a small linkage's step).
+    pub(crate) fn solve_staged(
+        &mut self,
+        a: &BlockSparseSymmetric,
+        settings: &SolverSettings,
+        lambda: &mut [f64],
+    ) -> Result<SolveReport, SolverError> {
+        let rhs = std::mem::take(&mut self.staged_rhs);
+        self.solving_staged = true;
+        let result = self.solve(a, settings, &rhs, lambda);
+        self.solving_staged = false;
+        self.staged_rhs = rhs;
+        result
+    }
+
     /// Whether the staged forward substitution belongs to the current factor
     /// and to this right-hand side (bit for bit).
     fn staged_forward_for(&self, rhs: &[f64]) -> bool {
@@ -943,7 +964,8 @@ impl BlockLdl {
             && !self.use_supernodal
             && !self.regularized
             && self.blend_weight == 0.0
-            && bytemuck::cast_slice::<f64, u64>(&self.staged_rhs) == bytemuck::cast_slice::<f64, u64>(rhs)
+            && (self.solving_staged
+                || bytemuck::cast_slice::<f64, u64>(&self.staged_rhs) == bytemuck::cast_slice::<f64, u64>(rhs))
     }
 
     /// Step `p` of the forward sweep on the compact L: y_q -= L_qp y_p.

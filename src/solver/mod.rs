@@ -121,6 +121,27 @@
 //!   the same (trace, energy and reaction CSVs, eight integrators). The step
 //!   is latency-bound (the pivot chain of four eliminations and the sweeps'
 //!   chains: docs/benchmarks.md), and the 50 µs goal of issue 10 is not met.
+//! * The same-system test recognises J by its
+//!   [`SparseJacobian::values_identity`] (an owner unique in the process and
+//!   a version bumped by every `clear`, `push` and `set_values`; none after a
+//!   clone or `copy_from` until the values change) instead of keeping a copy
+//!   of J and comparing it (a 19 KB `memcpy` per factorisation on a small
+//!   linkage, and the whole J on the criterion bench's 10⁵ cases). The
+//!   constraint system leaves a J of pins unwritten while no body's angle
+//!   changed (`src/constraint/system.rs`), which keeps the identity at the
+//!   first RK stage and so the factor reuse; the one-call solve takes its
+//!   staged right-hand side without comparing it with itself.
+//!
+//!   `scenes/linkage_loops.ron` (27 Nov 2026, lnk9, `perf stat -r 4 -e
+//!   task-clock`, four pairs alternated with main's binary, load ≈ 1):
+//!   medians 359.5 ms before, 342.2 ms after, ≈ 89.9 → 85.5 µs per step
+//!   (−4.8 %; 360.5 → 345.2 ms at load 4–8);
+//!   results bitwise the same (trace, energy and reaction CSVs, eight
+//!   integrators). Re-ordering the elimination into two interleaved fronts
+//!   (same fill, half the elimination tree's height) gained only ≈ 1 % and
+//!   changes results at roundoff level, so it was not kept: the numeric pass
+//!   is bound by its operation count, not by the pivot chain's latency, as
+//!   the round above read it (docs/benchmarks.md). The 50 µs goal is not met.
 //!
 //! The convenience entry point is [`ConstraintSolver`]:
 //!
@@ -310,7 +331,9 @@ pub struct SolveReport {
 /// `tests/solver_alloc.rs`). A [`factor`](Self::factor) of the very system
 /// factored last (J, masses, rank metric and settings equal bit for bit) keeps
 /// the factors: the velocity projection that ends a step and the first stage of
-/// the next one factor the same J.
+/// the next one factor the same J. J is recognised by its
+/// [`SparseJacobian::values_identity`] (no copy of it is kept), or, when it has
+/// none, by a copy compared bit for bit.
 #[derive(Clone, Debug, Default)]
 pub struct ConstraintSolver {
     /// Solver tolerances.
@@ -337,6 +360,9 @@ pub struct ConstraintSolver {
 #[derive(Clone, Debug, Default)]
 struct FactoredInputs {
     valid: bool,
+    /// J's [`SparseJacobian::values_identity`]; a J without one is kept as a
+    /// copy in `jac` and compared bit for bit.
+    jac_identity: Option<(u64, u64)>,
     jac: SparseJacobian,
     inv_mass: Vec<[f64; 3]>,
     rank_metric: Vec<[f64; 3]>,
@@ -355,11 +381,27 @@ impl FactoredInputs {
         fn bits(v: &[[f64; 3]]) -> &[u64] {
             bytemuck::cast_slice(v)
         }
+        // the same identity: the same values (no copy of J to compare)
+        let same_jac = match (self.jac_identity, jac.values_identity()) {
+            (Some(held), Some(given)) => held == given,
+            (None, None) => self.jac.bitwise_eq(jac),
+            _ => false,
+        };
+        // J first: it is what differs between an RK step's stages (the
+        // masses' and the metric's comparisons are then not made)
         self.valid
+            && same_jac
             && self.settings == *settings
             && bits(&self.inv_mass) == bits(inv_mass)
             && bits(&self.rank_metric) == bits(rank_metric)
-            && self.jac.bitwise_eq(jac)
+    }
+
+    /// Records J (its identity, or a copy when it has none).
+    fn record_jacobian(&mut self, jac: &SparseJacobian) {
+        self.jac_identity = jac.values_identity();
+        if self.jac_identity.is_none() {
+            self.jac.copy_from(jac);
+        }
     }
 }
 
@@ -402,7 +444,7 @@ impl ConstraintSolver {
         if compliance.is_none() {
             // copies into the kept buffers: no allocation once the sizes are reached
             let f = &mut self.factored;
-            f.jac.copy_from(jac);
+            f.record_jacobian(jac);
             f.inv_mass.clear();
             f.inv_mass.extend_from_slice(inv_mass);
             f.rank_metric.clear();
@@ -452,7 +494,8 @@ impl ConstraintSolver {
         // constraints): the solve then does only the diagonal and backward steps
         // (unstaged after the solve, also when either fails)
         self.ldl.stage_rhs(rhs);
-        let solved = self.factor(jac, inv_mass, compliance).and_then(|_| self.solve_factored(rhs, lambda));
+        let solved =
+            self.factor(jac, inv_mass, compliance).and_then(|_| self.ldl.solve_staged(&self.a, &self.settings, lambda));
         self.ldl.stage_rhs(&[]);
         let mut rep = solved?;
         rep.analyzed = self.last_analyzed;

@@ -55,7 +55,7 @@ fn fresh_structure_id() -> u64 {
 /// allocate); once built, a step that evaluates the same constraints again
 /// overwrites the values in their fixed slots with
 /// [`set_values`](Self::set_values) (no validation of the structure, no push).
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct SparseJacobian {
     n_bodies: usize,
     n_rows: usize,
@@ -63,9 +63,36 @@ pub struct SparseJacobian {
     /// constraint): fresh at every `clear` and `push`, kept by `set_values`,
     /// copied by `copy_from`. 0: never built.
     structure_id: u64,
+    /// With `values_version`, identifies the values ([`values_identity`](Self::values_identity)):
+    /// a process-unique number taken at the first change of the values after
+    /// construction, a clone or a [`copy_from`](Self::copy_from) (0 until
+    /// then: no identity), so no two Jacobians ever share it.
+    values_owner: u64,
+    /// Incremented by every change of the values (`clear`, `push`,
+    /// `set_values`).
+    values_version: u64,
     pub(crate) cons: Vec<ConstraintInfo>,
     /// Two blocks per constraint (the second is zero for a one-body constraint).
+    /// Crate code that writes a block directly, not through `set_values`, must
+    /// do it on a Jacobian without a values identity (a fresh
+    /// [`copy_from`](Self::copy_from)), or the identity would go stale.
     pub(crate) blocks: Vec<Block>,
+}
+
+impl Clone for SparseJacobian {
+    /// A copy with no values identity: the two may change apart, and each
+    /// takes its own identity at its first change.
+    fn clone(&self) -> Self {
+        Self {
+            n_bodies: self.n_bodies,
+            n_rows: self.n_rows,
+            structure_id: self.structure_id,
+            values_owner: 0,
+            values_version: 0,
+            cons: self.cons.clone(),
+            blocks: self.blocks.clone(),
+        }
+    }
 }
 
 impl SparseJacobian {
@@ -80,6 +107,7 @@ impl SparseJacobian {
         self.n_bodies = n_bodies;
         self.n_rows = 0;
         self.structure_id = fresh_structure_id();
+        self.values_changed();
         self.cons.clear();
         self.blocks.clear();
     }
@@ -92,6 +120,31 @@ impl SparseJacobian {
     /// without comparing the structure constraint by constraint.
     pub fn structure_id(&self) -> u64 {
         self.structure_id
+    }
+
+    /// Identifies this Jacobian's values: two Jacobians (or one at two times)
+    /// with the same `Some` identity hold the same structure and the same
+    /// values bit for bit — the same object, with no [`push`](Self::push),
+    /// [`set_values`](Self::set_values) or [`clear`](Self::clear) in between
+    /// (a caller that knows its values would not change skips the writes and
+    /// keeps the identity). `None` for a Jacobian whose values were not
+    /// changed since its construction, clone or [`copy_from`](Self::copy_from).
+    /// Lets the solver recognise the system it factored last without keeping a
+    /// copy of J and comparing it (issue 10: that copy and compare were ≈ 5 %
+    /// of a small linkage's step).
+    pub fn values_identity(&self) -> Option<(u64, u64)> {
+        (self.values_owner != 0).then_some((self.values_owner, self.values_version))
+    }
+
+    /// Records a change of the values (a new identity).
+    #[inline]
+    fn values_changed(&mut self) {
+        if self.values_owner == 0 {
+            self.values_owner = fresh_structure_id();
+            self.values_version = 0;
+        } else {
+            self.values_version += 1;
+        }
     }
 
     /// Overwrites the values of constraint `c`'s blocks in place (the fixed-slot
@@ -111,11 +164,13 @@ impl SparseJacobian {
         // a constant row count per kernel: the copies and the zeroed rows are
         // unrolled stores from registers (a fill of a variable tail through a
         // stack temporary stalled on store forwarding)
-        match info.rows {
+        let finite = match info.rows {
             1 => fill_pair::<1>(pair, jac, two),
             2 => fill_pair::<2>(pair, jac, two),
             _ => fill_pair::<3>(pair, jac, two),
-        }
+        };
+        self.values_changed();
+        finite
     }
 
     /// Appends a constraint of `rows` rows (1 to 3) touching one or two distinct
@@ -147,6 +202,7 @@ impl SparseJacobian {
         }
         let id = ConstraintId(self.cons.len() as u32);
         self.structure_id = fresh_structure_id();
+        self.values_changed();
         let mut bodies = [NO_BODY; 2];
         for (k, &(b, ref m)) in blocks.iter().enumerate() {
             bodies[k] = b as u32;
@@ -197,8 +253,12 @@ impl SparseJacobian {
     }
 
     /// Makes `self` a copy of `other`, reusing `self`'s allocations (a derived
-    /// `clone_from` would allocate anew).
+    /// `clone_from` would allocate anew). The copy has no values identity
+    /// ([`values_identity`](Self::values_identity)) until its values change.
     pub fn copy_from(&mut self, other: &SparseJacobian) {
+        // no values identity (see `clone`)
+        self.values_owner = 0;
+        self.values_version = 0;
         // the same structure id: the structure is already the same (a step
         // copies the same J's values again and again), only the values move
         if self.structure_id == other.structure_id && self.structure_id != 0 && self.blocks.len() == other.blocks.len()
