@@ -229,6 +229,9 @@ pub struct SoftState {
     previous_info: Vec<SoftInfo>,
     /// This step's impulses in key order (written by the finish).
     impulses: Vec<WarmImpulses>,
+    /// Where each manifold's output contacts start (key order, one more
+    /// entry than manifolds; the finish's prefix sum of the point counts).
+    contact_starts: Vec<u32>,
     /// The identities of this step's manifolds in key order.
     info: Vec<SoftInfo>,
     /// Some manifold has a restitution and a point approaching faster than

@@ -33,6 +33,10 @@ const PARALLEL_PAIRS_MIN: usize = 512;
 /// Chunks of pairs per thread in the parallel narrowphase (a few, for balance).
 const NARROW_CHUNKS_PER_THREAD: usize = 4;
 
+/// The fewest bodies in one piece of the sub-step's position update on the
+/// pool (a piece costs a few µs: a cos and a sin per body).
+const INTEGRATE_BODIES_MIN: usize = 1024;
+
 /// Bodies below which the world outlines are filled without splitting further.
 const OUTLINE_BODIES_MIN: usize = 256;
 
@@ -560,15 +564,37 @@ impl ContactSet {
     /// Integrates positions over one sub-step (q += h·v, every body, fixed
     /// ones with their own velocity) and updates the motion since the start
     /// of the step.
+    /// Each body's update reads only that body: on the pool (pieces of at
+    /// least [`INTEGRATE_BODIES_MIN`] bodies) when there are many, the same
+    /// bits at any pool size.
     pub fn soft_integrate_positions(&mut self, q: &mut [f64], v: &[f64]) {
         let h = self.soft.h;
         let q0 = &self.soft.q0;
-        for (i, d) in self.soft.delta.iter_mut().enumerate() {
+        let delta = &mut self.soft.delta;
+        let body = |(((d, q), v), q0): (((&mut super::BodyDelta, &mut [f64]), &[f64]), &[f64])| {
             for k in 0..3 {
-                q[3 * i + k] += h * v[3 * i + k];
+                q[k] += h * v[k];
             }
-            let dphi = q[3 * i + 2] - q0[3 * i + 2];
-            *d = [q[3 * i] - q0[3 * i], q[3 * i + 1] - q0[3 * i + 1], dphi.cos(), dphi.sin()];
+            let dphi = q[2] - q0[2];
+            *d = [q[0] - q0[0], q[1] - q0[1], dphi.cos(), dphi.sin()];
+        };
+        let n = delta.len();
+        if rayon::current_num_threads() > 1 && n >= 2 * INTEGRATE_BODIES_MIN {
+            use rayon::prelude::*;
+            delta
+                .par_iter_mut()
+                .zip(q[..3 * n].par_chunks_mut(3))
+                .zip(v[..3 * n].par_chunks(3))
+                .zip(q0[..3 * n].par_chunks(3))
+                .with_min_len(INTEGRATE_BODIES_MIN)
+                .for_each(body);
+        } else {
+            delta
+                .iter_mut()
+                .zip(q[..3 * n].chunks_mut(3))
+                .zip(v[..3 * n].chunks(3))
+                .zip(q0[..3 * n].chunks(3))
+                .for_each(body);
         }
     }
 
@@ -593,50 +619,51 @@ impl ContactSet {
     /// After the step: the contacts for output (impulses summed over the
     /// sub-steps, gap at the end of the step), the largest penetration, and
     /// the impulses kept in pair order for the next warm start. A
-    /// non-finite impulse is an error naming the pair.
+    /// non-finite impulse is an error naming the pair. Each manifold's
+    /// contacts and impulses are a function of that manifold alone and land
+    /// at a place fixed by the counts before it: written on the pool when
+    /// there are many (the same bits at any pool size).
     pub fn soft_finish(&mut self, bodies: &[Body]) -> Result<(), ContactError> {
         let mut soft = std::mem::take(&mut self.soft);
-        self.contacts.clear();
-        let mut deepest: f64 = 0.0;
-        let mut bad = None;
-        // In key order: the solved impulses for the next step's warm start,
-        // and the contacts for output in pair order.
-        soft.impulses.clear();
-        for (&(c, i), info) in soft.place.iter().zip(&soft.info) {
-            let m = &soft.by_colour[c as usize][i as usize / LANES].get(i as usize % LANES);
-            let totals = &soft.totals_by_colour[c as usize][i as usize];
-            let [p0, p1] = &m.points;
-            soft.impulses.push(WarmImpulses {
-                normal: [p0.normal_impulse, p1.normal_impulse],
-                tangent: [p0.tangent_impulse, p1.tangent_impulse],
-                rolling: m.rolling_impulse,
-            });
-            let (da, db) = (delta_of(&soft.delta, m.a), delta_of(&soft.delta, m.b));
-            let pair = Pair { a: info.key.0, b: info.key.1 };
-            for (k, (p, &feature)) in m.points[..m.count as usize].iter().zip(&info.features).enumerate() {
-                let s = p.base_separation + p.normal.dot(moved(&da, p.ra) - moved(&db, p.rb));
-                let (total_normal, total_tangent) = (totals.normal[k], totals.tangent[k]);
-                if !(total_normal.is_finite() && total_tangent.is_finite() && s.is_finite()) {
-                    bad.get_or_insert(pair);
-                }
-                if total_normal > 0.0 {
-                    deepest = deepest.max(-s);
-                }
-                let centre = DVec2::new(soft.q0[3 * m.a as usize], soft.q0[3 * m.a as usize + 1]);
-                self.contacts.push(Contact {
-                    body_a: pair.a,
-                    partner: pair.b,
-                    manifold: crate::contact::narrowphase::ManifoldPoint {
-                        point: centre + p.ra + DVec2::new(da[0], da[1]),
-                        normal: p.normal,
-                        gap: s,
-                        feature,
-                    },
-                    material: info.material,
-                    impulse: [total_normal, total_tangent, totals.rolling],
-                });
-            }
+        // Where each manifold's contacts start (key order), and the outputs
+        // sized to be written in place (kept buffers: no allocation once grown).
+        soft.contact_starts.clear();
+        soft.contact_starts.push(0);
+        let mut total = 0u32;
+        for info in &soft.info {
+            total += info.count as u32;
+            soft.contact_starts.push(total);
         }
+        self.contacts.clear();
+        if let Some(first) = soft.info.first() {
+            let blank = Contact {
+                body_a: 0,
+                partner: Partner::Surface(0),
+                manifold: ManifoldPoint { point: DVec2::ZERO, normal: DVec2::ZERO, gap: 0.0, feature: 0 },
+                material: first.material,
+                impulse: [0.0; 3],
+            };
+            self.contacts.resize(total as usize, blank);
+        }
+        soft.impulses.clear();
+        soft.impulses.resize(soft.info.len(), WarmImpulses::default());
+        let manifolds = soft.info.len();
+        let threads = rayon::current_num_threads();
+        let min = if threads > 1 && manifolds >= FINISH_MANIFOLDS_MIN {
+            (manifolds / (FINISH_CHUNKS_PER_THREAD * threads)).max(FINISH_CHUNK_MIN)
+        } else {
+            usize::MAX
+        };
+        let inputs = FinishInputs {
+            by_colour: &soft.by_colour,
+            totals_by_colour: &soft.totals_by_colour,
+            delta: &soft.delta,
+            q0: &soft.q0,
+            place: &soft.place,
+            info: &soft.info,
+            starts: &soft.contact_starts,
+        };
+        let (deepest, bad) = finish_range(&inputs, 0..manifolds, &mut soft.impulses, &mut self.contacts, min);
         self.max_penetration = self.max_penetration.max(deepest);
         self.soft = soft;
         match bad {
@@ -644,6 +671,99 @@ impl ContactSet {
             None => Ok(()),
         }
     }
+}
+
+/// Manifolds below which the finish writes the contacts on the calling thread.
+const FINISH_MANIFOLDS_MIN: usize = 1024;
+
+/// Pieces per thread of the finish on the pool (a few, for balance).
+const FINISH_CHUNKS_PER_THREAD: usize = 4;
+
+/// The fewest manifolds in one piece of the finish on the pool.
+const FINISH_CHUNK_MIN: usize = 256;
+
+/// What the finish reads (shared by its threads).
+struct FinishInputs<'a> {
+    by_colour: &'a [Vec<SoftLanes>],
+    totals_by_colour: &'a [Vec<SoftTotals>],
+    delta: &'a [super::BodyDelta],
+    q0: &'a [f64],
+    place: &'a [(u16, u32)],
+    info: &'a [SoftInfo],
+    /// Where each manifold's contacts start in the output (one more entry
+    /// than manifolds).
+    starts: &'a [u32],
+}
+
+/// The finish of the manifolds `range` (key order): their warm-start
+/// impulses into `impulses` and their contacts into `contacts` (both
+/// starting at the range's first manifold), halving the range on the pool
+/// while it holds `min` manifolds or more. Returns the deepest penetration
+/// among the points that pushed (+0 if none; the largest positive value
+/// does not depend on the order it is met in) and the first pair in key
+/// order with a non-finite impulse or gap.
+fn finish_range(
+    inputs: &FinishInputs<'_>,
+    range: std::ops::Range<usize>,
+    impulses: &mut [WarmImpulses],
+    contacts: &mut [Contact],
+    min: usize,
+) -> (f64, Option<Pair>) {
+    if range.len() >= min.max(2) {
+        let mid = range.start + range.len() / 2;
+        let split = (inputs.starts[mid] - inputs.starts[range.start]) as usize;
+        let (ia, ib) = impulses.split_at_mut(mid - range.start);
+        let (ca, cb) = contacts.split_at_mut(split);
+        let ((da, ba), (db, bb)) = rayon::join(
+            || finish_range(inputs, range.start..mid, ia, ca, min),
+            || finish_range(inputs, mid..range.end, ib, cb, min),
+        );
+        return (if db > da { db } else { da }, ba.or(bb));
+    }
+    let FinishInputs { by_colour, totals_by_colour, delta, q0, place, info, .. } = *inputs;
+    let mut deepest: f64 = 0.0;
+    let mut bad = None;
+    let mut out = contacts.iter_mut();
+    for ((&(c, i), info), warm) in place[range.clone()].iter().zip(&info[range]).zip(impulses) {
+        let m = &by_colour[c as usize][i as usize / LANES].get(i as usize % LANES);
+        let totals = &totals_by_colour[c as usize][i as usize];
+        let [p0, p1] = &m.points;
+        *warm = WarmImpulses {
+            normal: [p0.normal_impulse, p1.normal_impulse],
+            tangent: [p0.tangent_impulse, p1.tangent_impulse],
+            rolling: m.rolling_impulse,
+        };
+        let (da, db) = (delta_of(delta, m.a), delta_of(delta, m.b));
+        let pair = Pair { a: info.key.0, b: info.key.1 };
+        for (k, (p, &feature)) in m.points[..m.count as usize].iter().zip(&info.features).enumerate() {
+            let s = p.base_separation + p.normal.dot(moved(&da, p.ra) - moved(&db, p.rb));
+            let (total_normal, total_tangent) = (totals.normal[k], totals.tangent[k]);
+            if !(total_normal.is_finite() && total_tangent.is_finite() && s.is_finite()) {
+                bad.get_or_insert(pair);
+            }
+            // Strictly deeper only: a NaN or a zero leaves +0 (the order
+            // the pieces are met in cannot change a bit).
+            if total_normal > 0.0 && -s > deepest {
+                deepest = -s;
+            }
+            let centre = DVec2::new(q0[3 * m.a as usize], q0[3 * m.a as usize + 1]);
+            if let Some(contact) = out.next() {
+                *contact = Contact {
+                    body_a: pair.a,
+                    partner: pair.b,
+                    manifold: ManifoldPoint {
+                        point: centre + p.ra + DVec2::new(da[0], da[1]),
+                        normal: p.normal,
+                        gap: s,
+                        feature,
+                    },
+                    material: info.material,
+                    impulse: [total_normal, total_tangent, totals.rolling],
+                };
+            }
+        }
+    }
+    (deepest, bad)
 }
 
 #[cfg(test)]
