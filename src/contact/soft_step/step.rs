@@ -33,10 +33,6 @@ const PARALLEL_PAIRS_MIN: usize = 512;
 /// Chunks of pairs per thread in the parallel narrowphase (a few, for balance).
 const NARROW_CHUNKS_PER_THREAD: usize = 4;
 
-/// The fewest bodies in one piece of the sub-step's position update on the
-/// pool (a piece costs a few µs: a cos and a sin per body).
-const INTEGRATE_BODIES_MIN: usize = 1024;
-
 /// Bodies below which the world outlines are filled without splitting further.
 const OUTLINE_BODIES_MIN: usize = 256;
 
@@ -564,37 +560,15 @@ impl ContactSet {
     /// Integrates positions over one sub-step (q += h·v, every body, fixed
     /// ones with their own velocity) and updates the motion since the start
     /// of the step.
-    /// Each body's update reads only that body: on the pool (pieces of at
-    /// least [`INTEGRATE_BODIES_MIN`] bodies) when there are many, the same
-    /// bits at any pool size.
     pub fn soft_integrate_positions(&mut self, q: &mut [f64], v: &[f64]) {
         let h = self.soft.h;
         let q0 = &self.soft.q0;
-        let delta = &mut self.soft.delta;
-        let body = |(((d, q), v), q0): (((&mut super::BodyDelta, &mut [f64]), &[f64]), &[f64])| {
+        for (i, d) in self.soft.delta.iter_mut().enumerate() {
             for k in 0..3 {
-                q[k] += h * v[k];
+                q[3 * i + k] += h * v[3 * i + k];
             }
-            let dphi = q[2] - q0[2];
-            *d = [q[0] - q0[0], q[1] - q0[1], dphi.cos(), dphi.sin()];
-        };
-        let n = delta.len();
-        if rayon::current_num_threads() > 1 && n >= 2 * INTEGRATE_BODIES_MIN {
-            use rayon::prelude::*;
-            delta
-                .par_iter_mut()
-                .zip(q[..3 * n].par_chunks_mut(3))
-                .zip(v[..3 * n].par_chunks(3))
-                .zip(q0[..3 * n].par_chunks(3))
-                .with_min_len(INTEGRATE_BODIES_MIN)
-                .for_each(body);
-        } else {
-            delta
-                .iter_mut()
-                .zip(q[..3 * n].chunks_mut(3))
-                .zip(v[..3 * n].chunks(3))
-                .zip(q0[..3 * n].chunks(3))
-                .for_each(body);
+            let dphi = q[3 * i + 2] - q0[3 * i + 2];
+            *d = [q[3 * i] - q0[3 * i], q[3 * i + 1] - q0[3 * i + 1], dphi.cos(), dphi.sin()];
         }
     }
 
@@ -835,6 +809,42 @@ mod tests {
             groups_before = groups;
         }
         assert!(shrank > 0, "no colour shrank: the reuse of kept groups is not exercised");
+    }
+
+    /// A 50-row pyramid (1,275 boxes, over [`super::FINISH_MANIFOLDS_MIN`]
+    /// manifolds) stepped 8 times on pools of 1 and 3 threads: on 3 the
+    /// finish writes its pieces on the pool, and every output contact
+    /// (point, normal, gap, feature, impulses), the state and the largest
+    /// penetration are the same bits as on 1.
+    #[test]
+    fn finish_on_the_pool_gives_the_bits_of_one_thread() {
+        let overrides = ["piles[0].rows=50".to_string()];
+        let scene = crate::scene::Scene::load(std::path::Path::new("scenes/pyramid.ron"), &overrides).expect("scene");
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+            pool.install(|| {
+                let mut world = scene.build_world().expect("world");
+                for _ in 0..8 {
+                    world.step().expect("step");
+                }
+                let manifolds = world.contacts.soft.info.len();
+                let (q, v) = world.state_vectors();
+                let mut bits: Vec<u64> = q.iter().chain(v).map(|x| x.to_bits()).collect();
+                for c in world.contacts.contacts() {
+                    let m = &c.manifold;
+                    bits.extend([c.body_a as u64, u64::from(m.feature)]);
+                    bits.extend([m.point.x, m.point.y, m.normal.x, m.normal.y, m.gap].map(f64::to_bits));
+                    bits.extend(c.impulse.map(f64::to_bits));
+                }
+                bits.push(world.contacts.max_penetration.to_bits());
+                (manifolds, world.contacts.contacts().len(), bits)
+            })
+        };
+        let (manifolds, contacts, one) = run(1);
+        let (_, _, three) = run(3);
+        assert!(manifolds >= super::FINISH_MANIFOLDS_MIN, "{manifolds} manifolds: the parallel finish is not taken");
+        assert!(contacts > manifolds, "{contacts} contacts of {manifolds} manifolds");
+        assert!(one == three, "the output contacts or the state differ between 1 and 3 threads");
     }
 
     /// A 30-row pyramid (465 boxes, well over [`super::PARALLEL_PAIRS_MIN`]
