@@ -811,6 +811,27 @@ mod tests {
         assert!(shrank > 0, "no colour shrank: the reuse of kept groups is not exercised");
     }
 
+    /// `scenes/pyramid.ron` with `rows` rows stepped `steps` times on a pool
+    /// of `threads` threads; `read` looks at the world there (mutably: reading
+    /// the state vectors gathers them).
+    fn pyramid_on_pool<R: Send>(
+        rows: usize,
+        steps: usize,
+        threads: usize,
+        read: impl Fn(&mut crate::world::World) -> R + Send + Sync,
+    ) -> R {
+        let overrides = [format!("piles[0].rows={rows}")];
+        let scene = crate::scene::Scene::load(std::path::Path::new("scenes/pyramid.ron"), &overrides).expect("scene");
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
+        pool.install(|| {
+            let mut world = scene.build_world().expect("world");
+            for _ in 0..steps {
+                world.step().expect("step");
+            }
+            read(&mut world)
+        })
+    }
+
     /// A 50-row pyramid (1,275 boxes, over [`super::FINISH_MANIFOLDS_MIN`]
     /// manifolds) stepped 8 times on pools of 1 and 3 threads: on 3 the
     /// finish writes its pieces on the pool, and every output contact
@@ -818,15 +839,8 @@ mod tests {
     /// penetration are the same bits as on 1.
     #[test]
     fn finish_on_the_pool_gives_the_bits_of_one_thread() {
-        let overrides = ["piles[0].rows=50".to_string()];
-        let scene = crate::scene::Scene::load(std::path::Path::new("scenes/pyramid.ron"), &overrides).expect("scene");
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
-            pool.install(|| {
-                let mut world = scene.build_world().expect("world");
-                for _ in 0..8 {
-                    world.step().expect("step");
-                }
+            pyramid_on_pool(50, 8, threads, |world| {
                 let manifolds = world.contacts.soft.info.len();
                 let (q, v) = world.state_vectors();
                 let mut bits: Vec<u64> = q.iter().chain(v).map(|x| x.to_bits()).collect();
@@ -853,15 +867,8 @@ mod tests {
     /// and the state and contact impulses are the same bits as on 1.
     #[test]
     fn prepare_narrowphase_in_chunks_gives_the_bits_of_one_thread() {
-        let overrides = ["piles[0].rows=30".to_string()];
-        let scene = crate::scene::Scene::load(std::path::Path::new("scenes/pyramid.ron"), &overrides).expect("scene");
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("pool");
-            pool.install(|| {
-                let mut world = scene.build_world().expect("world");
-                for _ in 0..10 {
-                    world.step().expect("step");
-                }
+            pyramid_on_pool(30, 10, threads, |world| {
                 let soft = &world.contacts.soft;
                 let pairs = soft.narrow_ends.len();
                 let chunks = pairs.div_ceil(super::narrow_chunk_len(pairs, threads));
