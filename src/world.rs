@@ -789,13 +789,7 @@ impl World {
         let scene = Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces };
         let (t, settings) = (self.time, self.stabilization);
         let result = if settings.projection {
-            // project_positions leaves J assembled at the projected q: the
-            // velocity projection needs no assembly of its own (J and the
-            // velocity bias depend on q and t only)
-            self.system.project_positions(scene, t, &mut self.state.q, &self.state.v, &settings).and_then(|err| {
-                self.system.velocity_correction(&mut self.state.v, 1.0)?;
-                Ok(err)
-            })
+            self.system.project_state(scene, t, &mut self.state.q, &mut self.state.v, &settings)
         } else {
             self.system.assemble(scene, t, &self.state.q, &self.state.v).map(|_| self.system.max_error())
         };
@@ -1160,14 +1154,11 @@ impl Dynamics for ForceModel<'_> {
         }
         let started = Instant::now();
         let scene = Scene { bodies: self.bodies, constraints: self.constraints, surfaces: self.surfaces };
-        // as `World::correct_drift`: J stays assembled at the projected q
-        let result = self
-            .system
-            .project_positions(scene, t, q, v, &settings)
-            .and_then(|_| self.system.velocity_correction(v, 1.0));
+        // as `World::correct_drift`
+        let result = self.system.project_state(scene, t, q, v, &settings);
         self.times.add(Stage::CorrectDrift, started.elapsed());
         match result {
-            Ok(()) => true,
+            Ok(_) => true,
             Err(e) => {
                 self.solver_error.get_or_insert(e);
                 false

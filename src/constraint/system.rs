@@ -472,6 +472,26 @@ impl ConstraintSystem {
         result
     }
 
+    /// The drift projection of a state: `q` onto the position constraints
+    /// ([`project_positions`](Self::project_positions)), then `v` onto the
+    /// velocity constraints at the projected `q`, with the J that projection
+    /// left assembled (J and the velocity bias depend on q and t only, so no
+    /// assembly of its own). Returns the largest position error before the
+    /// projection. What the world does after each step and the adaptive
+    /// integrators between their substeps.
+    pub fn project_state(
+        &mut self,
+        scene: Scene,
+        t: f64,
+        q: &mut [f64],
+        v: &mut [f64],
+        settings: &Stabilization,
+    ) -> Result<f64, SolverError> {
+        let err = self.project_positions(scene, t, q, v, settings)?;
+        self.velocity_correction(v, 1.0)?;
+        Ok(err)
+    }
+
     /// Projects `v` onto J v + bias = 0 at the current positions (seed 003
     /// §IV-D with factor 1): v ← v + M⁻¹Jᵀμ, A μ = −(J v + bias). This is the
     /// M-orthogonal projection: it removes the least kinetic energy.
