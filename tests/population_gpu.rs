@@ -13,6 +13,7 @@ mod common;
 use std::sync::Arc;
 
 use mx2d::gpu::GpuOptions;
+use mx2d::gpu::timing::PassProfiler;
 use mx2d::population::gpu::GpuPopulation;
 use mx2d::population::{Population, PopulationError, cpu};
 use mx2d::scene::Scene;
@@ -87,15 +88,25 @@ fn one_step_matches(ctx: &Arc<mx2d::gpu::GpuContext>, start: &Population) {
 /// changes from run to run, and the cell sort after it removes that. Two
 /// runs of 200 steps of balls_box 10³ (falling, colliding, piling up) read
 /// back the same bits, ball for ball.
+/// Two GPU runs of the same population give the same bits; the second runs
+/// every tenth step profiled (each stage in a timed pass of its own), which
+/// must change only the pass boundaries, not one bit of the result.
 #[test]
-fn two_gpu_runs_are_bitwise_identical() {
+fn two_gpu_runs_are_bitwise_identical_profiled_or_not() {
     let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
     let ctx = Arc::new(ctx);
-    let run = || {
+    let run = |profiled: bool| {
         let mut pop = balls_box(1000);
         let mut gpu = GpuPopulation::new(ctx.clone(), &pop).unwrap();
-        for _ in 0..200 {
-            gpu.step(&mut pop, 1.0 / 60.0).unwrap();
+        let mut profiler = PassProfiler::new(&ctx, "test stages");
+        let mut stages = Vec::new();
+        for step in 0..200 {
+            if profiled && step % 10 == 9 {
+                let timings = gpu.step_profiled(&mut pop, 1.0 / 60.0, &mut profiler).unwrap();
+                stages = timings.passes.iter().map(|p| p.name).collect();
+            } else {
+                gpu.step(&mut pop, 1.0 / 60.0).unwrap();
+            }
         }
         gpu.read_back(&mut pop).unwrap();
         let mut bits: Vec<u32> = Vec::new();
@@ -106,13 +117,16 @@ fn two_gpu_runs_are_bitwise_identical() {
             );
         }
         bits.push(pop.max_overlap_seen.to_bits());
-        (bits, pop.stats())
+        (bits, pop.stats(), stages)
     };
-    let (first, stats) = run();
-    let (second, _) = run();
+    let (first, stats, _) = run(false);
+    let (second, _, stages) = run(true);
     assert!(stats.max_overlap_ratio > 0.0, "no contacts after 200 steps: the test would prove little");
     let differing = first.iter().zip(&second).filter(|(a, b)| a != b).count();
     assert_eq!(differing, 0, "{differing} of {} values differ between two GPU runs", first.len());
+    for stage in ["release", "fields", "grid", "neighbours", "predict", "solve", "velocities", "bounds"] {
+        assert!(stages.contains(&stage), "the profiled step did not time {stage}: {stages:?}");
+    }
 }
 
 /// GPU against the CPU twin over several steps of a pile in motion: the same

@@ -50,8 +50,9 @@ if [[ $BUILD == 1 ]]; then
   (cd "$ROOT" && cargo build --release --bin mx2d)
   cargo build --release --manifest-path "$PEERS/Cargo.toml"
 fi
-MX2D="$ROOT/target/release/mx2d"
-PBIN="$PEERS/target/release"
+# MX2D_BIN and PEERS_BIN_DIR point at binaries built elsewhere (a lent GPU machine, benches/gpu_device.sh).
+MX2D="${MX2D_BIN:-$ROOT/target/release/mx2d}"
+PBIN="${PEERS_BIN_DIR:-$PEERS/target/release}"
 mkdir -p "$OUT"
 WARGS=()
 [[ -n "$WORKERS" ]] && WARGS=(--workers "$WORKERS")

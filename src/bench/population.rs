@@ -8,6 +8,13 @@
 //! step has no readback: this is what a run pays). `agree` compares the two
 //! backends' positions after those steps (1e-4 relative, the twin test's
 //! tolerance). Bytes per ball are the constants the limits use.
+//!
+//! With `--passes`, `--repeats` more GPU steps run with each stage in a pass
+//! of its own ([`GpuPopulation::step_profiled`]); each stage's mean time per
+//! step is printed beside its cost per million balls and that cost over
+//! DESIGN.md's bandwidth floor of a whole step (≈ 110 bytes per ball, about
+//! 35 µs per million balls on an H100). Profiled steps have more pass
+//! boundaries than the production step, so their sum is the upper figure.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -15,6 +22,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 
 use crate::gpu::GpuContext;
+use crate::gpu::timing::{PassProfiler, PassTime};
 use crate::population::gpu::{GPU_BYTES_PER_BALL, GpuPopulation};
 use crate::population::{CPU_BYTES_PER_BALL, Population, cpu};
 use crate::scene::Scene;
@@ -44,6 +52,75 @@ pub struct PopulationRow {
     pub gpu_bytes_per_ball: u64,
     /// A GPU failure in this row.
     pub gpu_error: Option<String>,
+    /// With `--passes`: each stage's mean GPU time per step (ms).
+    pub gpu_stages: Option<Vec<PassTime>>,
+    /// How the stages were timed (`timestamps` or `wall`).
+    pub stage_timing: Option<String>,
+}
+
+/// The whole step's bandwidth floor on an H100, µs per million balls
+/// (DESIGN.md, "Peers": about 110 bytes per ball moved once).
+pub const FLOOR_US_PER_MILLION: f64 = 35.0;
+
+/// Mean time per step of each stage over `steps` profiled steps, in the
+/// order the stages first ran.
+fn stage_means(
+    ctx: &GpuContext,
+    gpu: &mut GpuPopulation,
+    pop: &mut Population,
+    dt: f32,
+    steps: usize,
+) -> anyhow::Result<(Vec<PassTime>, String)> {
+    let mut profiler = PassProfiler::new(ctx, "population stages");
+    let mut sums: Vec<PassTime> = Vec::new();
+    let mut source = None;
+    for _ in 0..steps {
+        let timings = gpu.step_profiled(pop, dt, &mut profiler)?;
+        source = timings.source;
+        for pass in timings.passes {
+            match sums.iter_mut().find(|p| p.name == pass.name) {
+                Some(p) => p.ms += pass.ms,
+                None => sums.push(pass),
+            }
+        }
+    }
+    for p in &mut sums {
+        p.ms /= steps as f64;
+    }
+    let source = match source {
+        Some(crate::gpu::TimingSource::Timestamps) => "timestamps",
+        Some(crate::gpu::TimingSource::Wall) => "wall clock (each stage submitted and waited for)",
+        None => "none",
+    };
+    Ok((sums, source.to_string()))
+}
+
+/// The stage table of the rows measured with `--passes`.
+pub fn stage_table(rows: &[PopulationRow]) -> String {
+    let mut s = String::new();
+    for r in rows {
+        let (Some(stages), Some(timing)) = (&r.gpu_stages, &r.stage_timing) else { continue };
+        let total: f64 = stages.iter().map(|p| p.ms).sum();
+        let millions = r.n as f64 / 1e6;
+        s += &format!(
+            "N = {}: GPU stages, mean ms per step ({timing}); profiled total {total:.3} ms, unprofiled {}\n",
+            r.n,
+            r.gpu_ms.map_or("-".into(), |v| format!("{v:.3} ms"))
+        );
+        s += &format!("  {:<12} {:>10} {:>7} {:>14} {:>10}\n", "stage", "ms", "share", "µs per 10⁶", "× floor");
+        for p in stages {
+            let per_million = p.ms * 1e3 / millions;
+            s += &format!(
+                "  {:<12} {:>10.4} {:>6.1}% {:>14.1} {:>10.1}\n",
+                p.name,
+                p.ms,
+                if total > 0.0 { 100.0 * p.ms / total } else { 0.0 },
+                per_million,
+                per_million / FLOOR_US_PER_MILLION
+            );
+        }
+    }
+    s
 }
 
 fn build(path: &str, n: usize) -> anyhow::Result<Population> {
@@ -96,9 +173,11 @@ pub fn run(args: &super::BenchArgs, scene: &str) -> anyhow::Result<()> {
             cpu_bytes_per_ball: CPU_BYTES_PER_BALL,
             gpu_bytes_per_ball: GPU_BYTES_PER_BALL,
             gpu_error: None,
+            gpu_stages: None,
+            stage_timing: None,
         };
         if let Some(ctx) = &ctx {
-            let measured = (|| -> anyhow::Result<(f64, f64)> {
+            let measured = (|| -> anyhow::Result<(f64, f64, Option<(Vec<PassTime>, String)>)> {
                 let mut on_gpu = start.clone();
                 let mut gpu = GpuPopulation::new(ctx.clone(), &on_gpu)?;
                 gpu.step(&mut on_gpu, dt)?;
@@ -116,10 +195,16 @@ pub fn run(args: &super::BenchArgs, scene: &str) -> anyhow::Result<()> {
                         f64::from((a - b).length() / a.length().max(on_cpu.radius[i]))
                     })
                     .fold(0.0, f64::max);
-                Ok((ms, diff))
+                let stages =
+                    if args.passes { Some(stage_means(ctx, &mut gpu, &mut on_gpu, dt, repeats)?) } else { None };
+                Ok((ms, diff, stages))
             })();
             match measured {
-                Ok((ms, diff)) => {
+                Ok((ms, diff, stages)) => {
+                    if let Some((stages, timing)) = stages {
+                        row.gpu_stages = Some(stages);
+                        row.stage_timing = Some(timing);
+                    }
                     row.gpu_ms = Some(ms);
                     row.max_rel_diff = Some(diff);
                     row.agree = Some(diff <= 1e-4);
@@ -142,6 +227,7 @@ pub fn run(args: &super::BenchArgs, scene: &str) -> anyhow::Result<()> {
     }
     println!("scene {path}; cpu: {threads} rayon threads; adapter: {adapter}");
     println!("bytes per ball: cpu {CPU_BYTES_PER_BALL}, gpu {GPU_BYTES_PER_BALL} (+4 per grid cell)");
+    print!("{}", stage_table(&rows));
     if let Some(p) = &args.json {
         let doc = serde_json::json!({ "adapter": adapter, "cpu_threads": threads, "rows": rows });
         std::fs::write(p, serde_json::to_string_pretty(&doc)?).with_context(|| format!("writing {}", p.display()))?;

@@ -18,8 +18,9 @@
 use super::context::{GpuContext, GpuError, TimingSource};
 use std::time::Instant;
 
-/// Most passes one profiled submission can time.
-pub const MAX_PASSES: u32 = 32;
+/// Most passes one profiled submission can time (the population step's
+/// stages: about 4 per substep, 16 substeps and the step's own).
+pub const MAX_PASSES: u32 = 128;
 
 /// The time of one compute pass.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -208,6 +209,71 @@ impl PassProfiler {
         };
         let passes = self.names.iter().zip(times).map(|(&name, ms)| PassTime { name, ms }).collect();
         Ok(PassTimings { passes, source })
+    }
+}
+
+/// One command encoder whose compute work is cut into named stages: a
+/// single compute pass for everything when the profiler is disabled (the
+/// production path, unchanged), one timed pass per stage when it is
+/// enabled. Kernels that chain many dispatches (the population step) encode
+/// through it so that the same code is both their step and their profile.
+pub struct StagedPasses<'p> {
+    encoder: wgpu::CommandEncoder,
+    pass: Option<wgpu::ComputePass<'static>>,
+    profiler: &'p mut PassProfiler,
+    label: &'static str,
+}
+
+impl<'p> StagedPasses<'p> {
+    /// A fresh encoder named `label`, its stages recorded by `profiler`
+    /// ([`PassProfiler::begin`] is called here).
+    pub fn new(ctx: &GpuContext, label: &'static str, profiler: &'p mut PassProfiler) -> Self {
+        profiler.begin();
+        let encoder = ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        Self { encoder, pass: None, profiler, label }
+    }
+
+    /// The encoder, for commands outside compute passes (clears, copies);
+    /// closes the open pass first.
+    pub fn encoder(&mut self, ctx: &GpuContext) -> Result<&mut wgpu::CommandEncoder, GpuError> {
+        self.close(ctx)?;
+        Ok(&mut self.encoder)
+    }
+
+    /// The pass to encode the stage `name` into: the open one when not
+    /// profiling, else a new pass timed under `name`.
+    pub fn stage(&mut self, ctx: &GpuContext, name: &'static str) -> Result<&mut wgpu::ComputePass<'static>, GpuError> {
+        let profiling = self.profiler.is_enabled();
+        let pass = match self.pass.take() {
+            Some(open) if !profiling => open,
+            open => {
+                if open.is_some() {
+                    drop(open);
+                    self.profiler.end_pass(ctx, &mut self.encoder)?;
+                }
+                let label = if profiling { name } else { self.label };
+                let timestamp_writes = self.profiler.writes(name);
+                self.encoder
+                    .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(label), timestamp_writes })
+                    .forget_lifetime()
+            }
+        };
+        Ok(self.pass.insert(pass))
+    }
+
+    fn close(&mut self, ctx: &GpuContext) -> Result<(), GpuError> {
+        if self.pass.take().is_some() && self.profiler.is_enabled() {
+            self.profiler.end_pass(ctx, &mut self.encoder)?;
+        }
+        Ok(())
+    }
+
+    /// Closes the open pass, appends the timestamps' resolve and returns the
+    /// commands to submit.
+    pub fn finish(mut self, ctx: &GpuContext) -> Result<wgpu::CommandBuffer, GpuError> {
+        self.close(ctx)?;
+        self.profiler.resolve(&mut self.encoder);
+        Ok(self.encoder.finish())
     }
 }
 

@@ -21,6 +21,7 @@ use super::cpu::COLOURS;
 use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Obstacle, Population, PopulationError};
 use crate::gpu::buffers::{GrowableBuffer, Readback};
 use crate::gpu::prefix_sum::PrefixSum;
+use crate::gpu::timing::{PassProfiler, PassTime, PassTimings, StagedPasses};
 use crate::gpu::{GpuContext, GpuError, GpuField};
 
 /// Bytes per ball on the GPU: ball 16, properties 16, state 4, release
@@ -427,6 +428,41 @@ impl GpuPopulation {
     /// host-side `pop` keeps the parameters, obstacles and step count; its
     /// balls are stale until [`read_back`](Self::read_back).
     pub fn step(&mut self, pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
+        self.step_staged(pop, dt, &mut PassProfiler::disabled())
+    }
+
+    /// One step like [`step`](Self::step), each stage in a pass of its own
+    /// timed by `profiler` (GPU timestamps where the adapter has them):
+    /// `release`, `resort`, `fields`, `grid`, `neighbours`, and per substep
+    /// `stabilise`, `predict`, `solve` (the colour sweeps), `velocities`;
+    /// last `bounds`. Waits for the step and returns the times, each stage
+    /// summed over the substeps. The same kernels in the same order as
+    /// [`step`](Self::step): only the pass boundaries differ.
+    pub fn step_profiled(
+        &mut self,
+        pop: &mut Population,
+        dt: f32,
+        profiler: &mut PassProfiler,
+    ) -> Result<PassTimings, PopulationError> {
+        self.step_staged(pop, dt, profiler)?;
+        self.ctx.wait("population profiled step").map_err(gpu_error)?;
+        let timings = profiler.finish(&self.ctx).map_err(gpu_error)?;
+        let mut summed: Vec<PassTime> = Vec::new();
+        for pass in timings.passes {
+            match summed.iter_mut().find(|p| p.name == pass.name) {
+                Some(p) => p.ms += pass.ms,
+                None => summed.push(pass),
+            }
+        }
+        Ok(PassTimings { passes: summed, source: timings.source })
+    }
+
+    fn step_staged(
+        &mut self,
+        pop: &mut Population,
+        dt: f32,
+        profiler: &mut PassProfiler,
+    ) -> Result<(), PopulationError> {
         let ctx = self.ctx.clone();
         if pop.obstacles.len() > self.obstacle_capacity {
             let mut b =
@@ -487,67 +523,73 @@ impl GpuPopulation {
             .map(|c| ctx.dispatch_grid(colour_cells(g.nx, g.ny, c).max(1)))
             .collect::<Result<Vec<_>, _>>()
             .map_err(gpu_error)?;
-        let mut encoder =
-            ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("population step") });
-        encoder.clear_buffer(&self.cell_start, 0, None);
+        let mut staged = StagedPasses::new(&ctx, "population step", profiler);
+        staged.encoder(&ctx).map_err(gpu_error)?.clear_buffer(&self.cell_start, 0, None);
         self.prefix.reset_slots();
         self.rank_prefix.reset_slots();
-        {
-            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("population step"),
-                timestamp_writes: None,
-            });
-            let p = &self.pipelines;
-            let group = &self.bind_groups[0];
-            let run = |pass: &mut wgpu::ComputePass<'_>, pipeline: &wgpu::ComputePipeline, (x, y): (u32, u32)| {
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, group, &[]);
-                pass.dispatch_workgroups(x, y, 1);
-            };
-            let balls = (x, y);
-            run(&mut pass, &p.release, balls);
-            if resort {
-                // The re-sort by cell (cpu::resort): a grid build, the ranks
-                // of the balls out of the world, the gather, the copy back,
-                // and the counts emptied for the step's own grid build.
-                run(&mut pass, &p.count_cells, balls);
-                self.prefix.encode(&ctx, &mut pass, self.cells + 1).map_err(gpu_error)?;
-                run(&mut pass, &p.scatter, balls);
-                run(&mut pass, &p.sort_cells, cell_grid);
-                run(&mut pass, &p.resort_mark, mark_grid);
-                self.rank_prefix.encode(&ctx, &mut pass, live.len() as u64 + 1).map_err(gpu_error)?;
-                run(&mut pass, &p.resort_gather, balls);
-                run(&mut pass, &p.resort_commit, balls);
-                run(&mut pass, &p.clear_cells, all_cells_grid);
+        let p = &self.pipelines;
+        let group = &self.bind_groups[0];
+        let run = |pass: &mut wgpu::ComputePass<'_>, pipeline: &wgpu::ComputePipeline, (x, y): (u32, u32)| {
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, group, &[]);
+            pass.dispatch_workgroups(x, y, 1);
+        };
+        // One dispatch per colour, in colour order (cpu::sweep_positions).
+        let sweep = |pass: &mut wgpu::ComputePass<'_>, pipelines: &[wgpu::ComputePipeline]| {
+            for (pipeline, &grid) in pipelines.iter().zip(&colour_grids) {
+                run(pass, pipeline, grid);
             }
-            run(&mut pass, &p.apply_fields, balls);
-            run(&mut pass, &p.count_cells, balls);
-            self.prefix.encode(&ctx, &mut pass, self.cells + 1).map_err(gpu_error)?;
-            run(&mut pass, &p.scatter, balls);
-            run(&mut pass, &p.sort_cells, cell_grid);
-            run(&mut pass, &p.find_neighbours, balls);
-            // One dispatch per colour, in colour order (cpu::sweep_positions).
-            let sweep = |pass: &mut wgpu::ComputePass<'_>, pipelines: &[wgpu::ComputePipeline]| {
-                for (pipeline, &grid) in pipelines.iter().zip(&colour_grids) {
-                    run(pass, pipeline, grid);
-                }
+        };
+        let balls = (x, y);
+        // The pass of the next stage (a new timed pass when profiling).
+        macro_rules! stage {
+            ($name:literal) => {
+                staged.stage(&ctx, $name).map_err(gpu_error)?
             };
-            for substep in 0..substeps {
-                if pop.params.stabilises(substep) {
-                    sweep(&mut pass, &p.stabilise_colour);
-                    run(&mut pass, &p.commit_stabilised, balls);
-                }
-                run(&mut pass, &p.predict, balls);
-                run(&mut pass, &p.count_predicted, balls);
-                for _ in 0..pop.params.iterations {
-                    sweep(&mut pass, &p.solve_colour);
-                }
-                run(&mut pass, &p.solve_velocities, balls);
-                run(&mut pass, &p.finish_substep, balls);
-            }
-            run(&mut pass, &p.check_bounds, balls);
         }
-        ctx.queue.submit([encoder.finish()]);
+        run(stage!("release"), &p.release, balls);
+        if resort {
+            // The re-sort by cell (cpu::resort): a grid build, the ranks
+            // of the balls out of the world, the gather, the copy back,
+            // and the counts emptied for the step's own grid build.
+            let pass = stage!("resort");
+            run(pass, &p.count_cells, balls);
+            self.prefix.encode(&ctx, pass, self.cells + 1).map_err(gpu_error)?;
+            run(pass, &p.scatter, balls);
+            run(pass, &p.sort_cells, cell_grid);
+            run(pass, &p.resort_mark, mark_grid);
+            self.rank_prefix.encode(&ctx, pass, live.len() as u64 + 1).map_err(gpu_error)?;
+            run(pass, &p.resort_gather, balls);
+            run(pass, &p.resort_commit, balls);
+            run(pass, &p.clear_cells, all_cells_grid);
+        }
+        run(stage!("fields"), &p.apply_fields, balls);
+        let pass = stage!("grid");
+        run(pass, &p.count_cells, balls);
+        self.prefix.encode(&ctx, pass, self.cells + 1).map_err(gpu_error)?;
+        run(pass, &p.scatter, balls);
+        run(pass, &p.sort_cells, cell_grid);
+        run(stage!("neighbours"), &p.find_neighbours, balls);
+        for substep in 0..substeps {
+            if pop.params.stabilises(substep) {
+                let pass = stage!("stabilise");
+                sweep(pass, &p.stabilise_colour);
+                run(pass, &p.commit_stabilised, balls);
+            }
+            let pass = stage!("predict");
+            run(pass, &p.predict, balls);
+            run(pass, &p.count_predicted, balls);
+            let pass = stage!("solve");
+            for _ in 0..pop.params.iterations {
+                sweep(pass, &p.solve_colour);
+            }
+            let pass = stage!("velocities");
+            run(pass, &p.solve_velocities, balls);
+            run(pass, &p.finish_substep, balls);
+        }
+        run(stage!("bounds"), &p.check_bounds, balls);
+        let commands = staged.finish(&ctx).map_err(gpu_error)?;
+        ctx.queue.submit([commands]);
         ctx.check("population step").map_err(gpu_error)?;
         pop.steps += 1;
         Ok(())
