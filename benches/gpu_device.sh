@@ -9,9 +9,9 @@
 # tool's README says) and .dev:
 #   bash benches/gpu_device.sh       logs and JSON under $OUT, a short table last
 set -u
-GPU_TESTS="population_gpu gpu_fields gpu_broadphase gpu_mechanism render_offscreen render_balls render_frames"
-POOL_TESTS="population_cpu population_scenes population_galton population_resort population_memory
-parallel_pool_sizes reliability_threads contact_parallel"
+GPU_TESTS="${GPU_TESTS:-population_gpu gpu_fields gpu_broadphase gpu_mechanism render_offscreen render_balls render_frames}"
+POOL_TESTS="${POOL_TESTS:-population_cpu population_scenes population_galton population_resort population_memory
+parallel_pool_sizes reliability_threads contact_parallel}"
 TESTS="$GPU_TESTS $POOL_TESTS"
 
 if [[ "${1:-}" == "--pack" ]]; then
@@ -19,7 +19,7 @@ if [[ "${1:-}" == "--pack" ]]; then
   cargo build --release --bin mx2d
   cargo build --release --manifest-path benches/peers/Cargo.toml --bin balls_box
   rm -rf .dev && mkdir -p .dev/t
-  bins=$(cargo test --release --no-run --message-format=json 2>/dev/null | python3 -c '
+  bins=$(cargo test --release --no-run --message-format=json $(printf -- '--test %s ' $TESTS) 2>/dev/null | python3 -c '
 import sys, json
 for line in sys.stdin:
     try: m = json.loads(line)
@@ -35,7 +35,10 @@ for line in sys.stdin:
 fi
 
 # SMALL=1: a dry run of this script on small sizes (lavapipe, the development machine).
-SIZES=1000,10000,100000,1000000,10000000; RUNS="100000 1000000"; BIG=10000000; PEER_NS="10000 100000"; PEER_BIG=1000000
+# PARTS picks what runs (all by default); SIZES, RUNS, BIG, PEER_NS, PEER_BIG size it.
+PARTS="${PARTS:-bench runs gpu_tests peers pool_tests}"
+SIZES="${SIZES:-1000,10000,100000,1000000,10000000}"; RUNS="${RUNS:-100000 1000000}"; BIG="${BIG:-10000000}"
+PEER_NS="${PEER_NS:-10000 100000}"; PEER_BIG="${PEER_BIG:-1000000}"
 [[ -n "${SMALL:-}" ]] && { GPU_TESTS=population_memory; POOL_TESTS=population_cpu; SIZES=1000,2000; RUNS="1000"; BIG=2000; PEER_NS="1000"; PEER_BIG=2000; }
 # Everything is written under $W; $OUT (the tool brings back at most 8 files) gets
 # all.tgz, the bench's JSON and the test results.
@@ -50,7 +53,7 @@ left() { (( SECONDS - T0 + $1 <= BUDGET )); }
 run_tests() {
   for t in "$@"; do
     if ! left 30; then echo "$t: skipped (budget)" | tee -a "$W/tests.txt"; continue; fi
-    timeout 90 ".dev/t/$t" > "$W/test_$t.log" 2>&1
+    timeout 90 "$B/t/$t" --nocapture > "$W/test_$t.log" 2>&1
     echo "$t: exit $? $(grep -h '^test result' "$W/test_$t.log" | tail -1)" | tee -a "$W/tests.txt"
   done
 }
@@ -60,46 +63,64 @@ if [[ -z "${SMALL:-}" ]]; then
 fi
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [[ -f $icd ]] && export VK_DRIVER_FILES=$icd
-python3 -c "import tarfile; tarfile.open('.dev/dev.txz').extractall('.dev')"
+# Unpacked outside the checkout, so that a dry run here leaves .dev as small as it travels.
+B=/tmp/gpu_device_bin
+rm -rf "$B" && mkdir -p "$B"
+python3 -c "import tarfile, sys; tarfile.open('.dev/dev.txz').extractall(sys.argv[1])" "$B"
 # The tests find the scenes through the path they were built at.
 mkdir -p /work && { [[ -e /work/main ]] || ln -s "$PWD" /work/main; }
-M="$PWD/.dev/mx2d"
+M="$B/mx2d"
+# ... and the command-line tests the binary through the path it was built at.
+[[ -e target/release/mx2d ]] || { mkdir -p target/release && ln -s "$M" target/release/mx2d; }
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 export MX2D_REQUIRE_GPU=1
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv \
   | tee "$W/machine.txt"
 echo "cores: $(nproc)" | tee -a "$W/machine.txt"
 
-say "population bench (whole step, both backends, GPU stages)"
-timeout 240 "$M" bench --scene balls_box --sizes $SIZES --repeats 10 --passes \
-  --json "$W/pop_bench.json" > "$W/pop_bench.txt" 2>&1
-echo "exit $?" >> "$W/pop_bench.txt"
+if part bench; then
+  say "population bench (whole step, both backends, GPU stages)"
+  timeout 240 "$M" bench --scene balls_box --sizes $SIZES --repeats 10 --passes \
+    --json "$W/pop_bench.json" > "$W/pop_bench.txt" 2>&1
+  echo "exit $?" >> "$W/pop_bench.txt"
+fi
 
-say "GPU runs of balls_box (settling pile, summaries)"
-for n in $RUNS; do
-  left 60 && timeout 60 "$M" run scenes/balls_box.ron --headless --backend gpu --set population.count=$n \
-    --summary "$W/gpu_run_$n.json" > "$W/gpu_run_$n.log" 2>&1
-done
-left 90 && timeout 90 "$M" run scenes/balls_box.ron --headless --backend gpu --set population.count=$BIG \
-  --steps 120 --summary "$W/gpu_run_$BIG.json" > "$W/gpu_run_$BIG.log" 2>&1
+if part runs; then
+  say "GPU runs of balls_box (settling pile, summaries)"
+  for n in $RUNS; do
+    left 60 && timeout 60 "$M" run scenes/balls_box.ron --headless --backend gpu --set population.count=$n \
+      --summary "$W/gpu_run_$n.json" > "$W/gpu_run_$n.log" 2>&1
+  done
+  left 90 && timeout 90 "$M" run scenes/balls_box.ron --headless --backend gpu --set population.count=$BIG \
+    --steps 120 --summary "$W/gpu_run_$BIG.json" > "$W/gpu_run_$BIG.log" 2>&1
+fi
 
-say "GPU tests"
-run_tests $GPU_TESTS
+if part gpu_tests; then
+  say "GPU tests"
+  run_tests $GPU_TESTS
+fi
 
-say "mx2d CPU twin and the peers, $(nproc) workers"
-left 150 && MX2D_BIN="$M" PEERS_BIN_DIR="$PWD/.dev" OUT="$W/peers" timeout 150 bash benches/peers/run.sh \
-  --skip-build --no-pyramid --n "$PEER_NS" --steps 300 --backend cpu > "$W/peers.txt" 2>&1
-left 100 && MX2D_BIN="$M" PEERS_BIN_DIR="$PWD/.dev" OUT="$W/peers" timeout 100 bash benches/peers/run.sh \
-  --skip-build --no-pyramid --n "$PEER_BIG" --steps 30 --engine box2d --backend gpu > "$W/peers_big.txt" 2>&1
+if part peers; then
+  say "mx2d CPU twin and the peers, $(nproc) workers"
+  left 150 && MX2D_BIN="$M" PEERS_BIN_DIR="$B" OUT="$W/peers" timeout 150 bash benches/peers/run.sh \
+    --skip-build --no-pyramid --n "$PEER_NS" --steps 300 --backend cpu > "$W/peers.txt" 2>&1
+  left 100 && MX2D_BIN="$M" PEERS_BIN_DIR="$B" OUT="$W/peers" timeout 100 bash benches/peers/run.sh \
+    --skip-build --no-pyramid --n "$PEER_BIG" --steps 30 --engine box2d --backend gpu > "$W/peers_big.txt" 2>&1
+fi
 
-say "thread-pool tests"
-run_tests $POOL_TESTS
+if part pool_tests; then
+  say "thread-pool tests"
+  run_tests $POOL_TESTS
+fi
 
 say "done"
 cp "$W/machine.txt" "$W/pop_bench.json" "$W/pop_bench.txt" "$W/tests.txt" "$OUT/" 2>/dev/null
+touch "$W/tests.txt" "$W/pop_bench.txt"
 tar czf "$OUT/all.tgz" -C "$W" .
 cat "$W/tests.txt"
 cat "$W/pop_bench.txt"
 for f in "$W"/gpu_run_*.json; do
-  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); p=d['population']; print(sys.argv[1].split('/')[-1], 'ms/step', round(d['ms_per_step'],3), 'KE/ball', p['kinetic_per_ball'], 'overlap', p['max_overlap_ratio'], 'seen', p['max_overlap_ratio_seen'], 'escaped', p['escaped'])" "$f" 2>&1
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); p=d['population']; print(sys.argv[1].split('/')[-1], 'ms/step', round(d['ms_per_step'],3), 'population stage', round(p['ms_per_step'],3), 'KE/ball', p['kinetic_per_ball'], 'overlap', p['max_overlap_ratio'], 'seen', p['max_overlap_ratio_seen'], 'escaped', p['escaped'])" "$f" 2>&1
 done
-grep -hE "^  (mx2d|box2d|rapier) |^balls_box" "$W/peers.txt" "$W/peers_big.txt"
+grep -hE "^  (mx2d|box2d|rapier) |^balls_box" "$W/peers.txt" "$W/peers_big.txt" 2>/dev/null
+grep -h -A3 "^---- \|panicked" "$W"/test_*.log 2>/dev/null | cut -c1-600 | head -60

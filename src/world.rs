@@ -539,6 +539,28 @@ impl World {
         if self.population_gpu.is_some() { "gpu" } else { "cpu" }
     }
 
+    /// Waits until the GPU has finished the population steps submitted so
+    /// far and counts the wait in the `step_population` stage: the GPU runs
+    /// behind the host, so its steps' time is known only once the last one
+    /// completed. Nothing to do on the CPU twin. Returns the wait.
+    pub fn finish_population_steps(&mut self) -> Result<Duration, SimulationError> {
+        let Some(gpu) = &self.population_gpu else {
+            return Ok(Duration::ZERO);
+        };
+        let started = Instant::now();
+        let result = match gpu.lock() {
+            Ok(gpu) => gpu.wait(),
+            Err(_) => Err(crate::population::PopulationError::Gpu("the GPU backend was poisoned".into())),
+        };
+        let waited = started.elapsed();
+        self.times.add(Stage::StepPopulation, waited);
+        result.map(|()| waited).map_err(|source| SimulationError::Population {
+            step: self.steps,
+            time: self.time,
+            source,
+        })
+    }
+
     /// Brings the GPU's balls into [`World::population`] (a readback; nothing
     /// to do on the CPU twin). Call before reading the balls.
     pub fn sync_population(&mut self) -> Result<(), SimulationError> {

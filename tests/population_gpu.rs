@@ -10,6 +10,8 @@
 
 mod common;
 
+use common::twin;
+
 use std::sync::Arc;
 
 use mx2d::gpu::GpuOptions;
@@ -24,28 +26,84 @@ fn balls_box(count: u64) -> Population {
     scene.build_world().unwrap().population.unwrap()
 }
 
+/// Balls colliding in flight (20 steps from the spawn, before the pile): a
+/// well-conditioned step — one ulp more on every ball's x moves the CPU
+/// twin's result by < 3e-5 (`examples/twin_sensitivity.rs`) — so GPU and
+/// CPU agree within 1e-4 ball for ball on every device, without and with
+/// a re-sort at the step.
 #[test]
 fn one_step_on_the_gpu_matches_the_cpu_twin_ball_for_ball() {
     let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
     let ctx = Arc::new(ctx);
-    // A pile in motion: 1.5 s of fall, contacts with walls, floor and balls.
+    let mut start = balls_box(1000);
+    for _ in 0..20 {
+        cpu::step(&mut start, 1.0 / 60.0).unwrap();
+    }
+    start.max_overlap_seen = 0.0;
+    for resort_every in [0, 1] {
+        start.params.resort_every = resort_every;
+        let (on_cpu, on_gpu) = one_step(&ctx, &start);
+        assert!(on_cpu.max_overlap_seen > 0.0, "no collision in the step: the comparison would prove little");
+        let d = twin::differences(&on_cpu, &on_gpu);
+        let i = d.ball;
+        assert!(
+            d.over == 0,
+            "{} of {} balls differ by 1e-4 or more (resort_every {resort_every}); {d:?}: ball {i} at {}, velocity {} \
+             on the GPU, {} on the CPU",
+            d.over,
+            on_cpu.len(),
+            on_cpu.position[i],
+            on_gpu.velocity[i],
+            on_cpu.velocity[i]
+        );
+        eprintln!("in flight: largest relative differences: position {:e}, velocity {:e}", d.position, d.velocity);
+    }
+}
+
+/// A pile in motion (1.5 s of fall: walls, floor, balls): where the GPU
+/// computes the CPU twin's bits (lavapipe) the step is bitwise the twin's;
+/// elsewhere the step is ill-conditioned (see `common::twin`) and the GPU
+/// stays within twice the twin's own one-ulp envelope. Measured on an H200
+/// (27 Nov 2026, against the 1e-4 test this replaced): 690 of 1000 balls
+/// past 1e-4, position 1.8e-4, velocity 0.29, where the envelope is 681,
+/// 2.1e-4 and 0.31.
+#[test]
+fn one_step_of_a_pile_on_the_gpu_is_the_twins_up_to_its_rounding() {
+    let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
+    let ctx = Arc::new(ctx);
     let mut start = balls_box(1000);
     for _ in 0..90 {
         cpu::step(&mut start, 1.0 / 60.0).unwrap();
     }
     // The running maximum of this one step only, on each side.
     start.max_overlap_seen = 0.0;
-    let touching = start.stats().max_overlap_ratio;
-    assert!(touching > -0.01, "the state has no contacts: the test would prove little");
-    // Without and with a re-sort by cell at the compared step (every step:
-    // resort_every 1): both backends must move the balls alike.
+    assert!(start.stats().max_overlap_ratio > -0.01, "the state has no contacts: the test would prove little");
     for resort_every in [0, 1] {
         start.params.resort_every = resort_every;
-        one_step_matches(&ctx, &start);
+        let (on_cpu, on_gpu) = one_step(&ctx, &start);
+        if resort_every == 1 {
+            assert_ne!(on_cpu.ball_id, start.ball_id, "the re-sort moved nothing: the test would prove little");
+        }
+        if twin::bitwise_equal(&on_cpu, &on_gpu) {
+            eprintln!("resort_every {resort_every}: the device computes the CPU twin's bits");
+        } else {
+            let envelope = twin::one_ulp_envelope(&start, 1);
+            twin::assert_within_envelope(
+                twin::differences(&on_cpu, &on_gpu),
+                envelope,
+                &format!("pile, one step, resort_every {resort_every}"),
+            );
+        }
+        // The step's overlap reduction (atomicMax on the GPU): 1e-3 of r.
+        let (seen_cpu, seen_gpu) = (on_cpu.max_overlap_seen, on_gpu.max_overlap_seen);
+        assert!(seen_cpu > 0.0, "no overlap in the step: the comparison would prove nothing");
+        assert!((seen_gpu - seen_cpu).abs() < 1e-3, "max overlap seen: GPU {seen_gpu}, CPU {seen_cpu}");
     }
 }
 
-fn one_step_matches(ctx: &Arc<mx2d::gpu::GpuContext>, start: &Population) {
+/// One step of `start` on each backend; the re-sort at the step (if due)
+/// works on the same positions, so the slots must agree on any device.
+fn one_step(ctx: &Arc<mx2d::gpu::GpuContext>, start: &Population) -> (Population, Population) {
     let mut on_cpu = start.clone();
     cpu::step(&mut on_cpu, 1.0 / 60.0).unwrap();
     let mut on_gpu = start.clone();
@@ -57,31 +115,8 @@ fn one_step_matches(ctx: &Arc<mx2d::gpu::GpuContext>, start: &Population) {
         "the backends' re-sorts differ (resort_every {})",
         start.params.resort_every
     );
-    if start.params.resort_every == 1 {
-        assert_ne!(on_cpu.ball_id, start.ball_id, "the re-sort moved nothing: the test would prove little");
-    }
-    let (mut worst_x, mut worst_v) = (0.0f32, 0.0f32);
-    for i in 0..on_cpu.len() {
-        assert_eq!(on_gpu.state[i], on_cpu.state[i], "ball {i} state");
-        let (xc, xg) = (on_cpu.position[i], on_gpu.position[i]);
-        let (vc, vg) = (on_cpu.velocity[i], on_gpu.velocity[i]);
-        // Relative to the value, with the radius and √(g r) as the scales
-        // of positions and velocities near zero.
-        let ex = (xg - xc).length() / xc.length().max(0.5);
-        let ev = (vg - vc).length() / vc.length().max((9.81f32 * 0.5).sqrt());
-        worst_x = worst_x.max(ex);
-        worst_v = worst_v.max(ev);
-        assert!(ex < 1e-4, "ball {i}: position {xg} on the GPU, {xc} on the CPU");
-        assert!(ev < 1e-4, "ball {i}: velocity {vg} on the GPU, {vc} on the CPU");
-        let ew = (on_gpu.omega[i] - on_cpu.omega[i]).abs() / on_cpu.omega[i].abs().max(1.0);
-        assert!(ew < 1e-4, "ball {i}: spin {} on the GPU, {} on the CPU", on_gpu.omega[i], on_cpu.omega[i]);
-    }
-    eprintln!("largest relative differences: position {worst_x:e}, velocity {worst_v:e}");
-    // The step's overlap reduction (atomicMax on the GPU): the same overlaps
-    // from positions that agree to a few ulps (~1e-5 m at 50 m): 1e-3 of r.
-    let (seen_cpu, seen_gpu) = (on_cpu.max_overlap_seen, on_gpu.max_overlap_seen);
-    assert!(seen_cpu > 0.0, "no overlap in the step: the comparison would prove nothing");
-    assert!((seen_gpu - seen_cpu).abs() < 1e-3, "max overlap seen: GPU {seen_gpu}, CPU {seen_cpu}");
+    assert_eq!(on_gpu.state, on_cpu.state, "ball states differ");
+    (on_cpu, on_gpu)
 }
 
 /// The GPU run is reproducible: the atomic scatter's order within a cell
@@ -129,14 +164,13 @@ fn two_gpu_runs_are_bitwise_identical_profiled_or_not() {
     }
 }
 
-/// GPU against the CPU twin over several steps of a pile in motion: the same
-/// algorithm in the same order, so the trajectories stay together until the
-/// ulps of fused multiply-adds are amplified by collisions. After 10 steps
-/// from a pile in motion (1.5 s of fall), positions agree within 1e-3 of the
-/// radius for every ball and the kinetic energies within 1 %: 1e-3 r is far
-/// below the 2 % overlap budget and far above the f32 rounding of positions
-/// ~50 m (4e-6 m) that a fused multiply-add changes. Measured on lavapipe:
-/// 0 — it computes the twin's bits exactly.
+/// GPU against the CPU twin over ten steps of a pile in motion, ball by
+/// ball (by identity: step 96 re-sorts the balls by cell, and a ball within
+/// ulps of a cell's edge may land in either cell). Where the device computes
+/// the twin's bits, the same bits; elsewhere within twice the twin's own
+/// one-ulp envelope over the same ten steps (≈ 0.1 m: the pile is chaotic;
+/// an H200 measured 0.100 m) and the kinetic energies within 2 % (measured
+/// on the CPU twin: one-ulp runs differ by ≤ 0.34 % after ten steps).
 #[test]
 fn gpu_and_cpu_twin_agree_over_ten_steps() {
     let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
@@ -152,13 +186,15 @@ fn gpu_and_cpu_twin_agree_over_ten_steps() {
         gpu.step(&mut on_gpu, 1.0 / 60.0).unwrap();
     }
     gpu.read_back(&mut on_gpu).unwrap();
-    // Step 96 re-sorts the balls (resort_every 8): the same slots on both.
-    assert_eq!(on_gpu.ball_id, on_cpu.ball_id, "the backends' re-sorts differ");
-    let worst = (0..on_cpu.len()).map(|i| (on_gpu.position[i] - on_cpu.position[i]).length()).fold(0.0f32, f32::max);
-    eprintln!("largest position difference after 10 steps: {worst:e} m (r = 0.5 m)");
-    assert!(worst < 1e-3 * 0.5, "positions differ by {worst} m after 10 steps");
+    if twin::bitwise_equal(&on_cpu, &on_gpu) {
+        eprintln!("the device computes the CPU twin's bits over ten steps");
+        return;
+    }
+    let (cpu_by_id, gpu_by_id) = (on_cpu.in_original_order(), on_gpu.in_original_order());
+    let envelope = twin::one_ulp_envelope(&start, 10);
+    twin::assert_within_envelope(twin::differences(&cpu_by_id, &gpu_by_id), envelope, "pile, ten steps");
     let (kc, kg) = (on_cpu.stats().kinetic_energy, on_gpu.stats().kinetic_energy);
-    assert!((kg - kc).abs() < 0.01 * kc, "kinetic energy: GPU {kg} J, CPU {kc} J");
+    assert!((kg - kc).abs() < 0.02 * kc, "kinetic energy: GPU {kg} J, CPU {kc} J");
 }
 
 /// The bounce test of `population_cpu.rs` on the GPU: e from apex heights
@@ -303,4 +339,28 @@ fn balls_box_1000_settles_on_the_gpu() {
     for p in &pop.position {
         assert!(p.y > 0.49 && p.x > -1.0 + 0.49 && p.x < right - 0.49, "ball outside the box at {p}");
     }
+}
+
+/// The envelope of `common::twin` is loose on a chaotic pile (it bounds
+/// what rounding does, which is a lot), but it is not vacuous: the twin with
+/// the restitution of the balls raised from 0.5 to 0.9 for one step of the
+/// pile is refused. Runs without an adapter.
+#[test]
+fn the_rounding_envelope_refuses_another_contact_law() {
+    let mut start = balls_box(1000);
+    for _ in 0..90 {
+        cpu::step(&mut start, 1.0 / 60.0).unwrap();
+    }
+    let envelope = twin::one_ulp_envelope(&start, 1);
+    let (mut a, mut b) = (start.clone(), start.clone());
+    b.params.material.restitution = 0.9;
+    cpu::step(&mut a, 1.0 / 60.0).unwrap();
+    cpu::step(&mut b, 1.0 / 60.0).unwrap();
+    let d = twin::differences(&a, &b);
+    eprintln!("restitution 0.9 against 0.5: {d:?}; envelope {envelope:?}");
+    let refused = d.over > 2 * envelope.over + 10
+        || d.position > 2.0 * envelope.position
+        || d.velocity > 2.0 * envelope.velocity
+        || d.metres > 2.0 * envelope.metres;
+    assert!(refused, "the envelope check would pass another contact law");
 }

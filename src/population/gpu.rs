@@ -595,6 +595,11 @@ impl GpuPopulation {
         Ok(())
     }
 
+    /// Waits until the GPU has finished every submitted step (no readback).
+    pub fn wait(&self) -> Result<(), PopulationError> {
+        self.ctx.wait("population steps").map_err(gpu_error)
+    }
+
     /// Waits for the submitted steps and copies the balls into `pop`; a
     /// non-finite ball found by the GPU stops the run with its index.
     pub fn read_back(&mut self, pop: &mut Population) -> Result<(), PopulationError> {

@@ -200,12 +200,20 @@ impl Session {
         world: &mut World,
         adapter: String,
     ) -> anyhow::Result<(Summary, Option<RunStop>)> {
+        // The GPU runs behind the host: the steps are timed up to the
+        // completion of the last one (counted in `step_population` too).
+        let mut error = self.stop.take();
+        match world.finish_population_steps() {
+            Ok(waited) => self.stepping += waited,
+            Err(e) => {
+                error.get_or_insert(e.into());
+            }
+        }
         if self.last_recorded != Some(world.step_count()) {
             let _ = world.sync_population();
             self.record(world)?.ok();
         }
         self.recorder.flush()?;
-        let mut error = self.stop.take();
         if let Err(e) = world.sync_population() {
             error.get_or_insert(e.into());
         }

@@ -148,3 +148,4 @@ pub fn gpu(options: mx2d::gpu::GpuOptions) -> Option<mx2d::gpu::GpuContext> {
 pub mod solver_gen;
 pub mod stacks;
 pub mod threads;
+pub mod twin;

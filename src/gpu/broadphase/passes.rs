@@ -10,6 +10,10 @@ use super::super::timing::{PassProfiler, PassTimings};
 use super::{Capacities, GpuGridBroadphase, GpuPairsReport, MAX_SPAN_CELLS, Stage};
 use rayon::prelude::*;
 
+/// Reruns after an overflow before the counts are called a device fault: the
+/// first rerun already has room for the counts of the same input.
+const MAX_RERUNS: u32 = 2;
+
 impl GpuGridBroadphase {
     /// Runs the grid on the uploaded boxes, rerunning with larger buffers
     /// until nothing overflows; the pairs stay on the GPU. The timing is the
@@ -38,12 +42,27 @@ impl GpuGridBroadphase {
 
     fn run_with(&mut self, ctx: &GpuContext, per_pass: bool) -> Result<(GpuPairsReport, PassTimings), GpuError> {
         let mut reruns = 0;
+        let mut counted = Vec::new();
         loop {
             let (timing, passes) = self.run_once(ctx, per_pass)?;
             let (entries, pairs) = self.read_counters(ctx)?;
             if entries <= self.entry_capacity && pairs <= self.pair_capacity {
                 let report = GpuPairsReport { pairs: pairs as usize, entries: entries as usize, reruns, timing };
                 return Ok((report, passes));
+            }
+            counted.push((entries, pairs));
+            // The same input gives the same counts, and a rerun gets room for
+            // them: a second overflow means the counts are not the input's
+            // (a device fault), and rerunning would loop for ever.
+            if reruns == MAX_RERUNS {
+                return Err(GpuError::Runtime {
+                    kernel: "broadphase",
+                    message: format!(
+                        "the cell entries and pairs still overflowed after {reruns} reruns with room for the counts \
+                         of the run before: (entries, pairs) counted {counted:?}, capacities {} and {}",
+                        self.entry_capacity, self.pair_capacity
+                    ),
+                });
             }
             reruns += 1;
             self.grow_to_fit(ctx, entries, pairs)?;
