@@ -66,6 +66,9 @@ const WARM_UP: std::time::Duration = std::time::Duration::from_millis(300);
 /// (DESIGN.md, "Peers": about 110 bytes per ball moved once).
 pub const FLOOR_US_PER_MILLION: f64 = 35.0;
 
+/// Each stage's mean time per step, and how the stages were timed.
+type StageMeans = (Vec<PassTime>, String);
+
 /// Mean time per step of each stage over `steps` profiled steps, in the
 /// order the stages first ran.
 fn stage_means(
@@ -74,7 +77,7 @@ fn stage_means(
     pop: &mut Population,
     dt: f32,
     steps: usize,
-) -> anyhow::Result<(Vec<PassTime>, String)> {
+) -> anyhow::Result<StageMeans> {
     let mut profiler = PassProfiler::new(ctx, "population stages");
     let mut sums: Vec<PassTime> = Vec::new();
     let mut source = None;
@@ -181,7 +184,7 @@ pub fn run(args: &super::BenchArgs, scene: &str) -> anyhow::Result<()> {
             stage_timing: None,
         };
         if let Some(ctx) = &ctx {
-            let measured = (|| -> anyhow::Result<(f64, f64, Option<(Vec<PassTime>, String)>)> {
+            let measured = (|| -> anyhow::Result<(f64, f64, Option<StageMeans>)> {
                 let mut on_gpu = start.clone();
                 let mut gpu = GpuPopulation::new(ctx.clone(), &on_gpu)?;
                 // First the agreement: the CPU's 1 + repeats steps, read back.
