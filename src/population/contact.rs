@@ -1,5 +1,8 @@
 //! The contact law shared by the CPU twin and `shaders/population.wgsl`
-//! (keep the two in step, formula for formula).
+//! (keep the two in step, formula for formula). The CPU twin's velocity
+//! pass computes its ball–ball pairs four at a time ([`pair_lanes`]: SSE2
+//! on x86-64, each lane the operations of the scalar [`pair_lane`] in the
+//! same order, so the same bits).
 //!
 //! Every contact is seen from one ball `i` against an *other*: a ball `j` or
 //! an obstacle (infinite mass). Impulses are computed from quantities that
@@ -154,11 +157,17 @@ pub(crate) const LANES: usize = 4;
 /// velocities `v⁻`, position corrections `dx`, spins and contact counts.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PairInputs<'a> {
+    /// The sweeps' records: `x* + dx`, radius, inverse mass.
     pub(crate) ball: &'a [SweepBall],
+    /// The predictions `x*`.
     pub(crate) x_pred: &'a [Vec2],
+    /// The pre-solve velocities `v⁻`.
     pub(crate) v_pre: &'a [Vec2],
+    /// The position solve's corrections.
     pub(crate) dx: &'a [Vec2],
+    /// The spins.
     pub(crate) omega: &'a [f32],
+    /// The contact counts (mass splitting, `count_contacts`).
     pub(crate) count: &'a [u32],
 }
 

@@ -2,7 +2,9 @@
 //! substep `stabilise` (9 colour phases; only in the substeps
 //! [`super::PopulationParams::stabilises`] names), `predict`, `count_contacts`,
 //! `iterations` × `sweep_positions` (9 colour phases each), the velocity
-//! pass as `pair_impulses` (each pair once, by the ball that owns it) and
+//! pass as `pair_impulses` (each pair once, by the ball that owns it; a
+//! chunk's pairs [`contact::LANES`] at a time in SIMD lanes,
+//! [`contact::pair_lanes`], each lane bitwise the scalar law) and
 //! `finish_substep` (each ball's sums over its list entries, its obstacles,
 //! then x, v, ω, angle) — all the substeps of a step as one
 //! list of phases walked by one team of threads ([`crate::team`]): one
@@ -572,7 +574,8 @@ impl Substeps<'_> {
         // and not written.
         if filled > 0 {
             let (a0, b0) = (a[0], b[0]);
-            (a[filled..].fill(a0), b[filled..].fill(b0));
+            a[filled..].fill(a0);
+            b[filled..].fill(b0);
             worst = worst.max(unsafe { self.write_pair_lanes(&inputs, a, b, &pairs[..filled]) });
         }
         worst
