@@ -189,6 +189,18 @@ pub(crate) struct PairLaneImpulses {
     pub(crate) side_b: [[f32; 4]; LANES],
 }
 
+/// Whether the pair of records `ball_a`, `ball_b` (predictions `pred_a`,
+/// `pred_b`) is far apart now and at the prediction (margin far above f32
+/// rounding): no overlap to report, and no part in the velocity pass.
+#[inline(always)]
+pub(crate) fn pair_is_far(ball_a: SweepBall, ball_b: SweepBall, pred_a: Vec2, pred_b: Vec2) -> bool {
+    use crate::population::cpu::{ACTIVE_SLOP, FAR_MARGIN};
+    let sum_r = ball_a.radius + ball_b.radius;
+    let active = sum_r * (1.0 + ACTIVE_SLOP);
+    (ball_a.at - ball_b.at).length_squared() > active * active * (1.0 + FAR_MARGIN)
+        && (pred_a - pred_b).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
+}
+
 /// The ball–ball contact of the velocity pass for the pair (`a`, `b`), `a`
 /// the lower slot, in scalar arithmetic (the reference of [`pair_lanes`];
 /// the CPU twin's former per-pair code, expression for expression): far
@@ -206,19 +218,14 @@ pub(crate) fn pair_lane(
     l: usize,
     out: &mut PairLaneImpulses,
 ) {
-    use crate::population::cpu::{ACTIVE_SLOP, FAR_MARGIN, pair_normal};
+    use crate::population::cpu::{ACTIVE_SLOP, pair_normal};
     let (ball_a, ball_b) = (p.ball[a], p.ball[b]);
     let (pa, pb, xa, xb) = (ball_a.at, ball_b.at, p.x_pred[a], p.x_pred[b]);
     let (r_a, r_b, w_a, w_b) = (ball_a.radius, ball_b.radius, ball_a.inv_mass, ball_b.inv_mass);
     let sum_r = r_a + r_b;
-    let active = sum_r * (1.0 + ACTIVE_SLOP);
     let bit = 1u32 << l;
     (out.near, out.active) = (out.near & !bit, out.active & !bit);
-    // Far apart now and at the prediction (margin far above f32
-    // rounding): no overlap to report, inactive.
-    if (pa - pb).length_squared() > active * active * (1.0 + FAR_MARGIN)
-        && (xa - xb).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
-    {
+    if pair_is_far(ball_a, ball_b, xa, xb) {
         return;
     }
     let (n, d) = pair_normal(pa, pb);
