@@ -561,12 +561,13 @@ impl Substeps<'_> {
             let owned = s.owned[computed.clone()].iter().zip(&s.owned_entry[computed.clone()]).zip(&s.mirror[computed]);
             for ((&j, &entry), &mirror) in owned {
                 let j = j as usize;
-                let (a_, b_) = if i < j { (i, j) } else { (j, i) };
+                // The pair's balls, the lower slot first.
+                let (low, high) = if i < j { (i, j) } else { (j, i) };
                 // Far pairs (most, in flight) are settled here, from the
                 // records and predictions alone: their other arrays are
                 // not fetched (cold lines at 10⁵ balls) and they take no
                 // lane.
-                if contact::pair_is_far(inputs.ball[a_], inputs.ball[b_], inputs.x_pred[a_], inputs.x_pred[b_]) {
+                if contact::pair_is_far(inputs.ball[low], inputs.ball[high], inputs.x_pred[low], inputs.x_pred[high]) {
                     // SAFETY: entries of this pair alone (the owned lists).
                     unsafe {
                         m.side_active.set(i * MAX_NEIGHBOURS + entry as usize, false);
@@ -576,7 +577,7 @@ impl Substeps<'_> {
                     }
                     continue;
                 }
-                (a[filled], b[filled]) = (a_, b_);
+                (a[filled], b[filled]) = (low, high);
                 pairs[filled] = (i, j, entry, mirror);
                 filled += 1;
                 if filled == LANES {
