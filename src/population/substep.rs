@@ -2,7 +2,9 @@
 //! substep `stabilise` (9 colour phases; only in the substeps
 //! [`super::PopulationParams::stabilises`] names), `predict`, `count_contacts`,
 //! `iterations` × `sweep_positions` (9 colour phases each), the velocity
-//! pass as `pair_impulses` (each pair once, by the ball that owns it) and
+//! pass as `pair_impulses` (each pair once, by the ball that owns it; a
+//! chunk's pairs [`contact::LANES`] at a time in SIMD lanes,
+//! [`contact::pair_lanes`], each lane bitwise the scalar law) and
 //! `finish_substep` (each ball's sums over its list entries, its obstacles,
 //! then x, v, ω, angle) — all the substeps of a step as one
 //! list of phases walked by one team of threads ([`crate::team`]): one
@@ -19,7 +21,7 @@ use std::ops::Range;
 
 use glam::Vec2;
 
-use super::contact::{self, ContactImpulse, Material, VelocityContact};
+use super::contact::{self, LANES, Material, PairInputs, PairLaneImpulses, VelocityContact};
 use super::cpu::{ACTIVE_SLOP, CELL_CHUNK, CHUNK, FAR_MARGIN, NO_MIRROR, SweepPair, obstacle_in_reach, pair_normal};
 use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Population, state};
 use crate::team::{Participant, Schedule, Shared, balanced_chunk};
@@ -62,6 +64,13 @@ impl SideImpulse {
     /// arithmetic (−0 included): summing it is bitwise the same as skipping
     /// it, as the former per-side pass did.
     pub(crate) const NONE: SideImpulse = SideImpulse { dv: Vec2::new(-0.0, -0.0), spin: -0.0, roll: -0.0 };
+
+    /// The impulse of a row (dv.x, dv.y, spin, roll), as
+    /// [`contact::pair_lanes`] gives it.
+    #[inline(always)]
+    fn from_row([dvx, dvy, spin, roll]: [f32; 4]) -> SideImpulse {
+        SideImpulse { dv: Vec2::new(dvx, dvy), spin, roll }
+    }
 
     /// The impulse where `active`, else [`Self::NONE`], without a branch
     /// (whether a listed pair takes part is data the branch predictor
@@ -228,7 +237,7 @@ impl Substeps<'_> {
             for _ in 0..self.pop.params.iterations {
                 self.sweep(t, Sweep::Solve);
             }
-            self.per_ball(t, |i| worst = worst.max(unsafe { self.pair_impulses(i) }));
+            self.per_chunk(t, |balls| worst = worst.max(unsafe { self.pair_impulses(balls) }));
             self.per_chunk(t, |balls| worst = worst.max(unsafe { self.finish_substep(balls) }));
         }
         t.finish();
@@ -511,98 +520,122 @@ impl Substeps<'_> {
         }
     }
 
-    /// The velocity pass's first half for ball `i`: the impulse of each pair
-    /// it computes (`cpu::owned_pairs`: its owned pairs, then its orphans)
-    /// from the pair's canonical orientation (`a` the lower slot), once per
-    /// pair where both balls used to compute the same numbers, and what it
-    /// gives each ball ([`SideImpulse`]; [`SideImpulse::NONE`] where the
-    /// pair takes no part) into the pair's two list entries. Returns the
-    /// largest overlap / smaller radius of these pairs at the substep's new
-    /// positions (the summary's `max_overlap_ratio_seen`).
+    /// The velocity pass's first half for the balls of `balls`: the impulse
+    /// of each pair they compute (`cpu::owned_pairs`: each ball's owned
+    /// pairs, then its orphans) from the pair's canonical orientation (`a`
+    /// the lower slot), once per pair where both balls used to compute the
+    /// same numbers, and what it gives each ball ([`SideImpulse`]; none
+    /// where the pair takes no part) into the pair's two list entries. The
+    /// pairs of the chunk are computed [`contact::LANES`] at a time
+    /// ([`contact::pair_lanes`]: SIMD lanes, each lane bitwise the scalar
+    /// law), whichever balls they belong to: a ball has about three. Returns
+    /// the largest overlap / smaller radius of these pairs at the substep's
+    /// new positions (the summary's `max_overlap_ratio_seen`; a max is the
+    /// same in any order).
     ///
     /// # Safety
     /// A per-ball phase after the sweeps (predictions, corrections,
     /// pre-solve velocities, counts and spins are read-only in it); each
     /// list entry belongs to one pair, whose owner alone writes it.
-    unsafe fn pair_impulses(&self, i: usize) -> f32 {
-        let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
+    unsafe fn pair_impulses(&self, balls: Range<usize>) -> f32 {
+        let (pop, m) = (self.pop, &self.m);
         let s = &pop.scratch;
-        let (x_pred, v_pre, dx, counts, omega, ball) =
-            unsafe { (m.x_pred.all(), m.v_pre.all(), m.dx.all(), m.contacts.all(), m.omega.all(), m.ball.all()) };
-        let balls = pop.params.material;
-        let v_mid = |i: usize| v_pre[i] + dx[i] / h;
-        let computed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.pair_count[i] as usize;
-        let pairs = s.owned[computed.clone()].iter().zip(&s.owned_entry[computed.clone()]).zip(&s.mirror[computed]);
+        let inputs = unsafe {
+            PairInputs {
+                ball: m.ball.all(),
+                x_pred: m.x_pred.all(),
+                v_pre: m.v_pre.all(),
+                dx: m.dx.all(),
+                omega: m.omega.all(),
+                count: m.contacts.all(),
+            }
+        };
+        // Each lane's pair: its balls a < b, its owner i, the other ball j,
+        // the pair's entry in i's list and in j's (the mirror).
+        let (mut a, mut b) = ([0usize; LANES], [0usize; LANES]);
+        let mut pairs = [(0usize, 0usize, 0u8, 0u8); LANES];
+        let mut filled = 0;
         let mut worst = 0.0f32;
-        for ((&j, &entry), &mirror) in pairs {
-            let j = j as usize;
-            let (a, b) = if i < j { (i, j) } else { (j, i) };
-            let (ball_a, ball_b) = (ball[a], ball[b]);
-            let sum_r = ball_a.radius + ball_b.radius;
-            // The new positions x* + dx are the records' (the sweeps' last
-            // sums). None: the pair takes no part (its entries give
-            // SideImpulse::NONE, which the sums skip: `ball_velocity`).
-            let (pa, pb) = (ball_a.at, ball_b.at);
-            let active = sum_r * (1.0 + ACTIVE_SLOP);
-            let sides = 'pair: {
-                // Far apart now and at the prediction (margin far above
-                // f32 rounding): no overlap to report, inactive; skip.
-                if (pa - pb).length_squared() > active * active * (1.0 + FAR_MARGIN)
-                    && (x_pred[a] - x_pred[b]).length_squared() > sum_r * sum_r * (1.0 + FAR_MARGIN)
-                {
-                    break 'pair None;
-                }
-                let (n, d) = pair_normal(pa, pb);
-                let (r_a, r_b, w_a, w_b) = (ball_a.radius, ball_b.radius, ball_a.inv_mass, ball_b.inv_mass);
-                worst = worst.max((sum_r - d) / r_a.min(r_b));
-                let overlap_pred = (sum_r - (x_pred[a] - x_pred[b]).length()).max(0.0);
-                if overlap_pred <= 0.0 && d > sum_r * (1.0 + ACTIVE_SLOP) {
-                    break 'pair None;
-                }
-                let t = n.perp();
-                let rel = (v_mid(a) - t * (r_a * omega[a])) - (v_mid(b) + t * (r_b * omega[b]));
-                let c = VelocityContact {
-                    normal: n,
-                    relative_velocity: rel,
-                    vn_pre: (v_pre[a] - v_pre[b]).dot(n),
-                    overlap_pred,
-                    k: counts[a] as f32 * w_a + counts[b] as f32 * w_b,
-                };
-                let p: ContactImpulse = contact::contact_impulse(&c, balls, h, resting);
-                let impulse = n * p.normal + t * p.tangent;
-                let side = |w: f32, r: f32, dv: Vec2| SideImpulse {
-                    dv,
-                    spin: contact::spin_change(p.tangent, w, r),
-                    roll: contact::rolling_limit(balls, p.total, w, r),
-                };
-                let side_a = side(w_a, r_a, impulse * w_a);
-                // Balls of one size and mass (the usual case) share the
-                // spin terms: the same formula of the same numbers.
-                let side_b = if w_a.to_bits() == w_b.to_bits() && r_a.to_bits() == r_b.to_bits() {
-                    SideImpulse { dv: -impulse * w_b, ..side_a }
-                } else {
-                    side(w_b, r_b, -impulse * w_b)
-                };
-                Some((side_a, side_b))
-            };
-            let (mine, other) = (i * MAX_NEIGHBOURS + entry as usize, j * MAX_NEIGHBOURS + mirror as usize);
-            // SAFETY: entries of this pair alone (the owned lists).
-            unsafe {
-                match sides {
-                    None => {
-                        m.side_active.set(mine, false);
+        for i in balls {
+            let computed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.pair_count[i] as usize;
+            let owned = s.owned[computed.clone()].iter().zip(&s.owned_entry[computed.clone()]).zip(&s.mirror[computed]);
+            for ((&j, &entry), &mirror) in owned {
+                let j = j as usize;
+                // The pair's balls, the lower slot first.
+                let (low, high) = if i < j { (i, j) } else { (j, i) };
+                // Far pairs (most, in flight) are settled here, from the
+                // records and predictions alone: their other arrays are
+                // not fetched (cold lines at 10⁵ balls) and they take no
+                // lane.
+                if contact::pair_is_far(inputs.ball[low], inputs.ball[high], inputs.x_pred[low], inputs.x_pred[high]) {
+                    // SAFETY: entries of this pair alone (the owned lists).
+                    unsafe {
+                        m.side_active.set(i * MAX_NEIGHBOURS + entry as usize, false);
                         if mirror != NO_MIRROR {
-                            m.side_active.set(other, false);
+                            m.side_active.set(j * MAX_NEIGHBOURS + mirror as usize, false);
                         }
                     }
-                    Some((side_a, side_b)) => {
-                        let (side_mine, side_other) = if i == a { (side_a, side_b) } else { (side_b, side_a) };
-                        m.side_impulse.set(mine, side_mine);
-                        m.side_active.set(mine, true);
-                        if mirror != NO_MIRROR {
-                            m.side_impulse.set(other, side_other);
-                            m.side_active.set(other, true);
-                        }
+                    continue;
+                }
+                (a[filled], b[filled]) = (low, high);
+                pairs[filled] = (i, j, entry, mirror);
+                filled += 1;
+                if filled == LANES {
+                    worst = worst.max(unsafe { self.write_pair_lanes(&inputs, a, b, &pairs) });
+                    filled = 0;
+                }
+            }
+        }
+        // The last lanes: the unfilled ones repeat the first pair, computed
+        // and not written.
+        if filled > 0 {
+            let (a0, b0) = (a[0], b[0]);
+            a[filled..].fill(a0);
+            b[filled..].fill(b0);
+            worst = worst.max(unsafe { self.write_pair_lanes(&inputs, a, b, &pairs[..filled]) });
+        }
+        worst
+    }
+
+    /// The impulses of the pairs (`a[l]`, `b[l]`) ([`contact::pair_lanes`])
+    /// into the list entries of `pairs` (owner, other ball, owner's entry,
+    /// mirror; the first lanes): the side of each ball where the pair takes
+    /// part, else its entries marked inactive (they give
+    /// [`SideImpulse::NONE`], which the sums skip: `ball_velocity`). Returns
+    /// the largest overlap / smaller radius of the near pairs.
+    ///
+    /// # Safety
+    /// As [`Self::pair_impulses`], for the owners of `pairs`.
+    #[inline(always)]
+    unsafe fn write_pair_lanes(
+        &self,
+        inputs: &PairInputs<'_>,
+        a: [usize; LANES],
+        b: [usize; LANES],
+        pairs: &[(usize, usize, u8, u8)],
+    ) -> f32 {
+        let m = &self.m;
+        let mut out = PairLaneImpulses::default();
+        contact::pair_lanes(inputs, a, b, self.pop.params.material, self.h, self.resting, &mut out);
+        let mut worst = 0.0f32;
+        for (l, &(i, j, entry, mirror)) in pairs.iter().enumerate() {
+            if out.near & (1 << l) != 0 {
+                worst = worst.max(out.overlap[l]);
+            }
+            let (mine, other) = (i * MAX_NEIGHBOURS + entry as usize, j * MAX_NEIGHBOURS + mirror as usize);
+            let active = out.active & (1 << l) != 0;
+            // SAFETY: entries of this pair alone (the owned lists).
+            unsafe {
+                m.side_active.set(mine, active);
+                if mirror != NO_MIRROR {
+                    m.side_active.set(other, active);
+                }
+                if active {
+                    let (side_a, side_b) = (SideImpulse::from_row(out.side_a[l]), SideImpulse::from_row(out.side_b[l]));
+                    let (side_mine, side_other) = if i < j { (side_a, side_b) } else { (side_b, side_a) };
+                    m.side_impulse.set(mine, side_mine);
+                    if mirror != NO_MIRROR {
+                        m.side_impulse.set(other, side_other);
                     }
                 }
             }
