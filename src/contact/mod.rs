@@ -157,6 +157,24 @@ pub struct ContactSettings {
     pub solver: ContactSolver,
 }
 
+impl ContactSettings {
+    /// The material of body `i` (missing: the default material).
+    fn body_material(&self, i: usize) -> Material {
+        self.body_materials.get(i).copied().unwrap_or_default()
+    }
+
+    /// The material of the pair of body `a` and partner `b`, by the mix
+    /// rule (on the settings, not the contact set, so that the soft step's
+    /// prepare reads it from several threads).
+    fn mixed(&self, surfaces: &[Surface], a: usize, b: Partner) -> Material {
+        let other = match b {
+            Partner::Body(j) => self.body_material(j),
+            Partner::Surface(s) => surface_material(&surfaces[s]),
+        };
+        self.mix.combine(&self.body_material(a), &other)
+    }
+}
+
 impl Default for ContactSettings {
     fn default() -> Self {
         Self {
@@ -331,7 +349,7 @@ impl ContactSet {
 
     /// The material of body `i`.
     pub fn body_material(&self, i: usize) -> Material {
-        self.settings.body_materials.get(i).copied().unwrap_or_default()
+        self.settings.body_material(i)
     }
 
     /// The slop for these bodies (see [`ContactSettings::slop`]).
@@ -348,11 +366,7 @@ impl ContactSet {
     }
 
     fn mixed(&self, surfaces: &[Surface], a: usize, b: Partner) -> Material {
-        let other = match b {
-            Partner::Body(j) => self.body_material(j),
-            Partner::Surface(s) => surface_material(&surfaces[s]),
-        };
-        self.settings.mix.combine(&self.body_material(a), &other)
+        self.settings.mixed(surfaces, a, b)
     }
 
     /// Stage `broadphase`: candidate pairs from the boxes swept between the

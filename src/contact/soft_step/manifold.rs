@@ -102,11 +102,36 @@ pub(super) fn round(shape: &Shape) -> bool {
 /// Colours kept in a body's bit mask; the rest go to one sequential colour.
 pub(super) const MAX_COLOURS: u16 = 63;
 
+/// The bodies of a manifold as its colouring sees them: the two body
+/// indices ([`NONE`] for a surface) and whether each is dynamic (a fixed
+/// body or a surface constrains no colour).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ColouredBodies {
+    pub(super) a: u32,
+    pub(super) dynamic_a: bool,
+    pub(super) b: u32,
+    pub(super) dynamic_b: bool,
+}
+
+impl ColouredBodies {
+    /// The bodies of pair `pair` (`facts`: every body's [`BodyFacts`]),
+    /// dynamic as [`new_manifold`] makes them.
+    pub(super) fn of(facts: &[BodyFacts], pair: Pair) -> ColouredBodies {
+        let (b, dynamic_b) = match pair.b {
+            Partner::Body(j) => (j as u32, !facts[j].fixed),
+            Partner::Surface(_) => (NONE, false),
+        };
+        ColouredBodies { a: pair.a as u32, dynamic_a: !facts[pair.a].fixed, b, dynamic_b }
+    }
+}
+
 /// Greedy colouring (see the module docs), one manifold at a time in key
 /// order: the lowest colour none of its dynamic bodies has yet,
 /// [`MAX_COLOURS`] meaning the sequential overflow colour. `used` holds one
-/// colour mask per body, cleared at the start of the step.
-pub(super) fn colour_of(m: &SoftManifold, used: &mut [u64]) -> u16 {
+/// colour mask per body, cleared at the start of the step. It reads only
+/// the manifold's bodies, so the prepare colours every manifold before
+/// building any.
+pub(super) fn colour_of(m: ColouredBodies, used: &mut [u64]) -> u16 {
     let mut taken = 0u64;
     if m.dynamic_a {
         taken |= used[m.a as usize];

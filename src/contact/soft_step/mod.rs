@@ -261,6 +261,9 @@ pub struct SoftState {
     narrow_points: Vec<Vec<crate::contact::narrowphase::ManifoldPoint>>,
     /// Where each pair's points end in its chunk's buffer (pair order).
     narrow_ends: Vec<u32>,
+    /// Each narrowphase chunk's first manifold (key order), then the
+    /// manifold count: where each chunk's build writes its identities.
+    chunk_manifolds: Vec<u32>,
     /// What the prepare reads of each body this step (body order).
     facts: Vec<manifold::BodyFacts>,
     /// The buffer the prepare merges the broadphase's pairs into (it and
