@@ -1076,6 +1076,53 @@ mod tests {
         assert!(one == three, "the output contacts or the state differ between 1 and 3 threads");
     }
 
+    /// A 50-row pyramid stepped 6 times on pools of 1, 3 and 16 threads: on
+    /// 3 and 16 the prepare builds the constraints from several narrowphase
+    /// chunks at once (checked: more than one chunk holds manifolds), and
+    /// every colour's lanes and totals, the manifolds' slots and identities,
+    /// the output contacts and the state are the same bits as on 1; and on
+    /// every pool each lane holds the manifold its slot names (its bodies and
+    /// point count), in key order within its colour. Fails when a chunk's
+    /// manifolds land in the wrong lanes.
+    #[test]
+    fn prepare_build_on_the_pool_puts_each_manifold_in_its_lane() {
+        use super::super::lanes::LANES;
+        use super::super::manifold::NONE;
+        let run = |threads: usize| {
+            pyramid_on_pool(50, 6, threads, |world| {
+                let soft = &world.contacts.soft;
+                let chunks_with_manifolds = soft.chunk_manifolds.windows(2).filter(|w| w[1] > w[0]).count();
+                for (m, (&(c, i), info)) in soft.place.iter().zip(&soft.info).enumerate() {
+                    let lane = soft.by_colour[c as usize][i as usize / LANES].get(i as usize % LANES);
+                    let b = match info.key.1 {
+                        Partner::Body(j) => j as u32,
+                        Partner::Surface(_) => NONE,
+                    };
+                    assert_eq!((lane.a, lane.b, lane.count), (info.key.0 as u32, b, info.count), "manifold {m}");
+                    if i > 0 {
+                        let before = soft.place.iter().position(|&p| p == (c, i - 1)).expect("slot before");
+                        assert!(before < m, "manifold {m}: colour {c} not in key order");
+                    }
+                }
+                let mut text =
+                    format!("{:?}{:?}{:?}{:?}", soft.by_colour, soft.totals_by_colour, soft.place, soft.info);
+                let manifolds = soft.info.len();
+                let (q, v) = world.state_vectors();
+                let bits: Vec<u64> = q.iter().chain(v).map(|x| x.to_bits()).collect();
+                text.push_str(&format!("{bits:?}{:?}", world.contacts.contacts()));
+                (chunks_with_manifolds, manifolds, text)
+            })
+        };
+        let (one_chunks, manifolds, one) = run(1);
+        assert_eq!(one_chunks, 1);
+        assert!(manifolds > 1000, "{manifolds} manifolds");
+        for threads in [3, 16] {
+            let (chunks, _, other) = run(threads);
+            assert!(chunks > 3, "{chunks} chunks hold manifolds on {threads} threads");
+            assert!(one == other, "the lanes, slots or contacts differ between 1 and {threads} threads");
+        }
+    }
+
     /// A 30-row pyramid (465 boxes, well over [`super::PARALLEL_PAIRS_MIN`]
     /// candidate pairs) stepped 10 times on pools of 1 and 3 threads: on 3 the
     /// prepare's narrowphase is cut into several chunks that all hold points,
