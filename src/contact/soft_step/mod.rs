@@ -230,7 +230,8 @@ pub struct SoftState {
     /// This step's impulses in key order (written by the finish).
     impulses: Vec<WarmImpulses>,
     /// Where each manifold's output contacts start (key order, one more
-    /// entry than manifolds; the finish's prefix sum of the point counts).
+    /// entry than manifolds; the prefix sum of the point counts, taken by
+    /// the prepare's colouring pass).
     contact_starts: Vec<u32>,
     /// The identities of this step's manifolds in key order.
     info: Vec<SoftInfo>,

@@ -551,6 +551,8 @@ impl ContactSet {
                 totals.clear();
             }
             soft.info.clear();
+            soft.contact_starts.clear();
+            soft.contact_starts.push(0);
             soft.bouncy = false;
             self.soft = soft;
             return Err(self.error(bodies, self.pairs[k], "the contact gap or normal is not finite (NaN state)"));
@@ -563,6 +565,9 @@ impl ContactSet {
         // first manifold.
         let mut counts = [0u32; MAX_COLOURS as usize + 1];
         soft.chunk_manifolds.clear();
+        soft.contact_starts.clear();
+        soft.contact_starts.push(0);
+        let mut contacts = 0u32;
         for k in 0..pairs {
             let begin = if k % chunk == 0 {
                 soft.chunk_manifolds.push(soft.place.len() as u32);
@@ -570,15 +575,19 @@ impl ContactSet {
             } else {
                 soft.narrow_ends[k - 1]
             };
-            let manifolds = (soft.narrow_ends[k] - begin).div_ceil(2);
-            if manifolds == 0 {
+            let points = soft.narrow_ends[k] - begin;
+            if points == 0 {
                 continue;
             }
             let coloured = ColouredBodies::of(&soft.facts, self.pairs[k]);
-            for _ in 0..manifolds {
+            for first in (0..points).step_by(2) {
                 let c = colour_of(coloured, &mut soft.used);
                 soft.place.push((c, counts[c as usize]));
                 counts[c as usize] += 1;
+                // The finish's output: this manifold's points (two at most)
+                // after those of the manifolds before it.
+                contacts += (points - first).min(2);
+                soft.contact_starts.push(contacts);
             }
         }
         soft.chunk_manifolds.push(soft.place.len() as u32);
@@ -814,16 +823,12 @@ impl ContactSet {
     /// there are many (the same bits at any pool size).
     pub fn soft_finish(&mut self, bodies: &[Body]) -> Result<(), ContactError> {
         let mut soft = std::mem::take(&mut self.soft);
-        // Where each manifold's contacts start (key order), and the outputs
-        // sized to be written in place (kept buffers: no allocation once grown).
-        soft.contact_starts.clear();
-        soft.contact_starts.push(0);
-        let mut total = 0u32;
-        for info in &soft.info {
-            total += info.count as u32;
-            soft.contact_starts.push(total);
-        }
-        self.contacts.clear();
+        // The outputs sized to be written in place, each entry once (kept
+        // buffers, not cleared: no allocation once grown, and only entries
+        // past last step's length are filled first); where each manifold's
+        // contacts start (key order) is the prepare's prefix sum.
+        let total = soft.contact_starts.last().copied().unwrap_or(0);
+        debug_assert_eq!(soft.contact_starts.len(), soft.info.len() + 1);
         if let Some(first) = soft.info.first() {
             let blank = Contact {
                 body_a: 0,
@@ -833,8 +838,9 @@ impl ContactSet {
                 impulse: [0.0; 3],
             };
             self.contacts.resize(total as usize, blank);
+        } else {
+            self.contacts.clear();
         }
-        soft.impulses.clear();
         soft.impulses.resize(soft.info.len(), WarmImpulses::default());
         let manifolds = soft.info.len();
         let threads = rayon::current_num_threads();
