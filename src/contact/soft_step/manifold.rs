@@ -9,6 +9,7 @@ use glam::DVec2;
 
 use super::{BodyDelta, SoftState};
 use crate::body::Body;
+use crate::contact::narrowphase::hull_is_polygon;
 use crate::contact::{Pair, Partner};
 use crate::shape::Shape;
 
@@ -347,7 +348,7 @@ pub(super) fn moved(d: &BodyDelta, r: DVec2) -> DVec2 {
 }
 
 /// What the prepare reads of one body, gathered once per step in body
-/// order: 40 bytes, where each pair would otherwise read its two whole
+/// order (on the pool for many bodies): 40 bytes, where each pair would otherwise read its two whole
 /// [`Body`]s (name, shape, pose) and compute this again.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(super) struct BodyFacts {
@@ -361,6 +362,9 @@ pub(super) struct BodyFacts {
     pub(super) fixed: bool,
     /// A round shape (rolling resistance applies).
     pub(super) round: bool,
+    /// A polygon for the narrowphase ([`hull_is_polygon`]): one that meets
+    /// another polygon needs its world outline this step.
+    pub(super) polygon: bool,
 }
 
 impl BodyFacts {
@@ -378,6 +382,7 @@ impl BodyFacts {
             closing_speed: DVec2::new(v[3 * i], v[3 * i + 1]).length() + v[3 * i + 2].abs() * r,
             fixed: body.fixed,
             round: round(&body.shape),
+            polygon: hull_is_polygon(&body.shape),
         }
     }
 }

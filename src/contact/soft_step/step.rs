@@ -14,7 +14,7 @@ use glam::DVec2;
 use super::{SoftStepSettings, Softness};
 use crate::body::Body;
 use crate::contact::narrowphase::{
-    ManifoldPoint, Pose, hull_is_polygon,
+    ManifoldPoint, Pose,
     polygon::{fill_world, hull_size, polygon_polygon_world},
 };
 use crate::contact::{Contact, ContactError, ContactSet, Pair, Partner, collide_pair_into};
@@ -33,6 +33,9 @@ const PARALLEL_PAIRS_MIN: usize = 512;
 
 /// Chunks of pairs per thread in the parallel narrowphase (a few, for balance).
 const NARROW_CHUNKS_PER_THREAD: usize = 4;
+
+/// Bodies from which the prepare gathers their facts on the pool.
+const FACTS_BODIES_MIN: usize = 2048;
 
 /// Bodies below which the world outlines are filled without splitting further.
 const OUTLINE_BODIES_MIN: usize = 256;
@@ -71,22 +74,24 @@ pub(super) struct WorldPolygons {
 
 impl WorldPolygons {
     /// The outlines of the bodies met by a polygon–polygon pair of `pairs`,
-    /// at positions `q` (filled on the pool when `parallel`).
-    fn build(&mut self, hulls: &[Vec<DVec2>], bodies: &[Body], pairs: &[Pair], q: &[f64], parallel: bool) {
+    /// at positions `q` (filled on the pool when `parallel`); `facts` says
+    /// which bodies are polygons (40 bytes a body read per pair, not the
+    /// two whole `Body`s).
+    fn build(&mut self, hulls: &[Vec<DVec2>], facts: &[BodyFacts], pairs: &[Pair], q: &[f64], parallel: bool) {
         const NEEDED: u32 = 0;
         self.start.clear();
-        self.start.resize(bodies.len(), u32::MAX);
+        self.start.resize(facts.len(), u32::MAX);
         for pair in pairs {
             if let Partner::Body(j) = pair.b
-                && hull_is_polygon(&bodies[pair.a].shape)
-                && hull_is_polygon(&bodies[j].shape)
+                && facts[pair.a].polygon
+                && facts[j].polygon
             {
                 self.start[pair.a] = NEEDED;
                 self.start[j] = NEEDED;
             }
         }
         let mut total = 0usize;
-        self.sizes.resize(bodies.len(), 0.0);
+        self.sizes.resize(facts.len(), 0.0);
         for ((start, hull), size) in self.start.iter_mut().zip(hulls).zip(&mut self.sizes) {
             if *start == NEEDED {
                 *start = total as u32;
@@ -97,7 +102,7 @@ impl WorldPolygons {
         self.vertices.resize(total, DVec2::ZERO);
         self.normals.resize(total, DVec2::ZERO);
         let min = if parallel { OUTLINE_BODIES_MIN } else { usize::MAX };
-        fill_outlines(hulls, q, &self.start, 0..bodies.len(), &mut self.vertices, &mut self.normals, min);
+        fill_outlines(hulls, q, &self.start, 0..facts.len(), &mut self.vertices, &mut self.normals, min);
     }
 
     /// Body `i`'s [`hull_size`].
@@ -515,9 +520,16 @@ impl ContactSet {
             soft.narrow_points.resize_with(chunks, Vec::new);
         }
         soft.narrow_ends.resize(pairs, 0);
-        soft.world_polygons.build(&self.hulls, bodies, &self.pairs, q, parallel);
+        // Each body's facts, a function of that body alone (written in
+        // place, in body order, on the pool for many bodies).
         soft.facts.clear();
-        soft.facts.extend(bodies.iter().enumerate().map(|(i, b)| BodyFacts::of(b, i, v)));
+        if threads > 1 && bodies.len() >= FACTS_BODIES_MIN {
+            use rayon::prelude::*;
+            soft.facts.par_extend(bodies.par_iter().enumerate().map(|(i, b)| BodyFacts::of(b, i, v)));
+        } else {
+            soft.facts.extend(bodies.iter().enumerate().map(|(i, b)| BodyFacts::of(b, i, v)));
+        }
+        soft.world_polygons.build(&self.hulls, &soft.facts, &self.pairs, q, parallel);
         let inputs = NarrowInputs {
             bodies,
             facts: &soft.facts,
