@@ -172,6 +172,13 @@
 //! 27 Nov 2026 09:31 UTC, load 5.3–5.7): CPU 13.1 → 11.2 ms/step (medians,
 //! −15 %; one thread: 12.5 → 10.6), Box2D v3 5.25 CPU in the same session
 //! (2.1×, was 2.5×; at load 8.7–9.9: 13.3 → 11.8, Box2D 5.22).
+//! The prepare's build, `BodyFacts` and the broadphase's per-body pass on the
+//! pool, the finish's blank fill gone (same command, 2 threads, twelve
+//! alternated pairs, 27 Nov 2026 11:31–11:40 UTC, load 4–5): wall 15.84 →
+//! 14.29 ms/step, CPU 11.16 → 10.65 (medians; one thread: CPU 10.86 →
+//! 10.44), Box2D v3 6.88 wall, 4.98 CPU in the same runs (2.1× both, was
+//! 2.3× / 2.2×); the calling thread's share of the samples at 2 threads
+//! 31.5 % → 12.7 %.
 //!
 //! # Files
 //!
