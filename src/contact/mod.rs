@@ -157,6 +157,24 @@ pub struct ContactSettings {
     pub solver: ContactSolver,
 }
 
+impl ContactSettings {
+    /// The material of body `i` (missing: the default material).
+    fn body_material(&self, i: usize) -> Material {
+        self.body_materials.get(i).copied().unwrap_or_default()
+    }
+
+    /// The material of the pair of body `a` and partner `b`, by the mix
+    /// rule (on the settings, not the contact set, so that the soft step's
+    /// prepare reads it from several threads).
+    fn mixed(&self, surfaces: &[Surface], a: usize, b: Partner) -> Material {
+        let other = match b {
+            Partner::Body(j) => self.body_material(j),
+            Partner::Surface(s) => surface_material(&surfaces[s]),
+        };
+        self.mix.combine(&self.body_material(a), &other)
+    }
+}
+
 impl Default for ContactSettings {
     fn default() -> Self {
         Self {
@@ -263,6 +281,9 @@ pub struct ContactSet {
     projection_moved: Vec<bool>,
     projection_inv: Vec<f64>,
     aabbs: Vec<Aabb>,
+    /// The body–surface pairs of each piece of the broadphase's per-body
+    /// pass (one buffer per piece, so that the pieces run on any thread).
+    surface_pairs: Vec<Vec<Pair>>,
     body_pairs: Vec<[u32; 2]>,
     /// The pairs of bodies joined by a constraint, sorted (broadphase buffer).
     joined: Vec<(usize, usize)>,
@@ -274,6 +295,67 @@ pub struct ContactSet {
     pub position_weight: f64,
     /// The soft-step solver's manifolds and buffers.
     soft: soft_step::SoftState,
+}
+
+/// Bodies from which the broadphase's per-body pass (boxes, surface pairs)
+/// runs on the pool.
+const BROADPHASE_PARALLEL_BODIES: usize = 2048;
+
+/// Pieces per thread of that pass (a few, for balance).
+const BROADPHASE_PIECES_PER_THREAD: usize = 2;
+
+/// What the broadphase's per-body pass reads.
+struct BodyPass<'a> {
+    bodies: &'a [Body],
+    surfaces: &'a [Surface],
+    q0: &'a [f64],
+    q1: &'a [f64],
+    slop: f64,
+}
+
+/// The smallest and largest bounding radius of some bodies (+∞ and 0 if
+/// none), and whether one of them is fixed.
+#[derive(Clone, Copy)]
+struct RadiusRange {
+    lo: f64,
+    hi: f64,
+    any_fixed: bool,
+}
+
+impl BodyPass<'_> {
+    /// The bodies from `first` on (one per entry of `aabbs`): each one's box
+    /// swept between `q0` and `q1`, grown by its bounding radius and the
+    /// slop, into `aabbs`; its surface pairs (its bounding disc swept along
+    /// the chord against the signed distance) into `out`, cleared first.
+    fn piece(&self, first: usize, aabbs: &mut [Aabb], out: &mut Vec<Pair>) -> RadiusRange {
+        let BodyPass { bodies, surfaces, q0, q1, slop } = *self;
+        out.clear();
+        let mut range = RadiusRange { lo: f64::INFINITY, hi: 0.0, any_fixed: false };
+        let pos = |q: &[f64], i: usize| DVec2::new(q[3 * i], q[3 * i + 1]);
+        for (k, aabb) in aabbs.iter_mut().enumerate() {
+            let i = first + k;
+            let b = &bodies[i];
+            let radius = b.shape.bounding_radius();
+            (range.lo, range.hi) = (range.lo.min(radius), range.hi.max(radius));
+            range.any_fixed |= b.fixed;
+            let r = radius + slop;
+            let (p0, p1) = (pos(q0, i), pos(q1, i));
+            let lo = p0.min(p1) - DVec2::splat(r);
+            let hi = p0.max(p1) + DVec2::splat(r);
+            *aabb = Aabb::new(down(lo), up(hi));
+            if b.fixed {
+                continue;
+            }
+            let reach = radius + slop + 0.5 * (p1 - p0).length();
+            let mid = 0.5 * (p0 + p1);
+            for (s, surface) in surfaces.iter().enumerate() {
+                if surface.geometry.closest(mid).distance <= reach {
+                    out.push(Pair { a: i, b: Partner::Surface(s) });
+                }
+            }
+        }
+        range
+    }
 }
 
 /// A broadphase's reusable buffers (kept between steps: no per-step
@@ -331,7 +413,7 @@ impl ContactSet {
 
     /// The material of body `i`.
     pub fn body_material(&self, i: usize) -> Material {
-        self.settings.body_materials.get(i).copied().unwrap_or_default()
+        self.settings.body_material(i)
     }
 
     /// The slop for these bodies (see [`ContactSettings::slop`]).
@@ -348,11 +430,7 @@ impl ContactSet {
     }
 
     fn mixed(&self, surfaces: &[Surface], a: usize, b: Partner) -> Material {
-        let other = match b {
-            Partner::Body(j) => self.body_material(j),
-            Partner::Surface(s) => surface_material(&surfaces[s]),
-        };
-        self.settings.mix.combine(&self.body_material(a), &other)
+        self.settings.mixed(surfaces, a, b)
     }
 
     /// Stage `broadphase`: candidate pairs from the boxes swept between the
@@ -382,34 +460,57 @@ impl ContactSet {
     ) {
         let slop = margin;
         self.pairs.clear();
-        self.aabbs.clear();
-        let pos = |q: &[f64], i: usize| DVec2::new(q[3 * i], q[3 * i + 1]);
-        for (i, b) in bodies.iter().enumerate() {
-            let r = b.shape.bounding_radius() + slop;
-            let (p0, p1) = (pos(q0, i), pos(q1, i));
-            let lo = p0.min(p1) - DVec2::splat(r);
-            let hi = p0.max(p1) + DVec2::splat(r);
-            self.aabbs.push(Aabb::new(down(lo), up(hi)));
+        // Per body: its box, its surface pairs (in body order, piece by
+        // piece), and the range of bounding radii and whether any body is
+        // fixed, for the choices below; on the pool in pieces when there
+        // are many bodies (each body's box and pairs are a function of that
+        // body alone, and a smallest or largest radius or an "any" does not
+        // depend on the order it is taken in: the same bits and pairs at any
+        // pool size).
+        let n = bodies.len();
+        let threads = rayon::current_num_threads();
+        let piece = if threads > 1 && n >= BROADPHASE_PARALLEL_BODIES {
+            n.div_ceil(BROADPHASE_PIECES_PER_THREAD * threads)
+        } else {
+            n.max(1)
+        };
+        let pieces = n.div_ceil(piece);
+        if self.surface_pairs.len() < pieces {
+            self.surface_pairs.resize_with(pieces, Vec::new);
         }
-        // Body–surface: bounding disc swept along the chord against the signed distance.
-        for (i, b) in bodies.iter().enumerate() {
-            if b.fixed {
-                continue;
-            }
-            let (p0, p1) = (pos(q0, i), pos(q1, i));
-            let reach = b.shape.bounding_radius() + slop + 0.5 * (p1 - p0).length();
-            let mid = 0.5 * (p0 + p1);
-            for (s, surface) in surfaces.iter().enumerate() {
-                if surface.geometry.closest(mid).distance <= reach {
-                    self.pairs.push(Pair { a: i, b: Partner::Surface(s) });
-                }
-            }
+        // Kept from the last call and written over (every entry below).
+        self.aabbs.resize(n, Aabb::new(Vec2::ZERO, Vec2::ZERO));
+        let pass = BodyPass { bodies, surfaces, q0, q1, slop };
+        let buffers = &mut self.surface_pairs[..pieces];
+        let both = |a: RadiusRange, b: RadiusRange| RadiusRange {
+            lo: a.lo.min(b.lo),
+            hi: a.hi.max(b.hi),
+            any_fixed: a.any_fixed || b.any_fixed,
+        };
+        let none = RadiusRange { lo: f64::INFINITY, hi: 0.0, any_fixed: false };
+        let range = if pieces > 1 {
+            use rayon::prelude::*;
+            self.aabbs
+                .par_chunks_mut(piece)
+                .zip(buffers.par_iter_mut())
+                .enumerate()
+                .map(|(k, (aabbs, out))| pass.piece(k * piece, aabbs, out))
+                .reduce(|| none, both)
+        } else {
+            self.aabbs
+                .chunks_mut(piece)
+                .zip(buffers.iter_mut())
+                .enumerate()
+                .map(|(k, (aabbs, out))| pass.piece(k * piece, aabbs, out))
+                .fold(none, both)
+        };
+        for out in &self.surface_pairs[..pieces] {
+            self.pairs.extend_from_slice(out);
         }
         // Body–body.
         let choice = match self.settings.broadphase {
             BroadphaseChoice::Auto => {
-                let radii = bodies.iter().map(|b| b.shape.bounding_radius());
-                let (lo, hi) = radii.fold((f64::INFINITY, 0.0f64), |(lo, hi), r| (lo.min(r), hi.max(r)));
+                let RadiusRange { lo, hi, .. } = range;
                 // The grid's per-thread tables cost more than a sort below a
                 // few thousand boxes (measured: 3 ms against 0.3 ms per step
                 // for the 210-box pyramid on 2 cores).
@@ -440,7 +541,7 @@ impl ContactSet {
             );
             joined.sort_unstable();
         }
-        if joined.is_empty() && !bodies.iter().any(|b| b.fixed) {
+        if joined.is_empty() && !range.any_fixed {
             // Nothing to leave out (a pile on the ground): the pairs as
             // found, without reading each pair's two bodies.
             self.pairs.extend(out.iter().map(|&[i, j]| Pair { a: i as usize, b: Partner::Body(j as usize) }));

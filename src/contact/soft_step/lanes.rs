@@ -295,36 +295,59 @@ impl SoftLanes {
 
     /// Writes manifold `m` into lane `l`.
     pub(super) fn set(&mut self, l: usize, m: &SoftManifold) {
-        self.a[l] = m.a;
-        self.b[l] = m.b;
-        self.inv_mass_a.0[l] = m.inv_mass_a;
-        self.inv_inertia_a.0[l] = m.inv_inertia_a;
-        self.inv_mass_b.0[l] = m.inv_mass_b;
-        self.inv_inertia_b.0[l] = m.inv_inertia_b;
-        self.rolling_resistance.0[l] = m.rolling_resistance;
-        self.rolling_mass.0[l] = m.rolling_mass;
-        self.rolling_impulse.0[l] = m.rolling_impulse;
-        self.dynamic_a[l] = m.dynamic_a;
-        self.dynamic_b[l] = m.dynamic_b;
-        self.static_partner[l] = m.static_partner;
-        self.count[l] = m.count;
-        for (k, has) in self.has_point.iter_mut().enumerate() {
-            has[l] = if (m.count as usize) > k { u64::MAX } else { 0 };
-        }
-        self.static_mask[l] = if m.static_partner { u64::MAX } else { 0 };
-        for (q, p) in self.points.iter_mut().zip(&m.points) {
-            q.normal.x.0[l] = p.normal.x;
-            q.normal.y.0[l] = p.normal.y;
-            q.ra.x.0[l] = p.ra.x;
-            q.ra.y.0[l] = p.ra.y;
-            q.rb.x.0[l] = p.rb.x;
-            q.rb.y.0[l] = p.rb.y;
-            q.base_separation.0[l] = p.base_separation;
-            q.normal_mass.0[l] = p.normal_mass;
-            q.tangent_mass.0[l] = p.tangent_mass;
-            q.normal_impulse.0[l] = p.normal_impulse;
-            q.tangent_impulse.0[l] = p.tangent_impulse;
-            q.friction.0[l] = p.friction;
+        // SAFETY: `self` is a valid group, borrowed exclusively.
+        unsafe { Self::write_lane(self, l, m) }
+    }
+
+    /// Writes manifold `m` into lane `l` of the group at `group`, through
+    /// raw pointers to that lane's entries only (no reference to the group
+    /// is formed), so that other threads may write the group's other lanes
+    /// meanwhile: the prepare builds the manifolds of a colour from several
+    /// threads, two neighbours in a group possibly from two.
+    ///
+    /// # Safety
+    ///
+    /// `group` points to a valid group, valid for writes, and no other
+    /// thread reads or writes its lane `l` (`l < LANES`, checked) during the call.
+    pub(super) unsafe fn write_lane(group: *mut SoftLanes, l: usize, m: &SoftManifold) {
+        use std::ptr::addr_of_mut;
+        assert!(l < LANES);
+        let mask = |on: bool| if on { u64::MAX } else { 0 };
+        // SAFETY: each place below is lane `l` of a field of `*group`
+        // (array indexing of a place forms no reference); the caller
+        // guarantees `group` valid and the lane not touched by another thread.
+        unsafe {
+            addr_of_mut!((*group).a[l]).write(m.a);
+            addr_of_mut!((*group).b[l]).write(m.b);
+            addr_of_mut!((*group).inv_mass_a.0[l]).write(m.inv_mass_a);
+            addr_of_mut!((*group).inv_inertia_a.0[l]).write(m.inv_inertia_a);
+            addr_of_mut!((*group).inv_mass_b.0[l]).write(m.inv_mass_b);
+            addr_of_mut!((*group).inv_inertia_b.0[l]).write(m.inv_inertia_b);
+            addr_of_mut!((*group).rolling_resistance.0[l]).write(m.rolling_resistance);
+            addr_of_mut!((*group).rolling_mass.0[l]).write(m.rolling_mass);
+            addr_of_mut!((*group).rolling_impulse.0[l]).write(m.rolling_impulse);
+            addr_of_mut!((*group).dynamic_a[l]).write(m.dynamic_a);
+            addr_of_mut!((*group).dynamic_b[l]).write(m.dynamic_b);
+            addr_of_mut!((*group).static_partner[l]).write(m.static_partner);
+            addr_of_mut!((*group).count[l]).write(m.count);
+            addr_of_mut!((*group).has_point[0][l]).write(mask(m.count > 0));
+            addr_of_mut!((*group).has_point[1][l]).write(mask(m.count > 1));
+            addr_of_mut!((*group).static_mask[l]).write(mask(m.static_partner));
+            for (k, p) in m.points.iter().enumerate() {
+                let q = addr_of_mut!((*group).points[k]);
+                addr_of_mut!((*q).normal.x.0[l]).write(p.normal.x);
+                addr_of_mut!((*q).normal.y.0[l]).write(p.normal.y);
+                addr_of_mut!((*q).ra.x.0[l]).write(p.ra.x);
+                addr_of_mut!((*q).ra.y.0[l]).write(p.ra.y);
+                addr_of_mut!((*q).rb.x.0[l]).write(p.rb.x);
+                addr_of_mut!((*q).rb.y.0[l]).write(p.rb.y);
+                addr_of_mut!((*q).base_separation.0[l]).write(p.base_separation);
+                addr_of_mut!((*q).normal_mass.0[l]).write(p.normal_mass);
+                addr_of_mut!((*q).tangent_mass.0[l]).write(p.tangent_mass);
+                addr_of_mut!((*q).normal_impulse.0[l]).write(p.normal_impulse);
+                addr_of_mut!((*q).tangent_impulse.0[l]).write(p.tangent_impulse);
+                addr_of_mut!((*q).friction.0[l]).write(p.friction);
+            }
         }
     }
 

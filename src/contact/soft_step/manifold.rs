@@ -9,6 +9,7 @@ use glam::DVec2;
 
 use super::{BodyDelta, SoftState};
 use crate::body::Body;
+use crate::contact::narrowphase::hull_is_polygon;
 use crate::contact::{Pair, Partner};
 use crate::shape::Shape;
 
@@ -102,11 +103,36 @@ pub(super) fn round(shape: &Shape) -> bool {
 /// Colours kept in a body's bit mask; the rest go to one sequential colour.
 pub(super) const MAX_COLOURS: u16 = 63;
 
+/// The bodies of a manifold as its colouring sees them: the two body
+/// indices ([`NONE`] for a surface) and whether each is dynamic (a fixed
+/// body or a surface constrains no colour).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ColouredBodies {
+    pub(super) a: u32,
+    pub(super) dynamic_a: bool,
+    pub(super) b: u32,
+    pub(super) dynamic_b: bool,
+}
+
+impl ColouredBodies {
+    /// The bodies of pair `pair` (`facts`: every body's [`BodyFacts`]),
+    /// dynamic as [`new_manifold`] makes them.
+    pub(super) fn of(facts: &[BodyFacts], pair: Pair) -> ColouredBodies {
+        let (b, dynamic_b) = match pair.b {
+            Partner::Body(j) => (j as u32, !facts[j].fixed),
+            Partner::Surface(_) => (NONE, false),
+        };
+        ColouredBodies { a: pair.a as u32, dynamic_a: !facts[pair.a].fixed, b, dynamic_b }
+    }
+}
+
 /// Greedy colouring (see the module docs), one manifold at a time in key
 /// order: the lowest colour none of its dynamic bodies has yet,
 /// [`MAX_COLOURS`] meaning the sequential overflow colour. `used` holds one
-/// colour mask per body, cleared at the start of the step.
-pub(super) fn colour_of(m: &SoftManifold, used: &mut [u64]) -> u16 {
+/// colour mask per body, cleared at the start of the step. It reads only
+/// the manifold's bodies, so the prepare colours every manifold before
+/// building any.
+pub(super) fn colour_of(m: ColouredBodies, used: &mut [u64]) -> u16 {
     let mut taken = 0u64;
     if m.dynamic_a {
         taken |= used[m.a as usize];
@@ -322,7 +348,7 @@ pub(super) fn moved(d: &BodyDelta, r: DVec2) -> DVec2 {
 }
 
 /// What the prepare reads of one body, gathered once per step in body
-/// order: 40 bytes, where each pair would otherwise read its two whole
+/// order (on the pool for many bodies): 40 bytes, where each pair would otherwise read its two whole
 /// [`Body`]s (name, shape, pose) and compute this again.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(super) struct BodyFacts {
@@ -336,6 +362,9 @@ pub(super) struct BodyFacts {
     pub(super) fixed: bool,
     /// A round shape (rolling resistance applies).
     pub(super) round: bool,
+    /// A polygon for the narrowphase ([`hull_is_polygon`]): one that meets
+    /// another polygon needs its world outline this step.
+    pub(super) polygon: bool,
 }
 
 impl BodyFacts {
@@ -353,6 +382,7 @@ impl BodyFacts {
             closing_speed: DVec2::new(v[3 * i], v[3 * i + 1]).length() + v[3 * i + 2].abs() * r,
             fixed: body.fixed,
             round: round(&body.shape),
+            polygon: hull_is_polygon(&body.shape),
         }
     }
 }

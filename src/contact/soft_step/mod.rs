@@ -117,25 +117,37 @@
 //! once per chunk and runs a copy of the constraint kernel inlined for that
 //! pass (no branch on the pass per constraint).
 //!
-//! The prepare runs in two parts. First the narrowphase of every candidate
+//! The prepare runs in three parts. First the narrowphase of every candidate
 //! pair, on the pool when there are at least 512 pairs and several threads:
 //! the pairs are cut into four chunks per thread (at least 64 pairs), each
 //! chunk writes its pairs' contact points into its own buffer
-//! (`SoftState::narrow_points`, with each pair's end in `narrow_ends`), and
-//! the polygons' world outlines (vertices, edge normals; `step::WorldPolygons`)
-//! are filled before it, once per body met by a polygon–polygon pair, in
-//! body order and in parallel, instead of once per pair. Then one sequential
-//! pass in pair order reads the buffers, matches the previous step's
-//! impulses, colours each manifold and builds its constraint in its colour
-//! (over the groups kept from the last step, written over, then cut to
-//! length with the last group's unused lanes emptied: no empty group copied
-//! in per group). What the prepare reads of a body (inverse mass and
-//! inertia, fixed and round flags, closing speed) is gathered once per step
-//! in body order (`manifold::BodyFacts`), and the broadphase's two sorted
-//! runs (surface pairs, then body pairs) are merged into key order instead
-//! of sorted.
-//! A pair's points are a function of that pair alone and the colouring runs
-//! in the same order as before: the same bits at every pool size.
+//! (`SoftState::narrow_points`, with each pair's end in `narrow_ends`) and
+//! reports its first pair with a non-finite point (the error names the first
+//! in key order), and the polygons' world outlines (vertices, edge normals;
+//! `step::WorldPolygons`) are filled before it, once per body met by a
+//! polygon–polygon pair, in body order and in parallel, instead of once per
+//! pair. Then one light sequential pass in pair order colours the manifolds
+//! (a pair's points two at a time) from their bodies' colour masks only
+//! (`manifold::colour_of`), giving each the next slot of its colour (its
+//! lane), and takes the prefix sums the build and the finish need (each
+//! chunk's first manifold, each manifold's first output contact). Last, the
+//! build, on the pool in the narrowphase's chunks: each manifold's
+//! constraint (effective masses, friction, the previous step's impulses
+//! matched by pair and feature, the previous step's identities found by
+//! bisection at a chunk's start and merged from there) is written straight
+//! into its lane (`step::ColourSlots`: raw-pointer writes of one lane's
+//! entries, each slot written by the one chunk that holds its manifold),
+//! over the groups kept from the last step (sized first, then the last
+//! group's unused lanes emptied: no empty group copied in per group). What
+//! the prepare reads of a body (inverse mass and inertia, fixed, round and
+//! polygon flags, closing speed) is gathered once per step in body order, on
+//! the pool from 2,048 bodies (`manifold::BodyFacts`), and the broadphase's
+//! two sorted runs (surface pairs, then body pairs) are merged into key
+//! order instead of sorted; the broadphase's own pass over the bodies (boxes,
+//! surface pairs) runs in pieces on the pool from 2,048 bodies too.
+//! A pair's points and a manifold's constraint are functions of that pair
+//! alone, and the colouring runs in the same order as before: the same bits
+//! at every pool size.
 //!
 //! Measured (100-row pyramid, 5,050 boxes, Box2D's settings: 4 sub-steps,
 //! 30 Hz; `pyramid_quality -- 100 2`, CPU ms/step, 2-core machine, five
@@ -160,6 +172,13 @@
 //! 27 Nov 2026 09:31 UTC, load 5.3–5.7): CPU 13.1 → 11.2 ms/step (medians,
 //! −15 %; one thread: 12.5 → 10.6), Box2D v3 5.25 CPU in the same session
 //! (2.1×, was 2.5×; at load 8.7–9.9: 13.3 → 11.8, Box2D 5.22).
+//! The prepare's build, `BodyFacts` and the broadphase's per-body pass on the
+//! pool, the finish's blank fill gone (same command, 2 threads, twelve
+//! alternated pairs, 27 Nov 2026 11:31–11:40 UTC, load 4–5): wall 15.84 →
+//! 14.29 ms/step, CPU 11.16 → 10.65 (medians; one thread: CPU 10.86 →
+//! 10.44), Box2D v3 6.88 wall, 4.98 CPU in the same runs (2.1× both, was
+//! 2.3× / 2.2×); the calling thread's share of the samples at 2 threads
+//! 31.5 % → 12.7 %.
 //!
 //! # Files
 //!
@@ -230,7 +249,8 @@ pub struct SoftState {
     /// This step's impulses in key order (written by the finish).
     impulses: Vec<WarmImpulses>,
     /// Where each manifold's output contacts start (key order, one more
-    /// entry than manifolds; the finish's prefix sum of the point counts).
+    /// entry than manifolds; the prefix sum of the point counts, taken by
+    /// the prepare's colouring pass).
     contact_starts: Vec<u32>,
     /// The identities of this step's manifolds in key order.
     info: Vec<SoftInfo>,
@@ -261,6 +281,9 @@ pub struct SoftState {
     narrow_points: Vec<Vec<crate::contact::narrowphase::ManifoldPoint>>,
     /// Where each pair's points end in its chunk's buffer (pair order).
     narrow_ends: Vec<u32>,
+    /// Each narrowphase chunk's first manifold (key order), then the
+    /// manifold count: where each chunk's build writes its identities.
+    chunk_manifolds: Vec<u32>,
     /// What the prepare reads of each body this step (body order).
     facts: Vec<manifold::BodyFacts>,
     /// The buffer the prepare merges the broadphase's pairs into (it and

@@ -5,7 +5,8 @@
 use super::WarmImpulses;
 use super::lanes::{LANES, SoftLanes, SweepInputs, sweep};
 use super::manifold::{
-    BodyFacts, MAX_COLOURS, Pass, Shared, SoftInfo, SoftTotals, colour_of, delta_of, moved, new_manifold,
+    BodyFacts, ColouredBodies, MAX_COLOURS, Pass, Shared, SoftInfo, SoftManifold, SoftTotals, colour_of, delta_of,
+    moved, new_manifold,
 };
 use crate::team::{Participant, Schedule, Shared as TeamShared, balanced_chunk};
 use glam::DVec2;
@@ -13,7 +14,7 @@ use glam::DVec2;
 use super::{SoftStepSettings, Softness};
 use crate::body::Body;
 use crate::contact::narrowphase::{
-    ManifoldPoint, Pose, hull_is_polygon,
+    ManifoldPoint, Pose,
     polygon::{fill_world, hull_size, polygon_polygon_world},
 };
 use crate::contact::{Contact, ContactError, ContactSet, Pair, Partner, collide_pair_into};
@@ -32,6 +33,9 @@ const PARALLEL_PAIRS_MIN: usize = 512;
 
 /// Chunks of pairs per thread in the parallel narrowphase (a few, for balance).
 const NARROW_CHUNKS_PER_THREAD: usize = 4;
+
+/// Bodies from which the prepare gathers their facts on the pool.
+const FACTS_BODIES_MIN: usize = 2048;
 
 /// Bodies below which the world outlines are filled without splitting further.
 const OUTLINE_BODIES_MIN: usize = 256;
@@ -70,22 +74,24 @@ pub(super) struct WorldPolygons {
 
 impl WorldPolygons {
     /// The outlines of the bodies met by a polygon–polygon pair of `pairs`,
-    /// at positions `q` (filled on the pool when `parallel`).
-    fn build(&mut self, hulls: &[Vec<DVec2>], bodies: &[Body], pairs: &[Pair], q: &[f64], parallel: bool) {
+    /// at positions `q` (filled on the pool when `parallel`); `facts` says
+    /// which bodies are polygons (40 bytes a body read per pair, not the
+    /// two whole `Body`s).
+    fn build(&mut self, hulls: &[Vec<DVec2>], facts: &[BodyFacts], pairs: &[Pair], q: &[f64], parallel: bool) {
         const NEEDED: u32 = 0;
         self.start.clear();
-        self.start.resize(bodies.len(), u32::MAX);
+        self.start.resize(facts.len(), u32::MAX);
         for pair in pairs {
             if let Partner::Body(j) = pair.b
-                && hull_is_polygon(&bodies[pair.a].shape)
-                && hull_is_polygon(&bodies[j].shape)
+                && facts[pair.a].polygon
+                && facts[j].polygon
             {
                 self.start[pair.a] = NEEDED;
                 self.start[j] = NEEDED;
             }
         }
         let mut total = 0usize;
-        self.sizes.resize(bodies.len(), 0.0);
+        self.sizes.resize(facts.len(), 0.0);
         for ((start, hull), size) in self.start.iter_mut().zip(hulls).zip(&mut self.sizes) {
             if *start == NEEDED {
                 *start = total as u32;
@@ -96,7 +102,7 @@ impl WorldPolygons {
         self.vertices.resize(total, DVec2::ZERO);
         self.normals.resize(total, DVec2::ZERO);
         let min = if parallel { OUTLINE_BODIES_MIN } else { usize::MAX };
-        fill_outlines(hulls, q, &self.start, 0..bodies.len(), &mut self.vertices, &mut self.normals, min);
+        fill_outlines(hulls, q, &self.start, 0..facts.len(), &mut self.vertices, &mut self.normals, min);
     }
 
     /// Body `i`'s [`hull_size`].
@@ -204,11 +210,19 @@ struct NarrowInputs<'a> {
 
 /// The narrowphase of the pairs from `first` on (one per entry of `ends`):
 /// their points appended to `out` (cleared first), pair `k`'s ending at
-/// `ends[k - first]`.
-fn narrow_chunk(inputs: &NarrowInputs<'_>, first: usize, ends: &mut [u32], out: &mut Vec<ManifoldPoint>) {
+/// `ends[k - first]`. Returns the first of these pairs with a point whose
+/// gap, normal or position is not finite (a NaN state), if any.
+fn narrow_chunk(
+    inputs: &NarrowInputs<'_>,
+    first: usize,
+    ends: &mut [u32],
+    out: &mut Vec<ManifoldPoint>,
+) -> Option<usize> {
     let NarrowInputs { bodies, facts, surfaces, hulls, pairs, world, q, dt, margin } = *inputs;
     out.clear();
+    let mut bad = None;
     for (k, end) in ends.iter_mut().enumerate() {
+        let begin = out.len();
         let pair = pairs[first + k];
         // The pair's reach over the step: the speculative margin plus how
         // far the two can close at their start-of-step speeds (centre
@@ -229,7 +243,212 @@ fn narrow_chunk(inputs: &NarrowInputs<'_>, first: usize, ends: &mut [u32], out: 
             _ => collide_pair_into(hulls, bodies, surfaces, pair, q, reach, out),
         }
         *end = out.len() as u32;
+        if bad.is_none()
+            && !out[begin..].iter().all(|m| m.gap.is_finite() && m.normal.is_finite() && m.point.is_finite())
+        {
+            bad = Some(first + k);
+        }
     }
+    bad
+}
+
+/// What the build of the constraints reads (shared by its threads).
+struct BuildInputs<'a> {
+    settings: &'a crate::contact::ContactSettings,
+    surfaces: &'a [Surface],
+    pairs: &'a [Pair],
+    /// The narrowphase's points, one buffer per chunk of `chunk` pairs.
+    narrow_points: &'a [Vec<ManifoldPoint>],
+    /// Where each pair's points end in its chunk's buffer.
+    narrow_ends: &'a [u32],
+    chunk: usize,
+    /// Each chunk's first manifold (key order), then the manifold count.
+    chunk_manifolds: &'a [u32],
+    facts: &'a [BodyFacts],
+    q: &'a [f64],
+    v: &'a [f64],
+    previous: &'a [WarmImpulses],
+    previous_info: &'a [SoftInfo],
+    /// Each manifold's slot: (colour, index in it).
+    place: &'a [(u16, u32)],
+    resting_speed: f64,
+}
+
+/// The slots of every colour (its lane groups and its totals), written by
+/// the build from several threads, each slot by one thread.
+///
+/// Why the writes are disjoint: the colouring gave each manifold its own
+/// slot (colour `c`, the count of `c` before it: no two manifolds share
+/// one), each manifold is built by the one chunk that holds its pair, and
+/// a lane is written through pointers to its own entries only
+/// ([`SoftLanes::write_lane`]); the vectors are borrowed exclusively for
+/// the wrapper's life (not resized, not read meanwhile).
+struct ColourSlots<'a> {
+    groups: [*mut SoftLanes; MAX_COLOURS as usize + 1],
+    totals: [*mut SoftTotals; MAX_COLOURS as usize + 1],
+    /// Each colour's manifold count (its totals' length).
+    lens: [usize; MAX_COLOURS as usize + 1],
+    _borrow: std::marker::PhantomData<&'a mut [Vec<SoftLanes>]>,
+}
+
+// SAFETY: see the type's docs: each slot is written by one thread, and
+// nothing reads the slots until the build's join returns.
+unsafe impl Sync for ColourSlots<'_> {}
+
+impl<'a> ColourSlots<'a> {
+    /// The slots of `by_colour` and `totals_by_colour` (at most
+    /// [`MAX_COLOURS`] + 1 colours; colour `c`'s groups sized to its totals).
+    fn new(by_colour: &'a mut [Vec<SoftLanes>], totals_by_colour: &'a mut [Vec<SoftTotals>]) -> ColourSlots<'a> {
+        let mut slots = ColourSlots {
+            groups: [std::ptr::null_mut(); MAX_COLOURS as usize + 1],
+            totals: [std::ptr::null_mut(); MAX_COLOURS as usize + 1],
+            lens: [0; MAX_COLOURS as usize + 1],
+            _borrow: std::marker::PhantomData,
+        };
+        for (c, (groups, totals)) in by_colour.iter_mut().zip(totals_by_colour).enumerate() {
+            assert_eq!(
+                groups.len(),
+                totals.len().div_ceil(LANES),
+                "colour {c}'s groups are not sized to its manifolds"
+            );
+            slots.groups[c] = groups.as_mut_ptr();
+            slots.totals[c] = totals.as_mut_ptr();
+            slots.lens[c] = totals.len();
+        }
+        slots
+    }
+
+    /// Writes manifold `m` and its totals into slot `index` of colour `colour`.
+    ///
+    /// # Safety
+    ///
+    /// No other thread writes this slot during the wrapper's life (the
+    /// type's docs: one slot per manifold, each manifold built once).
+    unsafe fn write(&self, (colour, index): (u16, u32), m: &SoftManifold, totals: SoftTotals) {
+        let (c, i) = (colour as usize, index as usize);
+        assert!(i < self.lens[c], "slot {i} of colour {c} out of its {} manifolds", self.lens[c]);
+        // SAFETY: in bounds (checked; the groups hold `lens[c]` lanes or
+        // more); the slot is this thread's alone (the caller's contract).
+        unsafe {
+            SoftLanes::write_lane(self.groups[c].add(i / LANES), i % LANES, m);
+            self.totals[c].add(i).write(totals);
+        }
+    }
+}
+
+/// Builds the manifolds of the narrowphase's chunks `chunks` into their
+/// slots, their identities into `info` (which starts at the first chunk's
+/// first manifold), halving the chunks on the pool while there are two or
+/// more when `parallel`. Returns whether some manifold needs the
+/// restitution pass (an OR: no order changes it).
+fn build_chunks(
+    inputs: &BuildInputs<'_>,
+    slots: &ColourSlots<'_>,
+    chunks: std::ops::Range<usize>,
+    info: &mut [SoftInfo],
+    parallel: bool,
+) -> bool {
+    if parallel && chunks.len() >= 2 {
+        let mid = chunks.start + chunks.len() / 2;
+        let split = (inputs.chunk_manifolds[mid] - inputs.chunk_manifolds[chunks.start]) as usize;
+        let (ia, ib) = info.split_at_mut(split);
+        let (a, b) = rayon::join(
+            || build_chunks(inputs, slots, chunks.start..mid, ia, parallel),
+            || build_chunks(inputs, slots, mid..chunks.end, ib, parallel),
+        );
+        return a || b;
+    }
+    let mut bouncy = false;
+    for c in chunks.clone() {
+        let first = (inputs.chunk_manifolds[c] - inputs.chunk_manifolds[chunks.start]) as usize;
+        let last = (inputs.chunk_manifolds[c + 1] - inputs.chunk_manifolds[chunks.start]) as usize;
+        bouncy |= build_chunk(inputs, slots, c, &mut info[first..last]);
+    }
+    bouncy
+}
+
+/// Builds the manifolds of the narrowphase's chunk `c` (pair order): each
+/// one's constraint with its effective masses, friction and the previous
+/// step's impulses matched by pair and feature, written into its slot, and
+/// its identity into `info` (one entry per manifold of the chunk). Returns
+/// whether some manifold needs the restitution pass.
+fn build_chunk(inputs: &BuildInputs<'_>, slots: &ColourSlots<'_>, c: usize, info: &mut [SoftInfo]) -> bool {
+    let BuildInputs {
+        settings,
+        surfaces,
+        pairs,
+        narrow_points,
+        narrow_ends,
+        chunk,
+        chunk_manifolds,
+        facts,
+        q,
+        v,
+        previous,
+        previous_info,
+        place,
+        resting_speed,
+    } = *inputs;
+    let pairs_here = c * chunk..((c + 1) * chunk).min(pairs.len());
+    let points = &narrow_points[c];
+    let first = chunk_manifolds[c] as usize;
+    let mut manifold = first;
+    let mut bouncy = false;
+    // The previous step's identities are in key order: the first one at
+    // or after this chunk's first pair found by bisection (where the
+    // sequential merge would stand), then merged pair by pair.
+    let mut prev = pairs_here.clone().next().map_or(0, |k| {
+        let key = (pairs[k].a, pairs[k].b);
+        previous_info.partition_point(|p| p.key < key)
+    });
+    let mut begin = 0;
+    for k in pairs_here {
+        let pair = pairs[k];
+        let end = narrow_ends[k] as usize;
+        let points = &points[begin..end];
+        begin = end;
+        if points.is_empty() {
+            continue;
+        }
+        let material = settings.mixed(surfaces, pair.a, pair.b);
+        let key = (pair.a, pair.b);
+        while prev < previous_info.len() && previous_info[prev].key < key {
+            prev += 1;
+        }
+        let first_prev = prev;
+        for chunk in points.chunks(2) {
+            let (mut man, totals) = new_manifold(facts, pair, &material, q, v, chunk, resting_speed);
+            let mut features = [0u32; 2];
+            for (f, m) in features.iter_mut().zip(chunk) {
+                *f = m.feature;
+            }
+            // Warm start: the previous step's points of this pair with the same feature.
+            let mut j = first_prev;
+            while j < previous_info.len() && previous_info[j].key == key {
+                let (old, old_info) = (&previous[j], &previous_info[j]);
+                for (p, f) in man.points[..man.count as usize].iter_mut().zip(features) {
+                    let found = (0..old_info.count as usize).find(|&i| old_info.features[i] == f);
+                    if let Some(i) = found {
+                        let bound = p.friction * old.normal[i];
+                        p.normal_impulse = old.normal[i];
+                        p.tangent_impulse = old.tangent[i].clamp(-bound, bound);
+                    }
+                }
+                man.rolling_impulse = old.rolling;
+                j += 1;
+            }
+            // The restitution pass only runs if some point approaches
+            // faster than the resting speed (it skips every other point).
+            bouncy |= totals.restitution > 0.0
+                && totals.relative_velocity[..man.count as usize].iter().any(|&u| u <= -resting_speed);
+            // SAFETY: `place[manifold]` is this manifold's own slot, and
+            // this chunk alone builds it (`ColourSlots`' docs).
+            unsafe { slots.write(place[manifold], &man, totals) };
+            info[manifold - first] = SoftInfo { key, material, features, count: man.count };
+            manifold += 1;
+        }
+    }
+    bouncy
 }
 
 impl ContactSet {
@@ -278,20 +497,15 @@ impl ContactSet {
         sort_pairs(&mut self.pairs, &mut soft.sorted_pairs);
         std::mem::swap(&mut soft.previous, &mut soft.impulses);
         std::mem::swap(&mut soft.previous_info, &mut soft.info);
-        soft.info.clear();
         soft.place.clear();
+        // The colours' groups and totals and the identities are kept from
+        // the last step, sized below and written over slot by slot (a new
+        // group is pushed empty only past the last one): no 1.1 kB empty
+        // group copied per group and step.
         soft.by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
         soft.totals_by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
-        // The colours' groups are kept from the last step and written over
-        // lane by lane (a new group is pushed only past the last one), then
-        // cut to length and padded below: no 1.1 kB empty group copied per
-        // group and step.
-        for totals in &mut soft.totals_by_colour {
-            totals.clear();
-        }
         soft.used.clear();
         soft.used.resize(bodies.len(), 0);
-        soft.bouncy = false;
         soft.resting_speed = resting_speed;
         // The narrowphase: every pair's points into its chunk's buffer, the
         // chunks on the pool when there are enough pairs (each pair's points
@@ -306,9 +520,16 @@ impl ContactSet {
             soft.narrow_points.resize_with(chunks, Vec::new);
         }
         soft.narrow_ends.resize(pairs, 0);
-        soft.world_polygons.build(&self.hulls, bodies, &self.pairs, q, parallel);
+        // Each body's facts, a function of that body alone (written in
+        // place, in body order, on the pool for many bodies).
         soft.facts.clear();
-        soft.facts.extend(bodies.iter().enumerate().map(|(i, b)| BodyFacts::of(b, i, v)));
+        if threads > 1 && bodies.len() >= FACTS_BODIES_MIN {
+            use rayon::prelude::*;
+            soft.facts.par_extend(bodies.par_iter().enumerate().map(|(i, b)| BodyFacts::of(b, i, v)));
+        } else {
+            soft.facts.extend(bodies.iter().enumerate().map(|(i, b)| BodyFacts::of(b, i, v)));
+        }
+        soft.world_polygons.build(&self.hulls, &soft.facts, &self.pairs, q, parallel);
         let inputs = NarrowInputs {
             bodies,
             facts: &soft.facts,
@@ -322,84 +543,99 @@ impl ContactSet {
         };
         let ends = &mut soft.narrow_ends[..pairs];
         let buffers = &mut soft.narrow_points[..chunks];
-        if parallel {
+        let bad = if parallel {
             use rayon::prelude::*;
             ends.par_chunks_mut(chunk)
                 .zip(buffers.par_iter_mut())
                 .enumerate()
-                .for_each(|(c, (ends, out))| narrow_chunk(&inputs, c * chunk, ends, out));
+                .filter_map(|(c, (ends, out))| narrow_chunk(&inputs, c * chunk, ends, out))
+                .min()
         } else {
-            for (c, (ends, out)) in ends.chunks_mut(chunk).zip(buffers).enumerate() {
-                narrow_chunk(&inputs, c * chunk, ends, out);
+            ends.chunks_mut(chunk)
+                .zip(buffers)
+                .enumerate()
+                .filter_map(|(c, (ends, out))| narrow_chunk(&inputs, c * chunk, ends, out))
+                .min()
+        };
+        if let Some(k) = bad {
+            for (colour, totals) in soft.by_colour.iter_mut().zip(&mut soft.totals_by_colour) {
+                colour.clear();
+                totals.clear();
             }
+            soft.info.clear();
+            soft.contact_starts.clear();
+            soft.contact_starts.push(0);
+            soft.bouncy = false;
+            self.soft = soft;
+            return Err(self.error(bodies, self.pairs[k], "the contact gap or normal is not finite (NaN state)"));
         }
-        let mut prev = 0usize;
+        // The colouring, sequential and light: each manifold (a pair's
+        // points two at a time) in key order gets the lowest colour its
+        // dynamic bodies do not have yet (from their masks only, so the
+        // colours are those of a colouring interleaved with the build) and
+        // the next slot of that colour; each narrowphase chunk notes its
+        // first manifold.
+        let mut counts = [0u32; MAX_COLOURS as usize + 1];
+        soft.chunk_manifolds.clear();
+        soft.contact_starts.clear();
+        soft.contact_starts.push(0);
+        let mut contacts = 0u32;
         for k in 0..pairs {
-            let pair = self.pairs[k];
-            let begin = if k % chunk == 0 { 0 } else { soft.narrow_ends[k - 1] as usize };
-            let points = &soft.narrow_points[k / chunk][begin..soft.narrow_ends[k] as usize];
-            if points.is_empty() {
+            let begin = if k % chunk == 0 {
+                soft.chunk_manifolds.push(soft.place.len() as u32);
+                0
+            } else {
+                soft.narrow_ends[k - 1]
+            };
+            let points = soft.narrow_ends[k] - begin;
+            if points == 0 {
                 continue;
             }
-            let material = self.mixed(surfaces, pair.a, pair.b);
-            let key = (pair.a, pair.b);
-            while prev < soft.previous_info.len() && soft.previous_info[prev].key < key {
-                prev += 1;
-            }
-            let first_prev = prev;
-            for chunk in points.chunks(2) {
-                for m in chunk {
-                    if !(m.gap.is_finite() && m.normal.is_finite() && m.point.is_finite()) {
-                        for colour in &mut soft.by_colour {
-                            colour.clear();
-                        }
-                        self.soft = soft;
-                        return Err(self.error(bodies, pair, "the contact gap or normal is not finite (NaN state)"));
-                    }
-                }
-                let (mut man, totals) = new_manifold(&soft.facts, pair, &material, q, v, chunk, resting_speed);
-                let mut features = [0u32; 2];
-                for (f, m) in features.iter_mut().zip(chunk) {
-                    *f = m.feature;
-                }
-                // Warm start: the previous step's points of this pair with the same feature.
-                let mut j = first_prev;
-                while j < soft.previous_info.len() && soft.previous_info[j].key == key {
-                    let (old, old_info) = (&soft.previous[j], &soft.previous_info[j]);
-                    for (p, f) in man.points[..man.count as usize].iter_mut().zip(features) {
-                        let found = (0..old_info.count as usize).find(|&i| old_info.features[i] == f);
-                        if let Some(i) = found {
-                            let bound = p.friction * old.normal[i];
-                            p.normal_impulse = old.normal[i];
-                            p.tangent_impulse = old.tangent[i].clamp(-bound, bound);
-                        }
-                    }
-                    man.rolling_impulse = old.rolling;
-                    j += 1;
-                }
-                // The restitution pass only runs if some point approaches
-                // faster than the resting speed (it skips every other point).
-                soft.bouncy |= totals.restitution > 0.0
-                    && totals.relative_velocity[..man.count as usize].iter().any(|&u| u <= -resting_speed);
-                // Colour now (greedy in key order, as a colouring after the
-                // loop would be) and build the constraint in its colour's
-                // next lane (a new group of empty lanes every fourth).
-                let c = colour_of(&man, &mut soft.used);
-                let (colour, colour_totals) = (&mut soft.by_colour[c as usize], &mut soft.totals_by_colour[c as usize]);
-                let index = colour_totals.len();
-                if index == LANES * colour.len() {
-                    colour.push(SoftLanes::EMPTY);
-                }
-                colour[index / LANES].set(index % LANES, &man);
-                colour_totals.push(totals);
-                soft.place.push((c, index as u32));
-                soft.info.push(SoftInfo { key, material, features, count: man.count });
+            let coloured = ColouredBodies::of(&soft.facts, self.pairs[k]);
+            for first in (0..points).step_by(2) {
+                let c = colour_of(coloured, &mut soft.used);
+                soft.place.push((c, counts[c as usize]));
+                counts[c as usize] += 1;
+                // The finish's output: this manifold's points (two at most)
+                // after those of the manifolds before it.
+                contacts += (points - first).min(2);
+                soft.contact_starts.push(contacts);
             }
         }
-        // Each colour as many groups as its manifolds fill, the last one's
-        // unused lanes empty (a kept group holds last step's lanes there).
+        soft.chunk_manifolds.push(soft.place.len() as u32);
+        // Every slot sized: each colour as many groups as its manifolds fill
+        // (the groups kept from the last step are written over; a new one
+        // is pushed empty), its totals and the identities as many entries,
+        // each written once below.
+        for ((colour, totals), &count) in soft.by_colour.iter_mut().zip(&mut soft.totals_by_colour).zip(&counts) {
+            colour.resize(count.div_ceil(LANES as u32) as usize, SoftLanes::EMPTY);
+            totals.resize(count as usize, SoftTotals::default());
+        }
+        soft.info.resize(soft.place.len(), SoftInfo::default());
+        // The build: each manifold's constraint straight into its slot, the
+        // narrowphase's chunks on the pool (halved while there are two or
+        // more) when it ran there.
+        let inputs = BuildInputs {
+            settings: &self.settings,
+            surfaces,
+            pairs: &self.pairs,
+            narrow_points: &soft.narrow_points,
+            narrow_ends: &soft.narrow_ends,
+            chunk,
+            chunk_manifolds: &soft.chunk_manifolds,
+            facts: &soft.facts,
+            q,
+            v,
+            previous: &soft.previous,
+            previous_info: &soft.previous_info,
+            place: &soft.place,
+            resting_speed,
+        };
+        let slots = ColourSlots::new(&mut soft.by_colour, &mut soft.totals_by_colour);
+        soft.bouncy = build_chunks(&inputs, &slots, 0..chunks, &mut soft.info, parallel);
+        // The last group's unused lanes empty (a kept group holds last
+        // step's lanes there).
         for (colour, totals) in soft.by_colour.iter_mut().zip(&soft.totals_by_colour) {
-            colour.truncate(totals.len().div_ceil(LANES));
             let filled = totals.len() % LANES;
             if filled > 0
                 && let Some(last) = colour.last_mut()
@@ -599,16 +835,12 @@ impl ContactSet {
     /// there are many (the same bits at any pool size).
     pub fn soft_finish(&mut self, bodies: &[Body]) -> Result<(), ContactError> {
         let mut soft = std::mem::take(&mut self.soft);
-        // Where each manifold's contacts start (key order), and the outputs
-        // sized to be written in place (kept buffers: no allocation once grown).
-        soft.contact_starts.clear();
-        soft.contact_starts.push(0);
-        let mut total = 0u32;
-        for info in &soft.info {
-            total += info.count as u32;
-            soft.contact_starts.push(total);
-        }
-        self.contacts.clear();
+        // The outputs sized to be written in place, each entry once (kept
+        // buffers, not cleared: no allocation once grown, and only entries
+        // past last step's length are filled first); where each manifold's
+        // contacts start (key order) is the prepare's prefix sum.
+        let total = soft.contact_starts.last().copied().unwrap_or(0);
+        debug_assert_eq!(soft.contact_starts.len(), soft.info.len() + 1);
         if let Some(first) = soft.info.first() {
             let blank = Contact {
                 body_a: 0,
@@ -618,8 +850,9 @@ impl ContactSet {
                 impulse: [0.0; 3],
             };
             self.contacts.resize(total as usize, blank);
+        } else {
+            self.contacts.clear();
         }
-        soft.impulses.clear();
         soft.impulses.resize(soft.info.len(), WarmImpulses::default());
         let manifolds = soft.info.len();
         let threads = rayon::current_num_threads();
@@ -859,6 +1092,53 @@ mod tests {
         assert!(manifolds >= super::FINISH_MANIFOLDS_MIN, "{manifolds} manifolds: the parallel finish is not taken");
         assert!(contacts > manifolds, "{contacts} contacts of {manifolds} manifolds");
         assert!(one == three, "the output contacts or the state differ between 1 and 3 threads");
+    }
+
+    /// A 50-row pyramid stepped 6 times on pools of 1, 3 and 16 threads: on
+    /// 3 and 16 the prepare builds the constraints from several narrowphase
+    /// chunks at once (checked: more than one chunk holds manifolds), and
+    /// every colour's lanes and totals, the manifolds' slots and identities,
+    /// the output contacts and the state are the same bits as on 1; and on
+    /// every pool each lane holds the manifold its slot names (its bodies and
+    /// point count), in key order within its colour. Fails when a chunk's
+    /// manifolds land in the wrong lanes.
+    #[test]
+    fn prepare_build_on_the_pool_puts_each_manifold_in_its_lane() {
+        use super::super::lanes::LANES;
+        use super::super::manifold::NONE;
+        let run = |threads: usize| {
+            pyramid_on_pool(50, 6, threads, |world| {
+                let soft = &world.contacts.soft;
+                let chunks_with_manifolds = soft.chunk_manifolds.windows(2).filter(|w| w[1] > w[0]).count();
+                for (m, (&(c, i), info)) in soft.place.iter().zip(&soft.info).enumerate() {
+                    let lane = soft.by_colour[c as usize][i as usize / LANES].get(i as usize % LANES);
+                    let b = match info.key.1 {
+                        Partner::Body(j) => j as u32,
+                        Partner::Surface(_) => NONE,
+                    };
+                    assert_eq!((lane.a, lane.b, lane.count), (info.key.0 as u32, b, info.count), "manifold {m}");
+                    if i > 0 {
+                        let before = soft.place.iter().position(|&p| p == (c, i - 1)).expect("slot before");
+                        assert!(before < m, "manifold {m}: colour {c} not in key order");
+                    }
+                }
+                let mut text =
+                    format!("{:?}{:?}{:?}{:?}", soft.by_colour, soft.totals_by_colour, soft.place, soft.info);
+                let manifolds = soft.info.len();
+                let (q, v) = world.state_vectors();
+                let bits: Vec<u64> = q.iter().chain(v).map(|x| x.to_bits()).collect();
+                text.push_str(&format!("{bits:?}{:?}", world.contacts.contacts()));
+                (chunks_with_manifolds, manifolds, text)
+            })
+        };
+        let (one_chunks, manifolds, one) = run(1);
+        assert_eq!(one_chunks, 1);
+        assert!(manifolds > 1000, "{manifolds} manifolds");
+        for threads in [3, 16] {
+            let (chunks, _, other) = run(threads);
+            assert!(chunks > 3, "{chunks} chunks hold manifolds on {threads} threads");
+            assert!(one == other, "the lanes, slots or contacts differ between 1 and {threads} threads");
+        }
     }
 
     /// A 30-row pyramid (465 boxes, well over [`super::PARALLEL_PAIRS_MIN`]
