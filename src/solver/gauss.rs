@@ -121,6 +121,10 @@ pub struct BlockLdl {
     /// tolerance, so a step's stages may alternate between two lists; both are kept.
     rank_deficient_prev: Arc<[ConstraintId]>,
     badly_scaled_prev: Arc<[ConstraintId]>,
+    /// Relative pivots at or above this need not be known exactly: every
+    /// weight computed from the smallest one (the blend's and the metric
+    /// gate's) is 0 there ([`ratio_cap`]). Set by each factorisation.
+    ratio_cap: f64,
     /// Largest D⁻¹_rr · A_rr of the last pass (1 for a diagonal A; large when a
     /// pivot block is ill-conditioned, e.g. a body with J ≪ m·ℓ²).
     pivot_growth: f64,
@@ -534,6 +538,7 @@ impl BlockLdl {
         self.badly_scaled.clear();
         self.regularized = false;
         self.blend_weight = 0.0;
+        self.ratio_cap = ratio_cap(settings);
         self.compute_scales(a);
         // pass 1: exact elimination, dependent rows dropped and recorded
         let tol = settings.pivot_tolerance;
@@ -617,6 +622,19 @@ impl BlockLdl {
     fn compute_positive_scales(&mut self, a: &BlockSparseSymmetric) -> bool {
         self.scale_c.resize(self.n, [0.0; 3]);
         let mut positive = true;
+        if a.n_rows() == 2 * self.n && self.max_rows == 2 {
+            // every constraint of two rows: the loop below with its row count
+            // fixed (no inner loop, no per-row branch), the same values
+            for (s, &c) in self.scale.iter_mut().zip(&self.perm) {
+                let d = &a.diag[c as usize];
+                let (v0, v1) = (d[0], d[4]);
+                positive &= v0 > 0.0;
+                positive &= v1 > 0.0;
+                *s = [v0, v1, 1.0];
+                self.scale_c[c as usize] = [v0, v1, 0.0];
+            }
+            return positive;
+        }
         for p in 0..self.n {
             let c = self.perm[p] as usize;
             let rows = (a.rows[c] as usize).min(3);
@@ -704,6 +722,7 @@ impl BlockLdl {
         self.badly_scaled.clear();
         self.regularized = false;
         self.blend_weight = 0.0;
+        self.ratio_cap = ratio_cap(settings);
         self.compute_scales(a);
         let tol = settings.pivot_tolerance;
         let (small, rho_a) = self.numeric(a, 0.0, tol, 0.0, SmallPivot::Drop, false);
@@ -783,7 +802,7 @@ impl BlockLdl {
             return (any_small, rho);
         }
         // constraints of at most 2 rows (revolute joints, contacts): 2×2 kernels
-        let rule = PivotRule { thresh_rel, floor_rel, mode, record };
+        let rule = PivotRule { thresh_rel, floor_rel, mode, record, ratio_cap2: 2.0 * self.ratio_cap };
         if self.max_rows <= 2 { self.numeric_two_rows(a, eps, rule) } else { self.numeric_three_rows(a, eps, rule) }
     }
 
@@ -791,6 +810,18 @@ impl BlockLdl {
     /// elimination order, each row shifted by ε times its scale, padded rows
     /// decoupled unit pivots.
     fn load_pivot_blocks(&mut self, a: &BlockSparseSymmetric, eps: f64) {
+        if a.n_rows() == 2 * self.n && self.max_rows == 2 {
+            // every constraint of two rows: the loop below with its row count
+            // fixed, the same values
+            for ((d, &c), s) in self.diag.iter_mut().zip(&self.perm).zip(&self.scale) {
+                let mut v = a.diag[c as usize];
+                v[0] += eps * s[0];
+                v[4] += eps * s[1];
+                v[8] = 1.0;
+                *d = v;
+            }
+            return;
+        }
         for p in 0..self.n {
             let c = self.perm[p] as usize;
             let mut d = a.diag[c];
@@ -880,9 +911,13 @@ impl BlockLdl {
         for &k in &self.fill_slots {
             lval[k as usize] = [0.0; 4];
         }
-        for (k, blk) in a.off.iter().enumerate() {
-            let slot = self.a_map[k] as usize;
-            lval[slot] = if self.a_tr[k] { block::leading2_transposed(blk) } else { block::leading2(blk) };
+        // the transposition as an offset of the loads, not a branch: which
+        // blocks are transposed follows no pattern a predictor learns (the
+        // branch was ≈ 7 % of this pass on a small linkage); the same values
+        // as `leading2` / `leading2_transposed`
+        for ((&slot, &tr), blk) in self.a_map.iter().zip(&self.a_tr).zip(&a.off) {
+            let o = 2 * usize::from(tr);
+            lval[slot as usize] = [blk[0], blk[1 + o], blk[3 - o], blk[4]];
         }
         let mut tally = PivotTally::default();
         for p in 0..n {
@@ -1253,6 +1288,19 @@ impl BlockLdl {
     }
 }
 
+/// The relative pivot at and above which every weight the solver computes from
+/// a pass's smallest relative pivot ρ is 0: the blend weight
+/// [`regularization_weight`](super::regularization_weight) is 0 at ρ ≥ K·τ
+/// (any ρ > τ when K ≤ 1 or NaN), the rank metric's gate at ρ ≥ K·(τ·K).
+/// So a pass reports ρ exactly when it is below this cap and some value at or
+/// above it otherwise, which gives the same weights bit for bit (with the
+/// padding's ratio 1 it reports at most 1 in any case). NaN settings give NaN:
+/// every pivot is then divided.
+fn ratio_cap(settings: &SolverSettings) -> f64 {
+    let (tau, band) = (settings.pivot_tolerance, settings.regularization_band);
+    if band > 1.0 { (band * (tau * band)).max(band * tau) } else { tau }
+}
+
 /// The pivot rule of one numeric pass (thresholds relative to each row's
 /// scale, the small-pivot mode, whether rank decisions are recorded).
 struct PivotRule {
@@ -1260,6 +1308,10 @@ struct PivotRule {
     floor_rel: f64,
     mode: SmallPivot,
     record: bool,
+    /// Twice the pass's [`ratio_cap`]: a pivot `d_r >= ratio_cap2 × scale_r`
+    /// (that product a normal number) has a relative pivot above the cap, so
+    /// its division d_r / scale_r is not needed for the tally.
+    ratio_cap2: f64,
 }
 
 /// What a numeric pass learns from its pivots: whether one was small, the
@@ -1299,8 +1351,17 @@ impl PivotRule {
         let (dinv, piv, d) = block::ldl_inverse_pivots_r::<R>(diag, &thresh, &floor, self.mode);
         for r in 0..3 {
             if piv[r] == Pivot::Ok {
-                let ratio = if R == 2 && r == 2 { 1.0 } else { d[r] / scale[r] };
-                tally.min_rel_pivot = tally.min_rel_pivot.min(ratio);
+                // a pivot far above the cap (d_r ≥ 2·cap·scale_r, the product
+                // normal: then d_r / scale_r ≥ 2·cap·(1 − u)² > cap) cannot be
+                // the one whose value a weight needs, so the division, two per
+                // pivot off the elimination's chain, is skipped ([`ratio_cap`]);
+                // NaN comparisons are false: such a pivot is divided as before
+                let bound = self.ratio_cap2 * scale[r];
+                let above_cap = d[r] >= bound && bound >= f64::MIN_POSITIVE;
+                if !above_cap {
+                    let ratio = if R == 2 && r == 2 { 1.0 } else { d[r] / scale[r] };
+                    tally.min_rel_pivot = tally.min_rel_pivot.min(ratio);
+                }
             }
         }
         for r in 0..R {
