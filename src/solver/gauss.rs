@@ -925,8 +925,32 @@ impl BlockLdl {
                 rule.pivot::<2>(&self.diag[p], self.scale[p], self.perm[p], &mut self.rank_deficient, &mut tally);
             self.dinv[p] = dinv;
             let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
-            if s == e {
-                continue;
+            // short columns (the usual ones: a pin's column of L has one to four
+            // blocks) by a kernel of their length, straight-line code: the
+            // loops below exit after a number of trips that changes from
+            // column to column, a branch mispredicted at nearly every exit
+            let t0 = self.tgt_ptr[p] as usize;
+            let yf = if forward { Some(&mut *y) } else { None };
+            let (ri, tg, dg) = (&self.row_idx, &self.targets, &mut self.diag);
+            match e - s {
+                0 => continue,
+                1 => {
+                    eliminate_column2::<1>(&dinv, (s, t0, p), (ri, tg), lval, dg, yf);
+                    continue;
+                }
+                2 => {
+                    eliminate_column2::<2>(&dinv, (s, t0, p), (ri, tg), lval, dg, yf);
+                    continue;
+                }
+                3 => {
+                    eliminate_column2::<3>(&dinv, (s, t0, p), (ri, tg), lval, dg, yf);
+                    continue;
+                }
+                4 => {
+                    eliminate_column2::<4>(&dinv, (s, t0, p), (ri, tg), lval, dg, yf);
+                    continue;
+                }
+                _ => {}
             }
             // W = current A_qp; L_qp = W D_p⁻¹; diagonal update A_qq -= L_qp W_qpᵀ
             for k in s..e {
@@ -1284,6 +1308,49 @@ impl BlockLdl {
             refine_steps: steps,
             relative_residual: if bnorm > 0.0 { res / bnorm } else { res },
             analyzed: false,
+        }
+    }
+}
+
+/// One column p of [`BlockLdl::numeric_two_rows`] with exactly `M` blocks of L
+/// (at `s..s + M`; their update targets from `t0`), after its pivot block's
+/// inverse `dinv`: the loops of the general column with their trip counts
+/// fixed, so compiled to straight-line code, and the same operations in the
+/// same order on every entry (bitwise the same). With `y`, the staged forward
+/// substitution's step p.
+#[inline(always)]
+fn eliminate_column2<const M: usize>(
+    dinv: &Block,
+    (s, t0, p): (usize, usize, usize),
+    (row_idx, targets): (&[u32], &[u32]),
+    lval: &mut [block::Block2],
+    diag: &mut [Block],
+    y: Option<&mut Vec<[f64; 3]>>,
+) {
+    let rows: &[u32; M] = row_idx[s..s + M].try_into().expect("M blocks in the column");
+    // W = current A_qp; L_qp = W D_p⁻¹; diagonal update A_qq -= L_qp W_qpᵀ
+    let mut w = [[0.0; 4]; M];
+    let mut l = [[0.0; 4]; M];
+    for i in 0..M {
+        w[i] = lval[s + i];
+        l[i] = block::mul_ab2(&w[i], dinv);
+        lval[s + i] = l[i];
+        block::sub_abt_sym2(&mut diag[rows[i] as usize], &l[i], &w[i]);
+    }
+    // the forward sweep's step p (as `BlockLdl::forward_column`)
+    if let Some(y) = y {
+        let yp = y[p];
+        for i in 0..M {
+            block::sub_mul_vec2(&mut y[rows[i] as usize], &l[i], &yp);
+        }
+    }
+    // off-diagonal updates A_{q1 q2} -= L_{q1 p} W_{q2 p}ᵀ, in the general
+    // loop's order
+    let mut t = t0;
+    for k2 in 0..M {
+        for k1 in k2 + 1..M {
+            block::sub_abt2(&mut lval[targets[t] as usize], &l[k1], &w[k2]);
+            t += 1;
         }
     }
 }
