@@ -121,6 +121,10 @@ pub struct BlockLdl {
     /// tolerance, so a step's stages may alternate between two lists; both are kept.
     rank_deficient_prev: Arc<[ConstraintId]>,
     badly_scaled_prev: Arc<[ConstraintId]>,
+    /// Relative pivots at or above this need not be known exactly: every
+    /// weight computed from the smallest one (the blend's and the metric
+    /// gate's) is 0 there ([`ratio_cap`]). Set by each factorisation.
+    ratio_cap: f64,
     /// Largest D⁻¹_rr · A_rr of the last pass (1 for a diagonal A; large when a
     /// pivot block is ill-conditioned, e.g. a body with J ≪ m·ℓ²).
     pivot_growth: f64,
@@ -534,6 +538,7 @@ impl BlockLdl {
         self.badly_scaled.clear();
         self.regularized = false;
         self.blend_weight = 0.0;
+        self.ratio_cap = ratio_cap(settings);
         self.compute_scales(a);
         // pass 1: exact elimination, dependent rows dropped and recorded
         let tol = settings.pivot_tolerance;
@@ -617,6 +622,19 @@ impl BlockLdl {
     fn compute_positive_scales(&mut self, a: &BlockSparseSymmetric) -> bool {
         self.scale_c.resize(self.n, [0.0; 3]);
         let mut positive = true;
+        if a.n_rows() == 2 * self.n && self.max_rows == 2 {
+            // every constraint of two rows: the loop below with its row count
+            // fixed (no inner loop, no per-row branch), the same values
+            for (s, &c) in self.scale.iter_mut().zip(&self.perm) {
+                let d = &a.diag[c as usize];
+                let (v0, v1) = (d[0], d[4]);
+                positive &= v0 > 0.0;
+                positive &= v1 > 0.0;
+                *s = [v0, v1, 1.0];
+                self.scale_c[c as usize] = [v0, v1, 0.0];
+            }
+            return positive;
+        }
         for p in 0..self.n {
             let c = self.perm[p] as usize;
             let rows = (a.rows[c] as usize).min(3);
@@ -704,6 +722,7 @@ impl BlockLdl {
         self.badly_scaled.clear();
         self.regularized = false;
         self.blend_weight = 0.0;
+        self.ratio_cap = ratio_cap(settings);
         self.compute_scales(a);
         let tol = settings.pivot_tolerance;
         let (small, rho_a) = self.numeric(a, 0.0, tol, 0.0, SmallPivot::Drop, false);
@@ -783,7 +802,7 @@ impl BlockLdl {
             return (any_small, rho);
         }
         // constraints of at most 2 rows (revolute joints, contacts): 2×2 kernels
-        let rule = PivotRule { thresh_rel, floor_rel, mode, record };
+        let rule = PivotRule { thresh_rel, floor_rel, mode, record, ratio_cap2: 2.0 * self.ratio_cap };
         if self.max_rows <= 2 { self.numeric_two_rows(a, eps, rule) } else { self.numeric_three_rows(a, eps, rule) }
     }
 
@@ -791,6 +810,18 @@ impl BlockLdl {
     /// elimination order, each row shifted by ε times its scale, padded rows
     /// decoupled unit pivots.
     fn load_pivot_blocks(&mut self, a: &BlockSparseSymmetric, eps: f64) {
+        if a.n_rows() == 2 * self.n && self.max_rows == 2 {
+            // every constraint of two rows: the loop below with its row count
+            // fixed, the same values
+            for ((d, &c), s) in self.diag.iter_mut().zip(&self.perm).zip(&self.scale) {
+                let mut v = a.diag[c as usize];
+                v[0] += eps * s[0];
+                v[4] += eps * s[1];
+                v[8] = 1.0;
+                *d = v;
+            }
+            return;
+        }
         for p in 0..self.n {
             let c = self.perm[p] as usize;
             let mut d = a.diag[c];
@@ -880,9 +911,13 @@ impl BlockLdl {
         for &k in &self.fill_slots {
             lval[k as usize] = [0.0; 4];
         }
-        for (k, blk) in a.off.iter().enumerate() {
-            let slot = self.a_map[k] as usize;
-            lval[slot] = if self.a_tr[k] { block::leading2_transposed(blk) } else { block::leading2(blk) };
+        // the transposition as an offset of the loads, not a branch: which
+        // blocks are transposed follows no pattern a predictor learns (the
+        // branch was ≈ 7 % of this pass on a small linkage); the same values
+        // as `leading2` / `leading2_transposed`
+        for ((&slot, &tr), blk) in self.a_map.iter().zip(&self.a_tr).zip(&a.off) {
+            let o = 2 * usize::from(tr);
+            lval[slot as usize] = [blk[0], blk[1 + o], blk[3 - o], blk[4]];
         }
         let mut tally = PivotTally::default();
         for p in 0..n {
@@ -890,8 +925,32 @@ impl BlockLdl {
                 rule.pivot::<2>(&self.diag[p], self.scale[p], self.perm[p], &mut self.rank_deficient, &mut tally);
             self.dinv[p] = dinv;
             let (s, e) = (self.col_ptr[p] as usize, self.col_ptr[p + 1] as usize);
-            if s == e {
-                continue;
+            // short columns (the usual ones: a pin's column of L has one to four
+            // blocks) by a kernel of their length, straight-line code: the
+            // loops below exit after a number of trips that changes from
+            // column to column, a branch mispredicted at nearly every exit
+            let t0 = self.tgt_ptr[p] as usize;
+            let yf = if forward { Some(&mut *y) } else { None };
+            let (ri, tg, dg) = (&self.row_idx, &self.targets, &mut self.diag);
+            match e - s {
+                0 => continue,
+                1 => {
+                    eliminate_column2::<1>(&dinv, (s, t0, p), (ri, tg), lval, dg, yf);
+                    continue;
+                }
+                2 => {
+                    eliminate_column2::<2>(&dinv, (s, t0, p), (ri, tg), lval, dg, yf);
+                    continue;
+                }
+                3 => {
+                    eliminate_column2::<3>(&dinv, (s, t0, p), (ri, tg), lval, dg, yf);
+                    continue;
+                }
+                4 => {
+                    eliminate_column2::<4>(&dinv, (s, t0, p), (ri, tg), lval, dg, yf);
+                    continue;
+                }
+                _ => {}
             }
             // W = current A_qp; L_qp = W D_p⁻¹; diagonal update A_qq -= L_qp W_qpᵀ
             for k in s..e {
@@ -1253,6 +1312,62 @@ impl BlockLdl {
     }
 }
 
+/// One column p of [`BlockLdl::numeric_two_rows`] with exactly `M` blocks of L
+/// (at `s..s + M`; their update targets from `t0`), after its pivot block's
+/// inverse `dinv`: the loops of the general column with their trip counts
+/// fixed, so compiled to straight-line code, and the same operations in the
+/// same order on every entry (bitwise the same). With `y`, the staged forward
+/// substitution's step p.
+#[inline(always)]
+fn eliminate_column2<const M: usize>(
+    dinv: &Block,
+    (s, t0, p): (usize, usize, usize),
+    (row_idx, targets): (&[u32], &[u32]),
+    lval: &mut [block::Block2],
+    diag: &mut [Block],
+    y: Option<&mut Vec<[f64; 3]>>,
+) {
+    let rows: &[u32; M] = row_idx[s..s + M].try_into().expect("M blocks in the column");
+    // W = current A_qp; L_qp = W D_p⁻¹; diagonal update A_qq -= L_qp W_qpᵀ
+    let mut w = [[0.0; 4]; M];
+    let mut l = [[0.0; 4]; M];
+    for i in 0..M {
+        w[i] = lval[s + i];
+        l[i] = block::mul_ab2(&w[i], dinv);
+        lval[s + i] = l[i];
+        block::sub_abt_sym2(&mut diag[rows[i] as usize], &l[i], &w[i]);
+    }
+    // the forward sweep's step p (as `BlockLdl::forward_column`)
+    if let Some(y) = y {
+        let yp = y[p];
+        for i in 0..M {
+            block::sub_mul_vec2(&mut y[rows[i] as usize], &l[i], &yp);
+        }
+    }
+    // off-diagonal updates A_{q1 q2} -= L_{q1 p} W_{q2 p}ᵀ, in the general
+    // loop's order
+    let mut t = t0;
+    for k2 in 0..M {
+        for k1 in k2 + 1..M {
+            block::sub_abt2(&mut lval[targets[t] as usize], &l[k1], &w[k2]);
+            t += 1;
+        }
+    }
+}
+
+/// The relative pivot at and above which every weight the solver computes from
+/// a pass's smallest relative pivot ρ is 0: the blend weight
+/// [`regularization_weight`](super::regularization_weight) is 0 at ρ ≥ K·τ
+/// (any ρ > τ when K ≤ 1 or NaN), the rank metric's gate at ρ ≥ K·(τ·K).
+/// So a pass reports ρ exactly when it is below this cap and some value at or
+/// above it otherwise, which gives the same weights bit for bit (with the
+/// padding's ratio 1 it reports at most 1 in any case). NaN settings give NaN:
+/// every pivot is then divided.
+fn ratio_cap(settings: &SolverSettings) -> f64 {
+    let (tau, band) = (settings.pivot_tolerance, settings.regularization_band);
+    if band > 1.0 { (band * (tau * band)).max(band * tau) } else { tau }
+}
+
 /// The pivot rule of one numeric pass (thresholds relative to each row's
 /// scale, the small-pivot mode, whether rank decisions are recorded).
 struct PivotRule {
@@ -1260,6 +1375,10 @@ struct PivotRule {
     floor_rel: f64,
     mode: SmallPivot,
     record: bool,
+    /// Twice the pass's [`ratio_cap`]: a pivot `d_r >= ratio_cap2 × scale_r`
+    /// (that product a normal number) has a relative pivot above the cap, so
+    /// its division d_r / scale_r is not needed for the tally.
+    ratio_cap2: f64,
 }
 
 /// What a numeric pass learns from its pivots: whether one was small, the
@@ -1299,8 +1418,17 @@ impl PivotRule {
         let (dinv, piv, d) = block::ldl_inverse_pivots_r::<R>(diag, &thresh, &floor, self.mode);
         for r in 0..3 {
             if piv[r] == Pivot::Ok {
-                let ratio = if R == 2 && r == 2 { 1.0 } else { d[r] / scale[r] };
-                tally.min_rel_pivot = tally.min_rel_pivot.min(ratio);
+                // a pivot far above the cap (d_r ≥ 2·cap·scale_r, the product
+                // normal: then d_r / scale_r ≥ 2·cap·(1 − u)² > cap) cannot be
+                // the one whose value a weight needs, so the division, two per
+                // pivot off the elimination's chain, is skipped ([`ratio_cap`]);
+                // NaN comparisons are false: such a pivot is divided as before
+                let bound = self.ratio_cap2 * scale[r];
+                let above_cap = d[r] >= bound && bound >= f64::MIN_POSITIVE;
+                if !above_cap {
+                    let ratio = if R == 2 && r == 2 { 1.0 } else { d[r] / scale[r] };
+                    tally.min_rel_pivot = tally.min_rel_pivot.min(ratio);
+                }
             }
         }
         for r in 0..R {
@@ -1339,4 +1467,93 @@ fn residual(a: &BlockSparseSymmetric, b: &[[f64; 3]], x: &[[f64; 3]], r: &mut [[
         ri[2] = bi[2] - ri[2];
     }
     norm(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The general column loop of [`BlockLdl::numeric_two_rows`] (W, L, the
+    /// diagonal updates, the forward step, the off-diagonal updates): the
+    /// reference for the straight-line kernels.
+    fn column_by_loops(
+        dinv: &Block,
+        (s, e, t0, p): (usize, usize, usize, usize),
+        (row_idx, targets): (&[u32], &[u32]),
+        lval: &mut [block::Block2],
+        diag: &mut [Block],
+        y: &mut [[f64; 3]],
+    ) {
+        let mut w = vec![[0.0; 4]; e - s];
+        for k in s..e {
+            let wk = lval[k];
+            w[k - s] = wk;
+            let l = block::mul_ab2(&wk, dinv);
+            lval[k] = l;
+            block::sub_abt_sym2(&mut diag[row_idx[k] as usize], &l, &wk);
+        }
+        let yp = y[p];
+        for k in s..e {
+            block::sub_mul_vec2(&mut y[row_idx[k] as usize], &lval[k], &yp);
+        }
+        let mut t = t0;
+        for k2 in s..e {
+            for k1 in k2 + 1..e {
+                let l1 = lval[k1];
+                block::sub_abt2(&mut lval[targets[t] as usize], &l1, &w[k2 - s]);
+                t += 1;
+            }
+        }
+    }
+
+    /// `eliminate_column2::<M>` gives the general loop's bits (L, the updated
+    /// diagonal and off-diagonal blocks, the forward-substituted vector) for
+    /// columns of one to four blocks, on values of mixed signs and magnitudes.
+    #[test]
+    fn straight_line_columns_are_the_loops_bit_for_bit() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let u = (seed >> 11) as f64 / (1u64 << 53) as f64;
+            (u - 0.5) * 10f64.powi((seed % 7) as i32 - 3)
+        };
+        for m in 1..=4usize {
+            for _round in 0..20 {
+                // column p = 0 with rows 1..=m at slots 1..=m (slot 0 unused),
+                // its m(m-1)/2 update targets at the slots after them
+                let n_targets = m * (m - 1) / 2;
+                let row_idx: Vec<u32> = (0..=m as u32).collect();
+                let targets: Vec<u32> = (0..n_targets as u32).map(|t| m as u32 + 1 + t).collect();
+                let lval: Vec<block::Block2> = (0..=m + n_targets).map(|_| [next(), next(), next(), next()]).collect();
+                let diag: Vec<Block> = (0..=m)
+                    .map(|_| {
+                        let (a, b, c) = (next(), next(), next());
+                        [a, b, 0.0, b, c, 0.0, 0.0, 0.0, 1.0]
+                    })
+                    .collect();
+                let y: Vec<[f64; 3]> = (0..=m).map(|_| [next(), next(), 0.0]).collect();
+                let (d0, d1) = (next(), next());
+                let dinv: Block = [d0, d1, 0.0, d1, next(), -0.0, 0.0, -0.0, 1.0];
+                let (mut l_ref, mut d_ref, mut y_ref) = (lval.clone(), diag.clone(), y.clone());
+                column_by_loops(&dinv, (1, m + 1, 0, 0), (&row_idx, &targets), &mut l_ref, &mut d_ref, &mut y_ref);
+                let (mut l_fast, mut d_fast, mut y_fast) = (lval.clone(), diag.clone(), y.clone());
+                let args = (1, 0, 0);
+                let (ix, l, d, yv) = ((&row_idx[..], &targets[..]), &mut l_fast, &mut d_fast, Some(&mut y_fast));
+                match m {
+                    1 => eliminate_column2::<1>(&dinv, args, ix, l, d, yv),
+                    2 => eliminate_column2::<2>(&dinv, args, ix, l, d, yv),
+                    3 => eliminate_column2::<3>(&dinv, args, ix, l, d, yv),
+                    _ => eliminate_column2::<4>(&dinv, args, ix, l, d, yv),
+                }
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(l_fast.as_flattened()), bits(l_ref.as_flattened()), "L, column of {m}");
+                assert_eq!(bits(d_fast.as_flattened()), bits(d_ref.as_flattened()), "diagonal, column of {m}");
+                assert_eq!(bits(y_fast.as_flattened()), bits(y_ref.as_flattened()), "forward step, column of {m}");
+                // the reference did change them: the comparison can fail
+                assert_ne!(bits(l_ref.as_flattened()), bits(lval.as_flattened()));
+            }
+        }
+    }
 }

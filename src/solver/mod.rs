@@ -142,6 +142,23 @@
 //!   changes results at roundoff level, so it was not kept: the numeric pass
 //!   is bound by its operation count, not by the pivot chain's latency, as
 //!   the round above read it (docs/benchmarks.md). The 50 µs goal is not met.
+//! * The two-row elimination copies A's blocks into L with the transposition
+//!   as an offset of the loads (the branch on it followed no pattern a
+//!   predictor learns: ≈ 7 % of the pass), eliminates a column of one to four
+//!   blocks by straight-line code of its length (`eliminate_column2`: the
+//!   loops' exits, after a trip count that changes from column to column,
+//!   were mispredicted), and with every constraint of two rows loads the row
+//!   scales and pivot blocks with the row count fixed; a pivot's relative-pivot
+//!   division is skipped where it is far above the cap below which the
+//!   weights need ρ_min exactly (`ratio_cap`). Bitwise the same (trace, energy
+//!   and reaction CSVs, eight integrators and 13 other scenes).
+//!
+//!   `scenes/linkage_loops.ron` (27 Nov 2026, lnk10, `perf stat -r 4 -e
+//!   task-clock`, four pairs alternated with main's binary, load ≈ 5–7):
+//!   medians 345.8 ms before, 326.0 ms after, ≈ 86.4 → 81.5 µs per step
+//!   (−5.7 %). A closed-form inverse of the 2×2 pivot blocks (one division
+//!   on the pivot chain instead of two) gained nothing and changes results,
+//!   so it was not kept. The 50 µs goal is not met.
 //!
 //! The convenience entry point is [`ConstraintSolver`]:
 //!
