@@ -1,7 +1,7 @@
 //! The contact law shared by the CPU twin and `shaders/population.wgsl`
 //! (keep the two in step, formula for formula). The CPU twin's velocity
-//! pass computes its ball–ball pairs four at a time ([`pair_lanes`]: SSE2
-//! on x86-64, each lane the operations of the scalar [`pair_lane`] in the
+//! pass computes its ball–ball pairs four at a time (`pair_lanes`: SSE2
+//! on x86-64, each lane the operations of the scalar `pair_lane` in the
 //! same order, so the same bits).
 //!
 //! Every contact is seen from one ball `i` against an *other*: a ball `j` or
