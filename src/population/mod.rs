@@ -183,8 +183,11 @@
 //! `momentum_is_conserved_over_1000_steps_without_gravity_or_walls`
 //! requires; not done. On the GPU each colour is a dispatch: 432 per step
 //! for the position solve (Jacobi: 48), launch overhead that a real GPU's
-//! 10⁶ ≤ 1 ms/step target cannot afford at 16 substeps (not measured on
-//! one: no GPU machine for this work).
+//! 10⁶ ≤ 1 ms/step target cannot afford at 16 substeps. Measured on an
+//! NVIDIA H200 (27 Nov 2026, 2 × 9 colours: 288 sweep dispatches a step):
+//! the sweeps are 70–90 % of the step, ≈ 13 µs a dispatch below 10⁵ balls;
+//! 12.7 ms/step at 10⁶, 91.9 at 10⁷ (docs/benchmarks.md, "On a lent GPU
+//! machine"; `mx2d bench --scene balls_box --passes` times each stage).
 //!
 //! **Small populations** (issue 8, pop7b; 27 Nov, 2-core machine, load
 //! 3.5–6, balls_box × 300 steps, `--summary` ms/step, before and after back to
