@@ -208,7 +208,7 @@ pub(crate) fn pair_is_far(ball_a: SweepBall, ball_b: SweepBall, pred_a: Vec2, pr
 /// change `±(n p_n + t p_t) w`, [`spin_change`] and [`rolling_limit`];
 /// written into lane `l` of `out`.
 #[allow(clippy::too_many_arguments)]
-#[cfg_attr(all(target_arch = "x86_64", not(test)), allow(dead_code))]
+#[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2", not(test)), allow(dead_code))]
 pub(crate) fn pair_lane(
     p: &PairInputs<'_>,
     (a, b): (usize, usize),
@@ -269,7 +269,7 @@ pub(crate) fn pair_lanes(
     resting: f32,
     out: &mut PairLaneImpulses,
 ) {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     {
         let n = p.ball.len().min(p.x_pred.len()).min(p.v_pre.len()).min(p.dx.len());
         let n = n.min(p.omega.len()).min(p.count.len());
@@ -278,13 +278,13 @@ pub(crate) fn pair_lanes(
         // the indices are in bounds (above).
         unsafe { sse2::pair_lanes(p, a, b, m, h, resting, out) };
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
     for l in 0..LANES {
         pair_lane(p, (a[l], b[l]), m, h, resting, l, out);
     }
 }
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod sse2 {
     //! [`super::pair_lanes`] in SSE2, expression for expression
     //! [`super::pair_lane`]'s (each line names the scalar expression). The
@@ -326,13 +326,14 @@ mod sse2 {
     #[inline]
     #[target_feature(enable = "sse2")]
     unsafe fn vec2s(v: &[Vec2], i: [usize; LANES]) -> (__m128, __m128) {
-        let at = |l: usize| unsafe { v.as_ptr().add(i[l]) as *const f64 };
-        // SAFETY: 8-byte loads of in-bounds Vec2s (movsd/movhpd need no
-        // alignment).
+        let at = |l: usize| unsafe { v.as_ptr().add(i[l]) as *const __m128i };
+        // SAFETY: 8-byte loads of in-bounds Vec2s by `_mm_loadl_epi64`, which
+        // reads unaligned (a Vec2 is only 4-aligned: `_mm_load_sd` would
+        // read an f64 and require 8).
         let (lo, hi) = unsafe {
             (
-                _mm_castpd_ps(_mm_loadh_pd(_mm_load_sd(at(0)), at(1))),
-                _mm_castpd_ps(_mm_loadh_pd(_mm_load_sd(at(2)), at(3))),
+                _mm_castsi128_ps(_mm_unpacklo_epi64(_mm_loadl_epi64(at(0)), _mm_loadl_epi64(at(1)))),
+                _mm_castsi128_ps(_mm_unpacklo_epi64(_mm_loadl_epi64(at(2)), _mm_loadl_epi64(at(3)))),
             )
         };
         (_mm_shuffle_ps::<0b10_00_10_00>(lo, hi), _mm_shuffle_ps::<0b11_01_11_01>(lo, hi))
