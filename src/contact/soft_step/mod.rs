@@ -124,7 +124,7 @@
 //! (`SoftState::narrow_points`, with each pair's end in `narrow_ends`) and
 //! reports its first pair with a non-finite point (the error names the first
 //! in key order), and the polygons' world outlines (vertices, edge normals;
-//! `step::WorldPolygons`) are filled before it, once per body met by a
+//! `prepare::WorldPolygons`) are filled before it, once per body met by a
 //! polygon–polygon pair, in body order and in parallel, instead of once per
 //! pair. Then one light sequential pass in pair order colours the manifolds
 //! (a pair's points two at a time) from their bodies' colour masks only
@@ -193,8 +193,10 @@
 //! - `step.rs`: the step driver on [`ContactSet`](super::ContactSet) that
 //!   [`crate::world::World`] calls stage by stage.
 
+mod finish;
 mod lanes;
 mod manifold;
+mod prepare;
 mod settings;
 mod step;
 
@@ -275,7 +277,7 @@ pub struct SoftState {
     static_soft: Softness,
     push_speed: f64,
     /// The polygons' world outlines of this step's prepare.
-    world_polygons: step::WorldPolygons,
+    world_polygons: prepare::WorldPolygons,
     /// The prepare's narrowphase: the contact points of each chunk of pairs
     /// (one buffer per chunk, so that the chunks run on any thread).
     narrow_points: Vec<Vec<crate::contact::narrowphase::ManifoldPoint>>,
