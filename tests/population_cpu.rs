@@ -6,6 +6,8 @@
 
 mod common;
 
+use common::balls_box;
+
 use common::threads::assert_same_at_every_pool_size;
 use glam::Vec2;
 use mx2d::population::{Population, cpu, state};
@@ -150,12 +152,6 @@ fn momentum_is_conserved_over_1000_steps_without_gravity_or_walls() {
     assert!(collided, "the balls never touched: the test would prove nothing");
     let (p1, _) = momentum(&pop);
     assert!((p1 - p0).length() < 1e-5 * scale, "momentum {p0} -> {p1} (Σ m|v| = {scale})");
-}
-
-fn balls_box(count: u64) -> Population {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron")).unwrap();
-    let scene = Scene::parse_with_overrides(&text, "balls_box.ron", &[format!("population.count={count}")]).unwrap();
-    scene.build_world().unwrap().population.unwrap()
 }
 
 /// balls_box settles: in the tenth second the kinetic energy per ball is

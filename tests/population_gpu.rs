@@ -10,6 +10,8 @@
 
 mod common;
 
+use common::balls_box;
+
 use common::twin;
 
 use std::sync::Arc;
@@ -19,12 +21,6 @@ use mx2d::gpu::timing::PassProfiler;
 use mx2d::population::gpu::GpuPopulation;
 use mx2d::population::{Population, PopulationError, cpu};
 use mx2d::scene::Scene;
-
-fn balls_box(count: u64) -> Population {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron")).unwrap();
-    let scene = Scene::parse_with_overrides(&text, "balls_box.ron", &[format!("population.count={count}")]).unwrap();
-    scene.build_world().unwrap().population.unwrap()
-}
 
 /// Balls colliding in flight (20 steps from the spawn, before the pile): a
 /// well-conditioned step — one ulp more on every ball's x moves the CPU

@@ -23,7 +23,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 
 use crate::gpu::GpuContext;
-use crate::gpu::timing::{PassProfiler, PassTime};
+use crate::gpu::timing::{PassProfiler, PassTime, add_by_name};
 use crate::population::gpu::{GPU_BYTES_PER_BALL, GpuPopulation};
 use crate::population::{CPU_BYTES_PER_BALL, Population, cpu};
 use crate::scene::Scene;
@@ -84,12 +84,7 @@ fn stage_means(
     for _ in 0..steps {
         let timings = gpu.step_profiled(pop, dt, &mut profiler)?;
         source = timings.source;
-        for pass in timings.passes {
-            match sums.iter_mut().find(|p| p.name == pass.name) {
-                Some(p) => p.ms += pass.ms,
-                None => sums.push(pass),
-            }
-        }
+        add_by_name(&mut sums, timings.passes);
     }
     for p in &mut sums {
         p.ms /= steps as f64;

@@ -56,6 +56,18 @@ impl PassTimings {
     }
 }
 
+/// Adds each pass's time to the entry of its name in `totals`, appending
+/// a name met for the first time (so `totals` keeps first-run order): the
+/// stages of a step that run once per substep, or of several steps.
+pub fn add_by_name(totals: &mut Vec<PassTime>, passes: impl IntoIterator<Item = PassTime>) {
+    for pass in passes {
+        match totals.iter_mut().find(|p| p.name == pass.name) {
+            Some(p) => p.ms += pass.ms,
+            None => totals.push(pass),
+        }
+    }
+}
+
 enum Mode {
     Off,
     Timestamps { set: wgpu::QuerySet, resolve: wgpu::Buffer, read: wgpu::Buffer, period_ns: f64 },
@@ -295,5 +307,8 @@ mod tests {
         assert_eq!(t.ms("count"), Some(2.0));
         assert_eq!(t.ms("scan"), Some(0.25));
         assert_eq!(t.ms("sort"), None);
+        let mut totals = vec![PassTime { name: "scan", ms: 1.0 }];
+        add_by_name(&mut totals, t.passes);
+        assert_eq!(totals, vec![PassTime { name: "scan", ms: 1.25 }, PassTime { name: "count", ms: 2.0 }]);
     }
 }

@@ -642,6 +642,15 @@ pub(crate) fn stats(pop: &Population) -> PopulationStats {
 mod tests {
     use super::*;
 
+    /// The population of scenes/balls_box.ron with `overrides` (`--set` syntax).
+    fn balls_box(overrides: &[&str]) -> Population {
+        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron"))
+            .expect("scenes/balls_box.ron");
+        let overrides: Vec<String> = overrides.iter().map(|o| o.to_string()).collect();
+        let scene = crate::scene::Scene::parse_with_overrides(&text, "balls_box.ron", &overrides).expect("parses");
+        scene.build_world().expect("balls_box builds").population.expect("a population")
+    }
+
     /// The premises of the Gauss–Seidel sweep's safety argument
     /// ([`SharedCorrections`]) on a pile in motion: every listed pair's
     /// cells (at the grid build) are adjacent or equal, so a cell's thread
@@ -650,11 +659,7 @@ mod tests {
     /// disjoint. Either failing would make the sweep a data race.
     #[test]
     fn listed_pairs_stay_in_the_three_by_three_block_of_their_cell() {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron"))
-            .expect("scenes/balls_box.ron");
-        let scene = crate::scene::Scene::parse_with_overrides(&text, "balls_box.ron", &["population.count=600".into()])
-            .expect("balls_box parses");
-        let mut pop = scene.build_world().expect("balls_box builds").population.expect("a population");
+        let mut pop = balls_box(&["population.count=600"]);
         let mut pairs = 0usize;
         for _ in 0..40 {
             step(&mut pop, 1.0 / 60.0).expect("a finite step");
@@ -689,11 +694,7 @@ mod tests {
     /// order would make the sweeps read the stream in jumps.
     #[test]
     fn the_sweep_pair_stream_holds_each_balls_owned_pairs_in_visiting_order() {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron"))
-            .expect("scenes/balls_box.ron");
-        let scene = crate::scene::Scene::parse_with_overrides(&text, "balls_box.ron", &["population.count=700".into()])
-            .expect("balls_box parses");
-        let mut pop = scene.build_world().expect("balls_box builds").population.expect("a population");
+        let mut pop = balls_box(&["population.count=700"]);
         let mut pairs = 0usize;
         for _ in 0..40 {
             step(&mut pop, 1.0 / 60.0).expect("a finite step");
@@ -736,11 +737,7 @@ mod tests {
     /// hold the ball. A missed or doubled entry would change the sums.
     #[test]
     fn every_listed_pair_is_computed_once_with_orphans_of_full_lists() {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron"))
-            .expect("scenes/balls_box.ron");
-        let overrides = ["population.count=800".to_string(), "population.skin=2.4".to_string()];
-        let scene = crate::scene::Scene::parse_with_overrides(&text, "balls_box.ron", &overrides).expect("parses");
-        let mut pop = scene.build_world().expect("balls_box builds").population.expect("a population");
+        let mut pop = balls_box(&["population.count=800", "population.skin=2.4"]);
         let (mut orphans, mut mirrored) = (0usize, 0usize);
         for _ in 0..60 {
             step(&mut pop, 1.0 / 60.0).expect("a finite step");

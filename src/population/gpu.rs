@@ -21,7 +21,7 @@ use super::cpu::COLOURS;
 use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Obstacle, Population, PopulationError};
 use crate::gpu::buffers::{GrowableBuffer, Readback};
 use crate::gpu::prefix_sum::PrefixSum;
-use crate::gpu::timing::{PassProfiler, PassTime, PassTimings, StagedPasses};
+use crate::gpu::timing::{PassProfiler, PassTimings, StagedPasses, add_by_name};
 use crate::gpu::{GpuContext, GpuError, GpuField};
 
 /// Bytes per ball on the GPU: ball 16, properties 16, state 4, release
@@ -447,13 +447,8 @@ impl GpuPopulation {
         self.step_staged(pop, dt, profiler)?;
         self.ctx.wait("population profiled step").map_err(gpu_error)?;
         let timings = profiler.finish(&self.ctx).map_err(gpu_error)?;
-        let mut summed: Vec<PassTime> = Vec::new();
-        for pass in timings.passes {
-            match summed.iter_mut().find(|p| p.name == pass.name) {
-                Some(p) => p.ms += pass.ms,
-                None => summed.push(pass),
-            }
-        }
+        let mut summed = Vec::new();
+        add_by_name(&mut summed, timings.passes);
         Ok(PassTimings { passes: summed, source: timings.source })
     }
 

@@ -149,3 +149,11 @@ pub mod solver_gen;
 pub mod stacks;
 pub mod threads;
 pub mod twin;
+
+/// The population of scenes/balls_box.ron with `count` balls.
+pub fn balls_box(count: u64) -> mx2d::population::Population {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron")).unwrap();
+    let overrides = [format!("population.count={count}")];
+    let scene = mx2d::scene::Scene::parse_with_overrides(&text, "balls_box.ron", &overrides).unwrap();
+    scene.build_world().unwrap().population.unwrap()
+}
