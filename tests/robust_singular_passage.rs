@@ -80,6 +80,13 @@ fn distance(a: &Path, b: &Path) -> f64 {
 
 /// Prints what a run did (for the log of a failing run) and returns its
 /// distance from the reference.
+/// RK4 at dt 5e-4 over the passage, the reference of both tests: computed
+/// once per test binary (the tests run in parallel and would each run it).
+fn reference() -> &'static Path {
+    static REFERENCE: std::sync::OnceLock<Path> = std::sync::OnceLock::new();
+    REFERENCE.get_or_init(|| run(Method::Rk4, 5e-4, 1e-6, 0.1))
+}
+
 fn report(method: &str, path: &Path, reference: &Path) -> f64 {
     let d = distance(path, reference);
     eprintln!(
@@ -97,8 +104,8 @@ fn report(method: &str, path: &Path, reference: &Path) -> f64 {
 #[test]
 fn dopri5_crosses_the_singular_passage_on_its_branch() {
     let path = run(Method::Dopri5, 0.1, 1e-8, 0.1);
-    let reference = run(Method::Rk4, 5e-4, 1e-6, 0.1);
-    let d = report("dopri5", &path, &reference);
+    let reference = reference();
+    let d = report("dopri5", &path, reference);
     assert!(path.tilt < 1e-6, "dopri5 left the parallelogram branch: rung tilt {:.3e} rad", path.tilt);
     assert!(path.energy_change.abs() < 1e-5, "dopri5: energy changed by {:.3e} J", path.energy_change);
     assert!(path.substeps < 400, "dopri5 took {} substeps over {SPAN} s", path.substeps);
@@ -113,8 +120,8 @@ fn dopri5_crosses_the_singular_passage_on_its_branch() {
 #[test]
 fn sdirk3_crosses_the_singular_passage_with_the_reference() {
     let path = run(Method::Sdirk3, 0.01, 1e-6, 0.1);
-    let reference = run(Method::Rk4, 5e-4, 1e-6, 0.1);
-    let d = report("sdirk3", &path, &reference);
+    let reference = reference();
+    let d = report("sdirk3", &path, reference);
     assert!(path.tilt < 1e-6, "sdirk3 left the parallelogram branch: rung tilt {:.3e} rad", path.tilt);
     assert!(d < 3.3e-3, "sdirk3 is {d:.3e} m from RK4 (dt 5e-4)");
     // L-stable: it damps a little (measured −1.6e-3 J over 1.3 s from rest)
