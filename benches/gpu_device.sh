@@ -16,7 +16,7 @@ TESTS="$GPU_TESTS $POOL_TESTS"
 
 if [[ "${1:-}" == "--pack" ]]; then
   set -e
-  cargo build --release --bin mx2d
+  cargo build --release --bin mx2d --example gpu_broadphase_probe
   cargo build --release --manifest-path benches/peers/Cargo.toml --bin balls_box
   rm -rf .dev && mkdir -p .dev/t
   bins=$(cargo test --release --no-run --message-format=json $(printf -- '--test %s ' $TESTS) 2>/dev/null | python3 -c '
@@ -28,6 +28,7 @@ for line in sys.stdin:
         print(m["target"]["name"], m["executable"])')
   for t in $TESTS; do strip -o ".dev/t/$t" "$(echo "$bins" | awk -v t="$t" '$1 == t {print $2}')"; done
   strip -o .dev/mx2d target/release/mx2d
+  strip -o .dev/t/gpu_broadphase_probe target/release/examples/gpu_broadphase_probe
   strip -o .dev/balls_box benches/peers/target/release/balls_box
   (cd .dev && tar cf - mx2d balls_box t | xz -T2 -6 > dev.txz && rm -rf mx2d balls_box t)
   ls -la .dev
@@ -36,7 +37,7 @@ fi
 
 # SMALL=1: a dry run of this script on small sizes (lavapipe, the development machine).
 # PARTS picks what runs (all by default); SIZES, RUNS, BIG, PEER_NS, PEER_BIG size it.
-PARTS="${PARTS:-bench runs gpu_tests peers pool_tests}"
+PARTS="${PARTS:-probe bench runs gpu_tests peers pool_tests}"
 SIZES="${SIZES:-1000,10000,100000,1000000,10000000}"; RUNS="${RUNS:-100000 1000000}"; BIG="${BIG:-10000000}"
 PEER_NS="${PEER_NS:-10000 100000}"; PEER_BIG="${PEER_BIG:-1000000}"
 [[ -n "${SMALL:-}" ]] && { GPU_TESTS=population_memory; POOL_TESTS=population_cpu; SIZES=1000,2000; RUNS="1000"; BIG=2000; PEER_NS="1000"; PEER_BIG=2000; }
@@ -74,9 +75,24 @@ M="$B/mx2d"
 [[ -e target/release/mx2d ]] || { mkdir -p target/release && ln -s "$M" target/release/mx2d; }
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 export MX2D_REQUIRE_GPU=1
+# A kernel that never ends on this adapter fails its wait after this long, naming itself,
+# instead of hanging a test until `timeout` kills it (the GPU broadphase on the H200).
+export MX2D_GPU_TIMEOUT_S="${MX2D_GPU_TIMEOUT_S:-20}"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv \
   | tee "$W/machine.txt"
 echo "cores: $(nproc)" | tee -a "$W/machine.txt"
+
+if part probe; then
+  say "GPU broadphase probe (each case in its own process, each pass on its own, 8 s wait timeout)"
+  "$B/t/gpu_broadphase_probe" list 2>/dev/null | cut -f1 | while read -r case; do
+    left 30 || break
+    MX2D_GPU_TIMEOUT_S=8 timeout 20 "$B/t/gpu_broadphase_probe" "$case" 2>&1 | grep -v '^adapter' >> "$W/probe.txt"
+    echo "  $case: exit ${PIPESTATUS[0]}" >> "$W/probe.txt"
+  done
+  # The test binary one test at a time: which tests end, and how.
+  MX2D_GPU_TIMEOUT_S=8 timeout 120 "$B/t/gpu_broadphase" --test-threads=1 > "$W/test_gpu_broadphase_serial.log" 2>&1
+  echo "gpu_broadphase, one test at a time: exit $? $(grep -h '^test result' "$W/test_gpu_broadphase_serial.log")" >> "$W/probe.txt"
+fi
 
 if part bench; then
   say "population bench (whole step, both backends, GPU stages)"
@@ -114,9 +130,10 @@ if part pool_tests; then
 fi
 
 say "done"
-cp "$W/machine.txt" "$W/pop_bench.json" "$W/pop_bench.txt" "$W/tests.txt" "$OUT/" 2>/dev/null
+cp "$W/machine.txt" "$W/probe.txt" "$W/pop_bench.json" "$W/pop_bench.txt" "$W/tests.txt" "$OUT/" 2>/dev/null
 touch "$W/tests.txt" "$W/pop_bench.txt"
 tar czf "$OUT/all.tgz" -C "$W" .
+cat "$W/probe.txt" 2>/dev/null
 cat "$W/tests.txt"
 cat "$W/pop_bench.txt"
 for f in "$W"/gpu_run_*.json; do

@@ -53,7 +53,7 @@ fn overflowing_pair_buffer_is_grown_and_every_pair_found() {
 fn two_dimensional_dispatch_gives_the_same_pairs() {
     // At most 20 workgroups per dimension: 10^4 boxes need 40 → a 20 × 2 grid,
     // and the prefix sum's first level (≥ 10^4 buckets) a 2D grid too.
-    let Some(ctx) = gpu(GpuOptions { max_workgroups_per_dimension: Some(20), max_binding_bytes: None }) else {
+    let Some(ctx) = gpu(GpuOptions { max_workgroups_per_dimension: Some(20), ..Default::default() }) else {
         return;
     };
     let mut gpu_grid = GpuGridBroadphase::new(&ctx).map_err(|e| e.to_string()).unwrap();
@@ -76,7 +76,7 @@ fn arrays_split_over_several_bindings_give_the_same_pairs() {
     // shrunk to 2^15. Boxes on two pages and entries within four leave a
     // narrow window, 8192 < n ≤ 9709 boxes of 2.25 entries: hence 9000.
     let limit = 128 * 1024;
-    let Some(ctx) = gpu(GpuOptions { max_workgroups_per_dimension: None, max_binding_bytes: Some(limit) }) else {
+    let Some(ctx) = gpu(GpuOptions { max_binding_bytes: Some(limit), ..Default::default() }) else {
         return;
     };
     let mut gpu_grid = GpuGridBroadphase::new(&ctx).map_err(|e| e.to_string()).unwrap();
@@ -115,7 +115,7 @@ fn arrays_split_over_several_bindings_give_the_same_pairs() {
 #[test]
 fn input_beyond_every_page_is_a_precise_error() {
     // 16 KiB bindings × 4 pages hold 4096 boxes; 10^4 boxes do not fit.
-    let Some(ctx) = gpu(GpuOptions { max_workgroups_per_dimension: None, max_binding_bytes: Some(16 * 1024) }) else {
+    let Some(ctx) = gpu(GpuOptions { max_binding_bytes: Some(16 * 1024), ..Default::default() }) else {
         return;
     };
     let mut gpu_grid = GpuGridBroadphase::new(&ctx).map_err(|e| e.to_string()).unwrap();

@@ -161,8 +161,8 @@ fn no_fields_give_zero_force_and_split_buffers_with_2d_dispatch_agree() {
     // 2 × 2 grid at 2 per dimension); then one chunk of 20,000 bodies
     // (79 workgroups) on a 16 × 5 grid.
     let options = [
-        GpuOptions { max_workgroups_per_dimension: Some(2), max_binding_bytes: Some(24 * 768) },
-        GpuOptions { max_workgroups_per_dimension: Some(16), max_binding_bytes: None },
+        GpuOptions { max_workgroups_per_dimension: Some(2), max_binding_bytes: Some(24 * 768), ..Default::default() },
+        GpuOptions { max_workgroups_per_dimension: Some(16), ..Default::default() },
     ];
     for opts in options {
         let Some(ctx) = gpu(opts) else { return };

@@ -117,7 +117,7 @@ impl Readback {
         let mut encoder =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
         encoder.copy_buffer_to_buffer(source, 0, self.staging.get(), 0, copy);
-        ctx.queue.submit([encoder.finish()]);
+        ctx.submit("readback", [encoder.finish()])?;
         map_read(ctx, self.staging.get(), count, out)
     }
 }
@@ -145,7 +145,7 @@ impl Readback {
             let mut encoder =
                 ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
             encoder.copy_buffer_to_buffer(page, 0, self.staging.get(), 0, copy);
-            ctx.queue.submit([encoder.finish()]);
+            ctx.submit("readback", [encoder.finish()])?;
             map_append(ctx, self.staging.get(), n, out)?;
         }
         Ok(())

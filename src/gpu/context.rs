@@ -1,8 +1,21 @@
 //! The wgpu instance, adapter, device and queue, and the error type of the
 //! GPU path.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long one submission may run before [`GpuContext::wait`] gives up,
+/// unless `MX2D_GPU_TIMEOUT_S` or [`GpuOptions::wait_timeout`] says
+/// otherwise: far above any one step or kernel run of mx2d (the largest,
+/// 10⁷ balls on lavapipe, takes seconds), far below "for ever".
+pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Submissions kept in flight before [`GpuContext::submit`] waits for the
+/// oldest: enough to keep a GPU busy, few enough that the host cannot run
+/// arbitrarily far ahead (each in-flight submission holds its command
+/// buffers).
+pub const MAX_IN_FLIGHT: usize = 64;
 
 /// Why the GPU path cannot run or failed. Never a panic: the caller falls
 /// back to the CPU twin or reports the error.
@@ -35,6 +48,23 @@ pub enum GpuError {
         kernel: &'static str,
         /// What the device reported.
         message: String,
+    },
+    /// A submission did not complete within the wait timeout: a kernel that
+    /// never ends on this adapter (a driver or shader fault), or a job far
+    /// larger than the adapter can run in that time. The device is left as
+    /// it is; the context should not be used further.
+    #[error(
+        "GPU work submitted for `{kernel}` did not finish within {seconds} s on {adapter}: a kernel that never \
+         ends on this adapter, or a job too large for it (MX2D_GPU_TIMEOUT_S sets the limit in seconds, 0 waits \
+         indefinitely)"
+    )]
+    Timeout {
+        /// Name of the kernel or operation waited for.
+        kernel: &'static str,
+        /// The timeout, in seconds.
+        seconds: f64,
+        /// Adapter name.
+        adapter: String,
     },
     /// A dispatch needs more workgroups than an `x × y` grid allows.
     #[error("a dispatch of {workgroups} workgroups exceeds the {limit}² grid this adapter allows")]
@@ -79,6 +109,36 @@ pub struct GpuOptions {
     pub max_workgroups_per_dimension: Option<u32>,
     /// Use storage bindings of at most this many bytes.
     pub max_binding_bytes: Option<u64>,
+    /// How long one submission may run before a wait fails with
+    /// [`GpuError::Timeout`]; `None`: `MX2D_GPU_TIMEOUT_S` (seconds, 0 =
+    /// indefinitely) when set, else [`DEFAULT_WAIT_TIMEOUT`].
+    pub wait_timeout: Option<Duration>,
+}
+
+/// The wait timeout of `options` (see [`GpuOptions::wait_timeout`]); `None`
+/// waits indefinitely. An unreadable `MX2D_GPU_TIMEOUT_S` is an error, not
+/// a silent default.
+fn wait_timeout(options: &GpuOptions) -> Result<Option<Duration>, GpuError> {
+    if let Some(timeout) = options.wait_timeout {
+        return Ok(Some(timeout));
+    }
+    match std::env::var("MX2D_GPU_TIMEOUT_S") {
+        Ok(text) => {
+            parse_wait_timeout(&text).map_err(|message| GpuError::Device { adapter: "(not opened)".into(), message })
+        }
+        Err(_) => Ok(Some(DEFAULT_WAIT_TIMEOUT)),
+    }
+}
+
+/// `MX2D_GPU_TIMEOUT_S`'s text: seconds, `0` for indefinitely.
+pub fn parse_wait_timeout(text: &str) -> Result<Option<Duration>, String> {
+    match text.trim().parse::<f64>() {
+        Ok(0.0) => Ok(None),
+        Ok(seconds) if seconds.is_finite() && seconds > 0.0 && seconds < 1e9 => {
+            Ok(Some(Duration::from_secs_f64(seconds)))
+        }
+        _ => Err(format!("MX2D_GPU_TIMEOUT_S = {text:?} is not a number of seconds in [0, 1e9) (0: no limit)")),
+    }
 }
 
 /// How a GPU time was measured.
@@ -113,6 +173,12 @@ pub struct GpuContext {
     timestamps: bool,
     /// First device-lost or uncaptured error, reported at the next wait.
     failure: Arc<Mutex<Option<String>>>,
+    /// How long one submission may run (`None`: indefinitely).
+    wait_timeout: Option<Duration>,
+    /// Submissions made through [`submit`](GpuContext::submit) and not yet
+    /// waited for, oldest first: [`wait`](GpuContext::wait) waits for each
+    /// in turn, so the timeout bounds one submission, not a queue of many.
+    in_flight: Mutex<VecDeque<wgpu::SubmissionIndex>>,
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -149,6 +215,7 @@ impl GpuContext {
         surface: Option<&wgpu::Surface<'_>>,
         options: GpuOptions,
     ) -> Result<Self, GpuError> {
+        let wait_timeout = wait_timeout(&options)?;
         let adapter = match pollster::block_on(wgpu::util::initialize_adapter_from_env(instance, surface)) {
             Ok(adapter) => adapter,
             Err(_) => pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
@@ -197,7 +264,19 @@ impl GpuContext {
             .max_binding_bytes
             .map_or(limits.max_storage_buffer_binding_size, |m| m.min(limits.max_storage_buffer_binding_size))
             .min(limits.max_buffer_size);
-        Ok(Self { device, queue, adapter, info, limits, workgroups_per_dimension, binding_bytes, timestamps, failure })
+        Ok(Self {
+            device,
+            queue,
+            adapter,
+            info,
+            limits,
+            workgroups_per_dimension,
+            binding_bytes,
+            timestamps,
+            failure,
+            wait_timeout,
+            in_flight: Mutex::new(VecDeque::new()),
+        })
     }
 
     /// The adapter (surface capabilities of a window).
@@ -292,13 +371,59 @@ impl GpuContext {
         }
     }
 
-    /// Blocks until all submitted work is done; reports a lost device or an
-    /// uncaptured error raised meanwhile.
+    /// Submits `commands` and remembers the submission for [`wait`](Self::wait).
+    /// With [`MAX_IN_FLIGHT`] submissions already in flight it first waits
+    /// for the oldest (same timeout as `wait`).
+    pub fn submit<I: IntoIterator<Item = wgpu::CommandBuffer>>(
+        &self,
+        kernel: &'static str,
+        commands: I,
+    ) -> Result<(), GpuError> {
+        let index = self.queue.submit(commands);
+        let oldest = {
+            let mut in_flight = self.in_flight.lock().map_err(|_| poisoned(kernel))?;
+            in_flight.push_back(index);
+            if in_flight.len() > MAX_IN_FLIGHT { in_flight.pop_front() } else { None }
+        };
+        match oldest {
+            Some(index) => self.wait_for(kernel, Some(index)),
+            None => Ok(()),
+        }
+    }
+
+    /// Blocks until all submitted work is done; reports a lost device, an
+    /// uncaptured error raised meanwhile, or a submission that ran past the
+    /// wait timeout ([`GpuError::Timeout`]; each submission of
+    /// [`submit`](Self::submit) gets the whole timeout, so a long queue of
+    /// short steps is not a timeout, one kernel that never ends is).
     pub fn wait(&self, kernel: &'static str) -> Result<(), GpuError> {
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| GpuError::Runtime { kernel, message: e.to_string() })?;
+        loop {
+            let next = self.in_flight.lock().map_err(|_| poisoned(kernel))?.pop_front();
+            match next {
+                Some(index) => self.wait_for(kernel, Some(index))?,
+                None => break,
+            }
+        }
+        // Work submitted on the queue directly (callers outside mx2d).
+        self.wait_for(kernel, None)?;
         self.check(kernel)
+    }
+
+    /// The wait timeout in force (`None`: indefinitely).
+    pub fn wait_timeout(&self) -> Option<Duration> {
+        self.wait_timeout
+    }
+
+    fn wait_for(&self, kernel: &'static str, index: Option<wgpu::SubmissionIndex>) -> Result<(), GpuError> {
+        match self.device.poll(wgpu::PollType::Wait { submission_index: index, timeout: self.wait_timeout }) {
+            Ok(_) => Ok(()),
+            Err(wgpu::PollError::Timeout) => Err(GpuError::Timeout {
+                kernel,
+                seconds: self.wait_timeout.map_or(f64::INFINITY, |t| t.as_secs_f64()),
+                adapter: self.info.name.clone(),
+            }),
+            Err(e) => Err(GpuError::Runtime { kernel, message: e.to_string() }),
+        }
     }
 
     /// Reports (once) a failure recorded by the device callbacks.
@@ -383,4 +508,8 @@ impl PassTimer {
         }
         Ok(GpuTiming { ms: wall_ms, source: TimingSource::Wall })
     }
+}
+
+fn poisoned(kernel: &'static str) -> GpuError {
+    GpuError::Runtime { kernel, message: "the submission list was poisoned by a panic on another thread".into() }
 }

@@ -315,7 +315,7 @@ impl GpuFieldEvaluator {
         }
         self.timer.resolve(&mut encoder);
         self.timer.submitted();
-        ctx.queue.submit([encoder.finish()]);
+        ctx.submit("field_forces", [encoder.finish()])?;
         ctx.wait("field_forces")?;
         self.timer.finish(ctx)
     }

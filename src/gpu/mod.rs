@@ -29,7 +29,9 @@ pub mod prefix_sum;
 pub mod timing;
 
 pub use broadphase::{GpuGridBroadphase, GpuPairsReport};
-pub use context::{GpuContext, GpuError, GpuOptions, GpuTiming, TimingSource};
+pub use context::{
+    DEFAULT_WAIT_TIMEOUT, GpuContext, GpuError, GpuOptions, GpuTiming, MAX_IN_FLIGHT, TimingSource, parse_wait_timeout,
+};
 pub use fields::{GpuBody, GpuField, GpuFieldEvaluator, cpu_field_forces};
 pub use mechanism::GpuFieldBackend;
 

@@ -180,8 +180,11 @@ impl PassProfiler {
             let fresh =
                 ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("profiled pass") });
             let done = std::mem::replace(encoder, fresh);
-            ctx.queue.submit([done.finish()]);
-            ctx.wait("profiled pass")?;
+            // Named by the pass just closed, so that a pass that never ends
+            // on an adapter is named by the timeout's error.
+            let pass = self.names.last().copied().unwrap_or("profiled pass");
+            ctx.submit(pass, [done.finish()])?;
+            ctx.wait(pass)?;
             let now = Instant::now();
             let start = last.replace(now).unwrap_or(now);
             times.push((now - start).as_secs_f64() * 1e3);

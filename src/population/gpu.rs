@@ -584,7 +584,7 @@ impl GpuPopulation {
         }
         run(stage!("bounds"), &p.check_bounds, balls);
         let commands = staged.finish(&ctx).map_err(gpu_error)?;
-        ctx.queue.submit([commands]);
+        ctx.submit("population step", [commands]).map_err(gpu_error)?;
         ctx.check("population step").map_err(gpu_error)?;
         pop.steps += 1;
         Ok(())

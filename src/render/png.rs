@@ -142,7 +142,7 @@ impl Offscreen {
     ) -> Result<(), GpuError> {
         let encoder = self.encode_frame(list, camera, size, background, None, external_discs, false)?;
         let ctx = self.renderer.context().clone();
-        ctx.queue.submit([encoder.finish()]);
+        ctx.submit("render", [encoder.finish()])?;
         ctx.wait("render")
     }
 
@@ -160,7 +160,7 @@ impl Offscreen {
         let ctx = self.renderer.context().clone();
         let padded_row = padded_bytes_per_row(width);
         let bytes = u64::from(padded_row) * u64::from(height);
-        ctx.queue.submit([encoder.finish()]);
+        ctx.submit("render", [encoder.finish()])?;
         map_read(&ctx, self.readback.get(), bytes as usize, &mut self.padded)?;
         Ok(Image { width, height, rgba: unpad_rows(&self.padded, width, height, padded_row) })
     }

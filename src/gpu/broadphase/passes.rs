@@ -90,7 +90,7 @@ impl GpuGridBroadphase {
         let mut encoder =
             ctx.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("broadphase counts") });
         encoder.copy_buffer_to_buffer(self.counters.get(), 0, &self.counters_read, 0, 12);
-        ctx.queue.submit([encoder.finish()]);
+        ctx.submit("broadphase counts", [encoder.finish()])?;
         ctx.wait("broadphase counts")?;
         let (entries, pairs) = self.read_counters(ctx)?;
         if entries > self.entry_capacity || pairs > self.pair_capacity {
@@ -228,7 +228,7 @@ impl GpuGridBroadphase {
         let result = encoded.and_then(|()| {
             profiler.resolve(&mut encoder);
             encoder.copy_buffer_to_buffer(self.counters.get(), 0, &self.counters_read, 0, 12);
-            ctx.queue.submit([encoder.finish()]);
+            ctx.submit("broadphase", [encoder.finish()])?;
             ctx.wait("broadphase")?;
             let wall_ms = started.elapsed().as_secs_f64() * 1e3;
             let passes = profiler.finish(ctx)?;

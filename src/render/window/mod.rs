@@ -606,7 +606,7 @@ impl App {
             self.ball_energy.poll(&ctx)?;
             self.ball_energy.record_copy(&ctx, &mut encoder, balls, self.world.time())?;
         }
-        ctx.queue.submit([encoder.finish()]);
+        ctx.submit("frame", [encoder.finish()])?;
         self.ball_energy.after_submit();
         gpu.window.pre_present_notify();
         ctx.queue.present(frame);
