@@ -14,7 +14,6 @@
 //! the tests' (`tests/common`), so that each can run in a process of its own. Each line
 //! says what ran and how it ended; the exit status is 1 if any run failed.
 
-#[allow(dead_code)]
 #[path = "../tests/common/mod.rs"]
 mod common;
 
