@@ -108,193 +108,89 @@
 //! relative velocities from the positions' outcome, which removes the energy
 //! the projection would add — piles come to rest.
 //!
-//! **What it costs in quality, measured** (balls_box, 600 steps = 10 s,
-//! dt 1/60, `mx2d run --set population.substeps=S --set
-//! population.iterations=I`, overlap and KE per ball at 10 s, KE relative
-//! to the initial): a pile's residual overlap is its load over the solver's
-//! stiffness, ~N g h²/(share · iterations), so it grows with the pile's
-//! height N and with h². 10³ balls, 16 × 2: 0.08 % of r, KE 1e-5. 10⁴ balls
-//! (a pile 100 high), 16 × 2: **0.84 % of r, KE 2.8e-4** (the Jacobi
-//! solve left 3–3.4 % and ~1e-3: it did not settle); 16 × 1: 1.6 %, 4.7e-3;
-//! 8 × 2: 2.9 %, 1.5e-3; 8 × 1: 5.1 %, 3.8e-3. So 10⁴ settles at the same
-//! substeps as before, not with fewer: halving h² costs more overlap than
-//! Gauss–Seidel gains.
+//! **What it costs in quality** (balls_box, 10 s at dt 1/60; every figure,
+//! with its method and the settings tried, is in docs/benchmarks.md). A
+//! pile's residual overlap is its load over the solver's stiffness,
+//! ~N g h²/(share · iterations): it grows with the pile's height and with
+//! h², so substeps buy more than iterations. The defaults, 16 substeps × 2
+//! sweeps: 10³ balls settle at 0.08 % of r; 10⁴ (a pile 100 balls high) at
+//! 0.90 %, 12.6 % at worst while the pile forms (Box2D v3 at its defaults:
+//! 18 %, 138 %), KE per ball 1.6e-5 of the initial at 10 s. Fewer substeps
+//! fail `balls_box_10000_settles` (12 × 2: 2.4 %; 8 × 3: 2.1 %; 8 × 4:
+//! 1.8 % but a late collapse), over-relaxation (`population.relaxation`)
+//! helps one spawn seed and not the next, and the Jacobi solve this scheme
+//! replaced left 3–3.4 % and did not settle. Tried with Jacobi and not
+//! kept: stack mass scaling (Macklin et al. 2014 §5.1: 1 % overlap but
+//! energy fed in, balls thrown out), warm-started position impulses (3.4 %),
+//! over-relaxation 1.5 (5.8 %, balls thrown out).
 //!
-//! **Issue 8's fourth round: less work per step** (27 Nov, measured at
-//! 10⁴ balls, 10 s; CPU user time of the 600 steps at 2 threads, load 4–7,
-//! one run each): each pair projected once per sweep instead of from both
-//! balls, and the stabilisation sweep a knob (`stabilise_every`, default 0
-//! = never). Before (16 × 2, stabilised every substep, pairs twice): 0.84 %
-//! of r at the end, 3.5 % worst, KE 2.8e-4, 60.5 s. Pairs once: 0.90 %,
-//! 4.7 %, 1.0e-3, 43.0 s. And the stabilisation every other substep: 1.1 %,
-//! 9.2 %, 3.6e-3, 38 s; in the first substep only: 1.2 %, 7.4 %, 1.6e-3,
-//! 35 s; never (**the default**): **0.90 %, 12.6 %, 1.6e-5, 37 s** (0.86 %,
-//! 11.6 %, 1.5e-4, 39 s with the pair's projecting ball chosen by slot). Without
-//! the stabilisation, fewer substeps: 12 × 2 2.4 % (fails the 2 %), 10 × 3
-//! 2.8 %, 8 × 3 2.1 %, 8 × 4 1.8 % and 23 s but a late collapse leaves
-//! KE/ball 1.9e-3 of the initial over the tenth second
-//! (`balls_box_10000_settles` fails): 16 × 2 stays. The worst overlap while
-//! the pile forms rises (3.5 → 12.6 % at 10⁴; Box2D v3 138 %). The mixer's
-//! scene keeps `stabilise_every: 1`: without it a ball ends up to 40 % of r
-//! inside the turning paddle (the stabilisation projects the balls out of
-//! the obstacles from the current positions first). One-thread CPU time of
-//! the falling phase, before/after alternated, 3 pairs each, load 6–7:
-//! 10⁴ × 30 steps 914 → 729 ms (−20 %), 10⁵ × 8 steps 3,076 → 2,467 ms
-//! (−20 %), scene build included (−24 %, −26 % with the ball chosen by
-//! slot: the id costs a lookup per listed pair); the settled pile gains more (−35 % above),
-//! its sweeps having more contacts per ball. The velocity pass (Jacobi, per
-//! ball, both sides of a pair) and the four per-ball passes are unchanged;
-//! the GPU issues 288 dispatches per step for the position solve instead of
-//! 432 (no stabilisation sweeps, no commit).
+//! **The stabilisation sweep** is a knob, `population.stabilise_every`
+//! (a sweep from the current positions, committed without velocity, in
+//! substeps 0, K, 2K, …; default never): the solve sweeps project from the
+//! predicted positions anyway, so at 10⁴ it costs time and buys no settled
+//! overlap. The mixer keeps `stabilise_every: 1`: without it a ball ends up
+//! to 40 % of r inside the turning paddle
+//! (`mixer_balls_never_end_inside_the_paddle`).
 //!
-//! **What it costs in time** (before the fourth round): 16 substeps of three sweeps (a stabilisation,
-//! two solves) of 9 colours each, each pair projected from both of its
-//! balls, plus four per-ball passes (predict with the stabilisation's
-//! commit, count with the rebound distances, velocities, finish). In one
-//! run of `benches/peers/run.sh` (2 cores, loaded) the CPU twin took 4.2×
-//! Box2D v3's ms/step at 10⁴ and 4.4× at 10⁵ (the Jacobi solve: 3.8× at
-//! 10⁴). Since then (results bitwise unchanged): the re-sort by cell; the
-//! substep's rebound distances computed once per listed contact in
-//! `count_contacts` instead of once per sweep and per side; pairs far apart
-//! skipped before their square root (a 1e-4 margin on squared distances,
-//! far above f32 rounding); two per-ball passes fused. One-thread CPU time
-//! of balls_box (falling phase, same load, back to back): 10⁴ −25 %, 10⁵
-//! −35 %; 2 threads, 10⁴: 110 → 88 ms/step wall under a load of 15. The
-//! issue's ≤ 0.3× is still not met (3–5× Box2D v3 in runs under loads of
-//! 6–15: docs/benchmarks.md). The barriers were then 432 colour joins per step (a
-//! profile under load: ~30 % in the rayon workers' sleep/wake); since issue
-//! 8's third round the substeps of a step are one list of phases walked by
-//! one team (`src/team.rs`: one rayon scope per step, a phase
-//! boundary is a chunk counter — spin, yield, then park — and empty colours
-//! cost nothing; bitwise the same results). Measured (24 Nov, 2-core machine
-//! under a load of 6–12, one-thread CPU time and `benches/peers/run.sh
-//! --engine box2d --steps 30`, before and after back to back): one-thread CPU
-//! time unchanged within the noise (10⁴ × 30 steps 0.83–0.90 s both; 10⁵ × 8
-//! steps 3.2–3.4 s before, 3.5 s after: +5–9 %, within this load's noise or
-//! the cost of the team's counters and bounds checks), mx2d ÷ Box2D v3 at 10⁴ 2.7× before,
-//! 2.8–3.4× after, at 10⁵ 4.1× before, 3.7–4.1× after: under such a load the
-//! two threads rarely run at once, so the barriers' cost was not what kept
-//! the twin from the issue's ≤ 0.3×: its work is (16 substeps of three
-//! sweeps, where Box2D v3 does 4 substeps). Fewer colours are not free here: 4 colours
-//! (cells 2 apart) are safe only if a cell's thread writes its own balls
-//! alone, i.e. each side of a pair moves only its own ball at its own
-//! time — the two halves of a pair's correction then come from different
-//! gaps and the position solve no longer conserves momentum, which
+//! **Why not fewer colours.** 4 colours (cells 2 apart) are safe only if a
+//! cell's thread writes its own balls alone, i.e. each side of a pair moves
+//! only its own ball at its own turn: the two halves of a pair's correction
+//! then come from different gaps and the position solve no longer conserves
+//! momentum, which
 //! `momentum_is_conserved_over_1000_steps_without_gravity_or_walls`
-//! requires; not done. On the GPU each colour is a dispatch: 432 per step
-//! for the position solve (Jacobi: 48), launch overhead that a real GPU's
-//! 10⁶ ≤ 1 ms/step target cannot afford at 16 substeps. Measured on an
-//! NVIDIA H200 (27 Nov 2026, 2 × 9 colours: 288 sweep dispatches a step):
-//! the sweeps are 70–90 % of the step, ≈ 13 µs a dispatch below 10⁵ balls;
-//! 12.7 ms/step at 10⁶, 91.9 at 10⁷ (docs/benchmarks.md, "On a lent GPU
-//! machine"; `mx2d bench --scene balls_box --passes` times each stage).
+//! requires. So the GPU issues one dispatch per colour: 16 substeps × 2
+//! sweeps × 9 colours = 288 dispatches a step. On an NVIDIA H200 they are
+//! 70–90 % of the step and ≈ 13 µs each below 10⁵ balls (dispatch-bound):
+//! 12.7 ms/step at 10⁶, 91.9 at 10⁷ against issue 8's 1 and 8 ms
+//! (`mx2d bench --scene balls_box --passes` times each stage). What would
+//! close that gap is fewer passes over the balls, not faster kernels.
 //!
-//! **Small populations** (issue 8, pop7b; 27 Nov, 2-core machine, load
-//! 3.5–6, balls_box × 300 steps, `--summary` ms/step, before and after back to
-//! back). Where 10³ balls spend their time: one thread, `perf record`: 46 %
-//! `solve_velocities`, 30 % `solve_ball`, 16 % `count_contacts`, the team's
-//! `phase` 1 %, the grid, lists and allocation under 1.5 % each — the same
-//! shares at 2 threads. So the fixed costs are not what 10³ pays: it is
-//! the arithmetic of 16 substeps (one-thread CPU 4.6 ms/step; Box2D v3 in
-//! the same minute 0.90 ms/step, 4 substeps, 2 workers). What was fixed
-//! cost is now cut: the caller walks the list alone below 128 balls a
-//! thread (no helper, no scope, no waits: `substep::MIN_BALLS_PER_THREAD`,
-//! break-even measured near 125–150), and a phase's chunks cut its work
-//! evenly between the threads (10³ on 2 threads: 500 + 500 balls, not
-//! 512 + 488; a colour's 111 cells 56 + 55, not 64 + 47; below 512 balls
-//! there used to be one per-ball chunk, run by one thread). Bitwise the
-//! same (snapshots of 200, 10³, 10⁴ balls × 120 steps at 1, 2, 3, 16
-//! threads against the former binary). Measured, 2 threads (medians of 6
-//! alternated pairs at 10³, 3 at 10² and 300): 10² 0.83 → 0.41 ms/step,
-//! 300 1.34 → 1.55 (within the noise: 1.29–1.70 both), 10³ 6.6 → 5.9
-//! ms/step wall (CPU 1.97 → 1.68 s for 300 steps, 3 pairs); one thread
-//! 10³ unchanged (task-clock 1.37 s both, median of 3 pairs). 10⁴ takes the
-//! former chunks (512 balls, 64 cells: the caps) and is unchanged. Under
-//! these loads 2 threads at 10³ (5–7 ms/step wall) can be slower than one
-//! (4.6): the helper waits on a thread that the machine's other load has
-//! descheduled; at load 2.7, 3.3 ms/step at 2 threads against 4.5 at one.
+//! # The CPU twin's passes
+//! The substeps of a step are one list of phases walked by one team of
+//! threads (`src/team.rs`: one rayon scope per step, a phase boundary is a
+//! chunk counter — spin, yield, then park — and empty colours cost
+//! nothing). A phase's chunks cut its work evenly between the threads, and
+//! below `substep::MIN_BALLS_PER_THREAD` balls a thread the caller walks the
+//! list alone (no scope, no waits: the break-even was measured near
+//! 125–150).
 //!
-//! Tried for the tall pile with the Jacobi solve and not kept (measured at
-//! 10⁴, 10 s): stack mass scaling (Macklin et al. 2014 §5.1; resting pairs'
-//! upper ball lighter in the position solve) brings the overlap to 1 % but
-//! feeds energy in (KE/ball 2.7 J, balls thrown out of the box).
-//! Warm-started accumulated position impulses λ per pair stay stable but
-//! leave 3.4 % and KE/ball 0.09 J. Over-relaxation ω = 1.5: 5.8 % and 3 balls
-//! thrown out. A velocity-level soft step with warm starting (Box2D v3) was
-//! not tried.
+//! **Each pair once.** `find_neighbours` is followed by `cpu::owned_pairs`:
+//! per ball its listed neighbours of higher id, in list order, then its
+//! *orphans* (neighbours of lower id whose own full list dropped it), and
+//! for each pair its entry in both lists. The velocity pass is two phases:
+//! `pair_impulses`, per ball over the pairs it owns, computes each pair's
+//! impulse once (four pairs at a time in SSE2 lanes where the target has
+//! them, bitwise the scalar formula) and writes what it gives each ball
+//! (velocity, spin, rolling bound) into the pair's two list entries; then
+//! each ball adds its entries in list order — the GPU kernel's per-ball
+//! sums, bitwise — and its obstacles. A pair that takes no part writes a
+//! byte (`side_active`) instead of its two −0 entries, and the sums skip
+//! those entries (x + (−0) = x).
 //!
-//! **Issue 8, pop8: each pair once in the CPU twin's velocity pass** (27
-//! Nov, bitwise the same: snapshots and summaries of balls_box 3·10³,
-//! mixer, hourglass and galton at 1, 3 and 16 threads, and of balls_box
-//! with overflowing lists, identical to main's). `find_neighbours` is
-//! followed by `cpu::owned_pairs`: per ball its listed neighbours of higher
-//! id, in list order, contiguous (the sweeps and `count_contacts`'
-//! rebound distances read no ids and skip nothing), then its *orphans*
-//! (neighbours of lower id whose full list dropped it: the former pass gave
-//! such a pair to this ball alone), and for each pair its entry in both
-//! lists. The velocity pass is then two phases: `pair_impulses`, per ball
-//! over the pairs it owns, computes each pair's impulse once and writes
-//! what it gives each ball (velocity, spin, rolling bound; −0 for a pair
-//! that takes no part, since x + (−0) = x) into the pair's two list
-//! entries; the per-ball sums (`ball_velocity`, fused with the finish: a
-//! ball reads others only through its entries) add its entries in list
-//! order — the former sums, bitwise — then the obstacles as before.
-//! `count_contacts` keeps the per-side count (a sum and a compare per
-//! entry: a per-pair flag would be read back as dearly) and skips the
-//! rebound's normal for pairs closing slower than the resting speed or too
-//! far to meet in the substep (1e-4 margins on squared distances). The GPU
-//! kernels are unchanged (GPU = CPU tests pass on lavapipe). CPU time
-//! (task-clock, before/after alternated, 3 pairs, medians, load ≈ 3):
-//! balls_box 10³ × 300 steps 1.37 → 1.09 s at one thread (−20 %), 1.49 →
-//! 1.11 s at two (−26 %); 10⁴ × 60 steps (falling, build included) 1.63 →
-//! 1.45 s (−11 %) at one, 1.65 → 1.47 s at two. The profile at 10³ then:
-//! `solve_ball` 35 %, `pair_impulses` 30 %, `count_contacts` 17 %, the sums
-//! and finish 7 % (figures and the peers in docs/benchmarks.md).
-//!
-//! **Issue 8, pop9: the pair loops' memory** (27 Nov, bitwise the same:
-//! `--trace`, `--snapshot` every 5 steps and `--summary` of balls_box
-//! 3·10³ × 300 steps, mixer, hourglass and galton × 400 at 1, 3 and 16
-//! threads identical to main's). A profile at 10⁵ balls (falling) put the
-//! sweeps' time in the load of each ball's list slots (a 64-byte line per
-//! ball and array, fetched cold) and the velocity pass's in the 16-byte
-//! list entries written and summed for pairs far apart. Three changes:
-//! (1) what the pair loops read of a ball is one 16-byte record
-//! (`substep::SweepBall`: the latest position `base + dx`, radius, inverse
-//! mass), rewritten by the same addition wherever a correction is written,
-//! so reading it is bitwise reading `base[j] + dx[j]`; (2) the pairs the
-//! sweeps project, with their rebound distances, are one stream in the
+//! **Memory traffic.** What the pair loops read of a ball is one 16-byte
+//! record (`substep::SweepBall`: the latest position `base + dx`, radius,
+//! inverse mass), rewritten by the same addition wherever a correction is
+//! written, so reading it is bitwise reading `base[j] + dx[j]`. The pairs
+//! the sweeps project, with their rebound distances, are one stream in the
 //! order the sweeps visit their balls (`cpu::sweep_order_pairs`: colour,
-//! cell, id — the sweep's order at every pool size), which a sweep reads
-//! front to back and `count_contacts` fills per ball; (3) a pair that
-//! takes no part in the velocity pass writes a byte (`side_active`)
-//! instead of its two 16-byte −0 entries, and a ball's sums skip those
-//! entries (x + (−0) = x: bitwise the same); a ball with no active entry
-//! reads none, one with some sums them all branch-free (`or_none`: which
-//! listed pairs touch is data a branch predictor cannot learn). CPU time,
-//! one thread (task-clock, before/after alternated, 3 pairs, medians):
-//! balls_box 10³ × 300 steps (settled) 1.12 → 1.13 s, 10⁴ × 60
-//! (falling, build included) 1.81 → 1.57 s (−14 %), 10⁵ × 8 2.62 → 1.53 s
-//! (−42 %); two threads 1.11 → 1.16 s (+4 %), 1.44 → 1.35 s (−6 %), 2.52 →
-//! 1.54 s (−39 %) (load 10–12; docs/benchmarks.md). The settled pile at 10³ pays the flags (+4 % for
-//! that change alone) and gains little from the rest: it is arithmetic
-//! bound (`pair_impulses` 31 %, `solve_ball` 30 %, `count_contacts` 16 %).
-//! Tried and not kept: the owned pairs as one per-ball record in the
-//! 16-slot lists (other ball, rebound, both entries: 12 bytes; or 8 without
-//! the entries): 10⁵ +20–25 % (the slots, 128–192 bytes a ball, were still
-//! fetched cold, and more of them); the sums skipping inactive entries by
-//! recomputing the far test instead of a flag: 10³ +7 %; the sums
-//! branch-free over all entries: 10⁵ +39 % against the branch (the reads
-//! are the cost).
+//! cell, id — the same order at every pool size), read front to back.
+//! `count_contacts` computes the rebound distances once per substep and
+//! skips the normal of pairs closing slower than the resting speed or too
+//! far to meet in the substep (1e-4 margins on squared distances, far
+//! above f32 rounding). Every change of this kind was checked bitwise
+//! (trace, snapshots and summaries at 1, 3 and 16 threads against the
+//! binary before) and measured alternated with it; the rounds, and what
+//! was tried and not kept, are in docs/benchmarks.md.
 //!
 //! # Memory
 //! [`CPU_BYTES_PER_BALL`] and `gpu::GPU_BYTES_PER_BALL` state what a ball
 //! costs; a population over the backend's memory is refused before any
-//! allocation, with the estimate and the limit named. The CPU twin's owned
-//! pairs (pop8) cost 348 bytes a ball more than before (312 → 660), most of
-//! it the 16 list entries' impulses (16 bytes each); pop9's record, pair
-//! stream and flags 104 more, its stream replacing the rebound distances'
-//! list slots (64): 660 → 764 (the stream counted at its worst, 8 bytes × 16;
-//! measured 690 bytes a ball at 4·10⁴ balls, `tests/population_memory.rs`).
+//! allocation, with the estimate and the limit named. On the CPU the owned
+//! pairs' list entries (16 bytes each, 16 slots) are most of it, then the
+//! record, the pair stream (counted at its worst, 8 bytes × 16) and the
+//! flags: 764 bytes a ball at most, 690 measured at 4·10⁴ balls
+//! (`tests/population_memory.rs`). On the GPU, 208 bytes a ball: 10⁷
+//! balls take 2.1 GB.
 
 pub mod contact;
 pub mod cpu;
