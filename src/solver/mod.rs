@@ -114,13 +114,6 @@
 //!   or supernodal one).
 //! * Row scales take one pass when every diagonal entry is positive (the
 //!   fallback's mean, a chain of dependent additions, only when one is not).
-//!
-//!   `scenes/linkage_loops.ron` (27 Nov 2026, `perf stat -r 4 -e task-clock`,
-//!   four pairs alternated with the main binary, load ≈ 4): medians 391.8 ms
-//!   before, 363.7 ms after, ≈ 98 → 91 µs per step (−7 %), results bitwise
-//!   the same (trace, energy and reaction CSVs, eight integrators). The step
-//!   is latency-bound (the pivot chain of four eliminations and the sweeps'
-//!   chains: docs/benchmarks.md), and the 50 µs goal of issue 10 is not met.
 //! * The same-system test recognises J by its
 //!   [`SparseJacobian::values_identity`] (an owner unique in the process and
 //!   a version bumped by every `clear`, `push` and `set_values`; none after a
@@ -131,17 +124,6 @@
 //!   changed (`src/constraint/system.rs`), which keeps the identity at the
 //!   first RK stage and so the factor reuse; the one-call solve takes its
 //!   staged right-hand side without comparing it with itself.
-//!
-//!   `scenes/linkage_loops.ron` (27 Nov 2026, lnk9, `perf stat -r 4 -e
-//!   task-clock`, four pairs alternated with main's binary, load ≈ 1):
-//!   medians 359.5 ms before, 342.2 ms after, ≈ 89.9 → 85.5 µs per step
-//!   (−4.8 %; 360.5 → 345.2 ms at load 4–8);
-//!   results bitwise the same (trace, energy and reaction CSVs, eight
-//!   integrators). Re-ordering the elimination into two interleaved fronts
-//!   (same fill, half the elimination tree's height) gained only ≈ 1 % and
-//!   changes results at roundoff level, so it was not kept: the numeric pass
-//!   is bound by its operation count, not by the pivot chain's latency, as
-//!   the round above read it (docs/benchmarks.md). The 50 µs goal is not met.
 //! * The two-row elimination copies A's blocks into L with the transposition
 //!   as an offset of the loads (the branch on it followed no pattern a
 //!   predictor learns: ≈ 7 % of the pass), eliminates a column of one to four
@@ -153,12 +135,17 @@
 //!   weights need ρ_min exactly (`ratio_cap`). Bitwise the same (trace, energy
 //!   and reaction CSVs, eight integrators and 13 other scenes).
 //!
-//!   `scenes/linkage_loops.ron` (27 Nov 2026, lnk10, `perf stat -r 4 -e
-//!   task-clock`, four pairs alternated with main's binary, load ≈ 5–7):
-//!   medians 345.8 ms before, 326.0 ms after, ≈ 86.4 → 81.5 µs per step
-//!   (−5.7 %). A closed-form inverse of the 2×2 pivot blocks (one division
-//!   on the pivot chain instead of two) gained nothing and changes results,
-//!   so it was not kept. The 50 µs goal is not met.
+//! Each of these changed no result, bitwise (the shipped scenes' CSVs compared
+//! byte for byte); the RK4 step of `scenes/linkage_loops.ron` (99 bars, 132
+//! pins) measured ≈ 124 µs before the first and ≈ 82 µs after the last (the
+//! machine's state moved the same binary by up to 25 % between days). The
+//! issue's 50 µs is not met: what is left runs at its operation counts (the
+//! four factorisations and assemblies of A an RK4 step with projection needs,
+//! the joint rows and their `sincos`), so it needs fewer factorisations per
+//! step, which changes results. Every round, with its method, and what was
+//! tried and not kept (two interleaved elimination fronts, a closed-form
+//! inverse of the pivot blocks, pin-specialised products), is in
+//! docs/benchmarks.md.
 //!
 //! The convenience entry point is [`ConstraintSolver`]:
 //!
