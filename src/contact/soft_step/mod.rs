@@ -288,6 +288,8 @@ pub struct SoftState {
     chunk_manifolds: Vec<u32>,
     /// What the prepare reads of each body this step (body order).
     facts: Vec<manifold::BodyFacts>,
+    /// The pairs' mixed materials of this step's prepare.
+    materials: prepare::PairMaterials,
     /// The buffer the prepare merges the broadphase's pairs into (it and
     /// the contact set's pair list swap buffers each step).
     sorted_pairs: Vec<Pair>,
