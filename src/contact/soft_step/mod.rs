@@ -77,7 +77,7 @@
 //!
 //! # Parallelism and layout
 //!
-//! Manifolds are coloured (`manifold::colour_of`, greedy in pair order, fixed
+//! Manifolds are coloured (`manifold::colour_at`, greedy in pair order, fixed
 //! bodies and surfaces ignored, as Box2D v3's graph colouring): the manifolds
 //! of one colour share no dynamic body. The prepare colours each manifold as
 //! it is made and builds its constraint straight into its colour's array
@@ -128,7 +128,7 @@
 //! polygon–polygon pair, in body order and in parallel, instead of once per
 //! pair. Then one light sequential pass in pair order colours the manifolds
 //! (a pair's points two at a time) from their bodies' colour masks only
-//! (`manifold::colour_of`), giving each the next slot of its colour (its
+//! (`manifold::colour_at`), giving each the next slot of its colour (its
 //! lane), and takes the prefix sums the build and the finish need (each
 //! chunk's first manifold, each manifold's first output contact). Last, the
 //! build, on the pool in the narrowphase's chunks: each manifold's
@@ -261,8 +261,12 @@ pub struct SoftState {
     bouncy: bool,
     /// The resting speed the prepare used for `bouncy`.
     resting_speed: f64,
-    /// Colour masks per body.
+    /// Colour masks per body, then the shared slot of the fixed bodies and
+    /// surfaces (`manifold::colour_at`).
     used: Vec<u64>,
+    /// Each body's slot in `used` this step (its own, or the shared one
+    /// when fixed).
+    colour_slots: Vec<u32>,
     /// Body motion since the start of the step.
     delta: Vec<BodyDelta>,
     /// Positions at the start of the step.

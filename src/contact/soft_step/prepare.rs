@@ -4,7 +4,7 @@
 use super::WarmImpulses;
 use super::lanes::{LANES, SoftLanes};
 use super::manifold::{
-    BodyFacts, ColouredBodies, MAX_COLOURS, SoftInfo, SoftManifold, SoftTotals, colour_of, new_manifold,
+    BodyFacts, MAX_COLOURS, SoftInfo, SoftManifold, SoftTotals, colour_at, new_manifold,
 };
 use crate::team::balanced_chunk;
 use glam::DVec2;
@@ -76,14 +76,24 @@ impl WorldPolygons {
     fn build(&mut self, hulls: &[Vec<DVec2>], facts: &[BodyFacts], pairs: &[Pair], q: &[f64], parallel: bool) {
         const NEEDED: u32 = 0;
         self.start.clear();
-        self.start.resize(facts.len(), u32::MAX);
-        for pair in pairs {
-            if let Partner::Body(j) = pair.b
-                && facts[pair.a].polygon
-                && facts[j].polygon
-            {
-                self.start[pair.a] = NEEDED;
-                self.start[j] = NEEDED;
+        // Every polygon when there are twice as many pairs as polygons or
+        // more (each polygon then likely meets another: a pile), without a
+        // pass over the pairs; else those met by a polygon–polygon pair.
+        // Which outlines are filled changes no point: an outline is a
+        // function of its body alone, and a polygon–polygon pair finds both.
+        let polygons = facts.iter().filter(|f| f.polygon).count();
+        if pairs.len() >= 2 * polygons {
+            self.start.extend(facts.iter().map(|f| if f.polygon { NEEDED } else { u32::MAX }));
+        } else {
+            self.start.resize(facts.len(), u32::MAX);
+            for pair in pairs {
+                if let Partner::Body(j) = pair.b
+                    && facts[pair.a].polygon
+                    && facts[j].polygon
+                {
+                    self.start[pair.a] = NEEDED;
+                    self.start[j] = NEEDED;
+                }
             }
         }
         let mut total = 0usize;
@@ -612,7 +622,9 @@ impl ContactSet {
         soft.by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
         soft.totals_by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
         soft.used.clear();
-        soft.used.resize(bodies.len(), 0);
+        // One colour mask per body, and the shared slot of the fixed bodies
+        // and surfaces (`colour_at`).
+        soft.used.resize(bodies.len() + 1, 0);
         soft.resting_speed = resting_speed;
         // The narrowphase: every pair's points into its chunk's buffer, the
         // chunks on the pool when there are enough pairs (each pair's points
@@ -683,6 +695,12 @@ impl ContactSet {
         // the next slot of that colour; each narrowphase chunk notes its
         // first manifold.
         let mut counts = [0u32; MAX_COLOURS as usize + 1];
+        // Each body's colour mask slot: its own for a dynamic body, the
+        // shared last one (always read as zero) for a fixed body, as for a
+        // surface (`colour_at`).
+        let shared_slot = bodies.len() as u32;
+        soft.colour_slots.clear();
+        soft.colour_slots.extend(soft.facts.iter().enumerate().map(|(i, f)| if f.fixed { shared_slot } else { i as u32 }));
         soft.chunk_manifolds.clear();
         soft.contact_starts.clear();
         soft.contact_starts.push(0);
@@ -703,9 +721,14 @@ impl ContactSet {
             if points == 0 {
                 continue;
             }
-            let coloured = ColouredBodies::of(&soft.facts, self.pairs[k]);
+            let pair = self.pairs[k];
+            let slot_b = match pair.b {
+                Partner::Body(j) => soft.colour_slots[j],
+                Partner::Surface(_) => shared_slot,
+            };
+            let (slot_a, slot_b) = (soft.colour_slots[pair.a], slot_b);
             for first in (0..points).step_by(2) {
-                let c = colour_of(coloured, &mut soft.used);
+                let c = colour_at(slot_a, slot_b, &mut soft.used);
                 soft.place.push((c, counts[c as usize]));
                 counts[c as usize] += 1;
                 // The finish's output: this manifold's points (two at most)
