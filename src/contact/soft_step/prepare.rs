@@ -3,9 +3,7 @@
 
 use super::WarmImpulses;
 use super::lanes::{LANES, SoftLanes};
-use super::manifold::{
-    BodyFacts, MAX_COLOURS, SoftInfo, SoftManifold, SoftTotals, colour_at, new_manifold,
-};
+use super::manifold::{BodyFacts, MAX_COLOURS, SoftInfo, SoftManifold, SoftTotals, colour_at, new_manifold};
 use crate::team::balanced_chunk;
 use glam::DVec2;
 
@@ -700,7 +698,8 @@ impl ContactSet {
         // surface (`colour_at`).
         let shared_slot = bodies.len() as u32;
         soft.colour_slots.clear();
-        soft.colour_slots.extend(soft.facts.iter().enumerate().map(|(i, f)| if f.fixed { shared_slot } else { i as u32 }));
+        soft.colour_slots
+            .extend(soft.facts.iter().enumerate().map(|(i, f)| if f.fixed { shared_slot } else { i as u32 }));
         soft.chunk_manifolds.clear();
         soft.contact_starts.clear();
         soft.contact_starts.push(0);
