@@ -785,3 +785,57 @@ impl ContactSet {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contact::{ContactSettings, Material, MixRule};
+    use crate::surface::SurfaceGeometry;
+
+    /// The step's mixed materials are the pairs' own mixes bit for bit:
+    /// every body–body and body–surface pair of 6 bodies and 2 surfaces,
+    /// with one material for all bodies (mixed once), with one body's
+    /// different (mixed per pair) and with −0.0 against 0.0 (told apart:
+    /// mixed per pair), under each mix rule.
+    #[test]
+    fn step_materials_are_the_pairs_mixes() {
+        let wood = Material { friction: 0.6, kinetic_friction: None, restitution: 0.1, rolling_resistance: 0.0 };
+        let ice = Material { friction: 0.05, kinetic_friction: Some(0.02), restitution: 0.3, rolling_resistance: 0.01 };
+        let surface = |friction: f64, restitution: f64| Surface {
+            geometry: SurfaceGeometry::Line { point: DVec2::ZERO, normal: DVec2::Y },
+            friction,
+            kinetic_friction: None,
+            restitution,
+            rolling_resistance: 0.0,
+            material: None,
+        };
+        let surfaces = [surface(0.4, 0.0), surface(0.9, 0.5)];
+        let (zero, signed_zero) = (Material { friction: 0.0, ..wood }, Material { friction: -0.0, ..wood });
+        let cases = [
+            (vec![wood; 6], true),
+            (vec![wood, wood, ice, wood, wood, wood], false),
+            (vec![zero, signed_zero, zero], false),
+        ];
+        for mix in [MixRule::Min, MixRule::Max, MixRule::Mean, MixRule::Product] {
+            for (materials, shared) in &cases {
+                let settings = ContactSettings { mix, body_materials: materials.clone(), ..ContactSettings::default() };
+                let n = materials.len();
+                let mut step = PairMaterials::default();
+                step.update(&settings, &surfaces, n);
+                assert_eq!(step.body_body.is_some(), *shared);
+                let bits =
+                    |m: Material| [m.friction, m.kinetic(), m.restitution, m.rolling_resistance].map(f64::to_bits);
+                for a in 0..n {
+                    let partners = (a + 1..n).map(Partner::Body).chain((0..surfaces.len()).map(Partner::Surface));
+                    for b in partners {
+                        let pair = Pair { a, b };
+                        let got = step.of(&settings, &surfaces, pair);
+                        let want = settings.mixed(&surfaces, a, b);
+                        assert_eq!(bits(got), bits(want), "{mix:?}, pair {pair:?}");
+                        assert_eq!(got.kinetic_friction.is_some(), want.kinetic_friction.is_some());
+                    }
+                }
+            }
+        }
+    }
+}
