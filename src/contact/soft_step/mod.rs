@@ -77,7 +77,7 @@
 //!
 //! # Parallelism and layout
 //!
-//! Manifolds are coloured (`manifold::colour_of`, greedy in pair order, fixed
+//! Manifolds are coloured (`manifold::colour_at`, greedy in pair order, fixed
 //! bodies and surfaces ignored, as Box2D v3's graph colouring): the manifolds
 //! of one colour share no dynamic body. The prepare colours each manifold as
 //! it is made and builds its constraint straight into its colour's array
@@ -128,7 +128,7 @@
 //! polygon–polygon pair, in body order and in parallel, instead of once per
 //! pair. Then one light sequential pass in pair order colours the manifolds
 //! (a pair's points two at a time) from their bodies' colour masks only
-//! (`manifold::colour_of`), giving each the next slot of its colour (its
+//! (`manifold::colour_at`), giving each the next slot of its colour (its
 //! lane), and takes the prefix sums the build and the finish need (each
 //! chunk's first manifold, each manifold's first output contact). Last, the
 //! build, on the pool in the narrowphase's chunks: each manifold's
@@ -138,7 +138,10 @@
 //! into its lane (`step::ColourSlots`: raw-pointer writes of one lane's
 //! entries, each slot written by the one chunk that holds its manifold),
 //! over the groups kept from the last step (sized first, then the last
-//! group's unused lanes emptied: no empty group copied in per group). What
+//! group's unused lanes emptied: no empty group copied in per group), each
+//! chunk asking for the cache lines of the slot 8 manifolds ahead. Called
+//! from outside the pool, the whole prepare is handed to it once, so that
+//! its parallel parts are joins inside the pool. What
 //! the prepare reads of a body (inverse mass and inertia, fixed, round and
 //! polygon flags, closing speed) is gathered once per step in body order, on
 //! the pool from 2,048 bodies (`manifold::BodyFacts`), and the broadphase's
@@ -179,6 +182,15 @@
 //! 10.44), Box2D v3 6.88 wall, 4.98 CPU in the same runs (2.1× both, was
 //! 2.3× / 2.2×); the calling thread's share of the samples at 2 threads
 //! 31.5 % → 12.7 %.
+//! The prepare without its stalls (the features built in registers, the
+//! materials mixed once per step when all bodies share one, the hull sizes
+//! once per run, the colouring on mask slots, the whole prepare handed to
+//! the pool once, the build's slots prefetched; same bits; docs/benchmarks.md's
+//! pyramid11 round): the narrowphase and prepare's CPU time 2.81 → 2.60
+//! ms/step (medians of 4 alternated pairs of `perf record` samples, 2
+//! threads, 27 Nov 2026 14:28 UTC, load 4.9; one thread, whole step: CPU
+//! 9.91 → 9.39); the wall time could not be told apart from the other
+//! sessions' noise.
 //!
 //! # Files
 //!
@@ -261,8 +273,12 @@ pub struct SoftState {
     bouncy: bool,
     /// The resting speed the prepare used for `bouncy`.
     resting_speed: f64,
-    /// Colour masks per body.
+    /// Colour masks per body, then the shared slot of the fixed bodies and
+    /// surfaces (`manifold::colour_at`).
     used: Vec<u64>,
+    /// Each body's slot in `used` this step (its own, or the shared one
+    /// when fixed).
+    colour_slots: Vec<u32>,
     /// Body motion since the start of the step.
     delta: Vec<BodyDelta>,
     /// Positions at the start of the step.
@@ -288,6 +304,8 @@ pub struct SoftState {
     chunk_manifolds: Vec<u32>,
     /// What the prepare reads of each body this step (body order).
     facts: Vec<manifold::BodyFacts>,
+    /// The pairs' mixed materials of this step's prepare.
+    materials: prepare::PairMaterials,
     /// The buffer the prepare merges the broadphase's pairs into (it and
     /// the contact set's pair list swap buffers each step).
     sorted_pairs: Vec<Pair>,

@@ -3,9 +3,7 @@
 
 use super::WarmImpulses;
 use super::lanes::{LANES, SoftLanes};
-use super::manifold::{
-    BodyFacts, ColouredBodies, MAX_COLOURS, SoftInfo, SoftManifold, SoftTotals, colour_of, new_manifold,
-};
+use super::manifold::{BodyFacts, MAX_COLOURS, SoftInfo, SoftManifold, SoftTotals, colour_at, new_manifold};
 use crate::team::balanced_chunk;
 use glam::DVec2;
 
@@ -24,6 +22,9 @@ pub(super) const PARALLEL_PAIRS_MIN: usize = 512;
 
 /// Chunks of pairs per thread in the parallel narrowphase (a few, for balance).
 const NARROW_CHUNKS_PER_THREAD: usize = 4;
+
+/// How many manifolds ahead the build asks for a slot's cache lines.
+const PREFETCH_AHEAD: usize = 8;
 
 /// Bodies from which the prepare gathers their facts on the pool.
 const FACTS_BODIES_MIN: usize = 2048;
@@ -58,9 +59,11 @@ pub(super) struct WorldPolygons {
     start: Vec<u32>,
     vertices: Vec<DVec2>,
     normals: Vec<DVec2>,
-    /// Each body's [`hull_size`] (the reference-face tolerance's scale;
-    /// set for the bodies with an outline), once per body, not per pair.
+    /// Each body's [`hull_size`] (the reference-face tolerance's scale),
+    /// once per run, not per pair and step.
     sizes: Vec<f64>,
+    /// The hull list `sizes` belongs to: its buffer's address and length.
+    sizes_of: (usize, usize),
 }
 
 impl WorldPolygons {
@@ -71,23 +74,40 @@ impl WorldPolygons {
     fn build(&mut self, hulls: &[Vec<DVec2>], facts: &[BodyFacts], pairs: &[Pair], q: &[f64], parallel: bool) {
         const NEEDED: u32 = 0;
         self.start.clear();
-        self.start.resize(facts.len(), u32::MAX);
-        for pair in pairs {
-            if let Partner::Body(j) = pair.b
-                && facts[pair.a].polygon
-                && facts[j].polygon
-            {
-                self.start[pair.a] = NEEDED;
-                self.start[j] = NEEDED;
+        // Every polygon when there are twice as many pairs as polygons or
+        // more (each polygon then likely meets another: a pile), without a
+        // pass over the pairs; else those met by a polygon–polygon pair.
+        // Which outlines are filled changes no point: an outline is a
+        // function of its body alone, and a polygon–polygon pair finds both.
+        let polygons = facts.iter().filter(|f| f.polygon).count();
+        if pairs.len() >= 2 * polygons {
+            self.start.extend(facts.iter().map(|f| if f.polygon { NEEDED } else { u32::MAX }));
+        } else {
+            self.start.resize(facts.len(), u32::MAX);
+            for pair in pairs {
+                if let Partner::Body(j) = pair.b
+                    && facts[pair.a].polygon
+                    && facts[j].polygon
+                {
+                    self.start[pair.a] = NEEDED;
+                    self.start[j] = NEEDED;
+                }
             }
         }
         let mut total = 0usize;
-        self.sizes.resize(facts.len(), 0.0);
-        for ((start, hull), size) in self.start.iter_mut().zip(hulls).zip(&mut self.sizes) {
+        // The sizes of every body's hull, once for the run (the hulls are
+        // built once, `ContactSet::ensure_hulls`; a new hull list, told by
+        // its buffer and length, is sized again).
+        let hulls_id = (hulls.as_ptr() as usize, hulls.len());
+        if self.sizes_of != hulls_id {
+            self.sizes.clear();
+            self.sizes.extend(hulls.iter().map(|h| hull_size(h)));
+            self.sizes_of = hulls_id;
+        }
+        for (start, hull) in self.start.iter_mut().zip(hulls) {
             if *start == NEEDED {
                 *start = total as u32;
                 total += hull.len();
-                *size = hull_size(hull);
             }
         }
         self.vertices.resize(total, DVec2::ZERO);
@@ -263,6 +283,59 @@ struct BuildInputs<'a> {
     /// Each manifold's slot: (colour, index in it).
     place: &'a [(u16, u32)],
     resting_speed: f64,
+    materials: &'a PairMaterials,
+}
+
+/// The mixed materials of this step's pairs when every body has the same
+/// material (a pile of one wood): the body–body mix and each surface's,
+/// mixed once per step instead of once per pair; otherwise each pair's is
+/// mixed as it comes ([`crate::contact::ContactSettings`]'s mix rule). The
+/// same values bit for bit: the same mix of the same materials.
+#[derive(Clone, Debug, Default)]
+pub(super) struct PairMaterials {
+    /// The mix of two bodies' materials, when all bodies' are the same.
+    body_body: Option<crate::contact::Material>,
+    /// The mix of that material with each surface's (empty when the
+    /// bodies' differ).
+    body_surface: Vec<crate::contact::Material>,
+}
+
+impl PairMaterials {
+    /// Mixes the step's shared materials (`bodies`: the body count).
+    fn update(&mut self, settings: &crate::contact::ContactSettings, surfaces: &[Surface], bodies: usize) {
+        use crate::contact::Material;
+        // Compared bit for bit (0.0 and −0.0, or two NaNs, could mix apart).
+        let bits = |m: &Material| {
+            (
+                [m.friction.to_bits(), m.restitution.to_bits(), m.rolling_resistance.to_bits()],
+                m.kinetic_friction.map(f64::to_bits),
+            )
+        };
+        let first = settings.body_material(0);
+        let same = (1..bodies).all(|i| bits(&settings.body_material(i)) == bits(&first));
+        self.body_surface.clear();
+        if same && bodies > 0 {
+            self.body_body = Some(settings.mixed(surfaces, 0, Partner::Body(0)));
+            self.body_surface.extend((0..surfaces.len()).map(|s| settings.mixed(surfaces, 0, Partner::Surface(s))));
+        } else {
+            self.body_body = None;
+        }
+    }
+
+    /// The material of `pair`.
+    #[inline]
+    fn of(
+        &self,
+        settings: &crate::contact::ContactSettings,
+        surfaces: &[Surface],
+        pair: Pair,
+    ) -> crate::contact::Material {
+        match (self.body_body, pair.b) {
+            (Some(m), Partner::Body(_)) => m,
+            (Some(_), Partner::Surface(s)) => self.body_surface[s],
+            (None, b) => settings.mixed(surfaces, pair.a, b),
+        }
+    }
 }
 
 /// The slots of every colour (its lane groups and its totals), written by
@@ -307,6 +380,34 @@ impl<'a> ColourSlots<'a> {
             slots.lens[c] = totals.len();
         }
         slots
+    }
+
+    /// Asks the processor to fetch slot `index` of colour `colour` into the
+    /// cache ahead of its write: its totals, and its lane group's lines when
+    /// it is the group's first lane (the other lanes find them there). A
+    /// hint only (no memory is read or written; an address out of the
+    /// slots is not formed).
+    #[inline(always)]
+    fn prefetch(&self, (colour, index): (u16, u32)) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let (c, i) = (colour as usize, index as usize);
+            if i >= self.lens[c] {
+                return;
+            }
+            // In bounds (checked above), so `wrapping_add` is the plain offset.
+            let totals = self.totals[c].wrapping_add(i) as *const i8;
+            // SAFETY: a prefetch reads nothing and cannot fault.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(totals) };
+            if i % LANES == 0 {
+                let group = self.groups[c].wrapping_add(i / LANES) as *const i8;
+                for line in (0..std::mem::size_of::<SoftLanes>()).step_by(64) {
+                    // SAFETY: as above; the offset stays within the group.
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>(group.wrapping_add(line)) };
+                }
+            }
+        }
     }
 
     /// Writes manifold `m` and its totals into slot `index` of colour `colour`.
@@ -379,6 +480,7 @@ fn build_chunk(inputs: &BuildInputs<'_>, slots: &ColourSlots<'_>, c: usize, info
         previous_info,
         place,
         resting_speed,
+        materials,
     } = *inputs;
     let pairs_here = c * chunk..((c + 1) * chunk).min(pairs.len());
     let points = &narrow_points[c];
@@ -401,7 +503,7 @@ fn build_chunk(inputs: &BuildInputs<'_>, slots: &ColourSlots<'_>, c: usize, info
         if points.is_empty() {
             continue;
         }
-        let material = settings.mixed(surfaces, pair.a, pair.b);
+        let material = materials.of(settings, surfaces, pair);
         let key = (pair.a, pair.b);
         while prev < previous_info.len() && previous_info[prev].key < key {
             prev += 1;
@@ -409,10 +511,9 @@ fn build_chunk(inputs: &BuildInputs<'_>, slots: &ColourSlots<'_>, c: usize, info
         let first_prev = prev;
         for chunk in points.chunks(2) {
             let (mut man, totals) = new_manifold(facts, pair, &material, q, v, chunk, resting_speed);
-            let mut features = [0u32; 2];
-            for (f, m) in features.iter_mut().zip(chunk) {
-                *f = m.feature;
-            }
+            // Built in registers (filling an array element by element and
+            // reading it back whole stalled on the store forwarding).
+            let features = [chunk[0].feature, chunk.get(1).map_or(0, |m| m.feature)];
             // Warm start: the previous step's points of this pair with the same feature.
             let mut j = first_prev;
             while j < previous_info.len() && previous_info[j].key == key {
@@ -432,6 +533,12 @@ fn build_chunk(inputs: &BuildInputs<'_>, slots: &ColourSlots<'_>, c: usize, info
             // faster than the resting speed (it skips every other point).
             bouncy |= totals.restitution > 0.0
                 && totals.relative_velocity[..man.count as usize].iter().any(|&u| u <= -resting_speed);
+            // The slot a few manifolds on, fetched while this one is written
+            // (each manifold's slot is in another colour's arrays: the writes
+            // miss the cache).
+            if let Some(&ahead) = place.get(manifold + PREFETCH_AHEAD) {
+                slots.prefetch(ahead);
+            }
             // SAFETY: `place[manifold]` is this manifold's own slot, and
             // this chunk alone builds it (`ColourSlots`' docs).
             unsafe { slots.write(place[manifold], &man, totals) };
@@ -449,6 +556,31 @@ impl ContactSet {
     /// pair and feature with the previous step, both in pair order: no
     /// hashing), and their colouring. Call after [`ContactSet::broadphase`].
     pub fn soft_prepare(
+        &mut self,
+        bodies: &[Body],
+        surfaces: &[Surface],
+        q: &[f64],
+        v: &[f64],
+        dt: f64,
+        resting_speed: f64,
+    ) -> Result<(), ContactError> {
+        // Called from outside the pool (the world's thread), each parallel
+        // part below would be handed to the pool on its own and the calling
+        // thread would block meanwhile (four hand-overs a step, each waking
+        // the sleeping workers: they sleep through the sequential parts in
+        // between). The whole prepare handed over once instead: its parallel
+        // parts are then joins inside the pool. The same work in the same
+        // order on any thread: the same bits.
+        if rayon::current_thread_index().is_none() && narrow_in_parallel(self.pairs.len(), rayon::current_num_threads())
+        {
+            return rayon::scope(|_| self.soft_prepare_in_pool(bodies, surfaces, q, v, dt, resting_speed));
+        }
+        self.soft_prepare_in_pool(bodies, surfaces, q, v, dt, resting_speed)
+    }
+
+    /// [`ContactSet::soft_prepare`] on the calling thread (a pool's worker
+    /// when it runs parallel parts).
+    fn soft_prepare_in_pool(
         &mut self,
         bodies: &[Body],
         surfaces: &[Surface],
@@ -488,7 +620,9 @@ impl ContactSet {
         soft.by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
         soft.totals_by_colour.resize_with(MAX_COLOURS as usize + 1, Vec::new);
         soft.used.clear();
-        soft.used.resize(bodies.len(), 0);
+        // One colour mask per body, and the shared slot of the fixed bodies
+        // and surfaces (`colour_at`).
+        soft.used.resize(bodies.len() + 1, 0);
         soft.resting_speed = resting_speed;
         // The narrowphase: every pair's points into its chunk's buffer, the
         // chunks on the pool when there are enough pairs (each pair's points
@@ -559,24 +693,41 @@ impl ContactSet {
         // the next slot of that colour; each narrowphase chunk notes its
         // first manifold.
         let mut counts = [0u32; MAX_COLOURS as usize + 1];
+        // Each body's colour mask slot: its own for a dynamic body, the
+        // shared last one (always read as zero) for a fixed body, as for a
+        // surface (`colour_at`).
+        let shared_slot = bodies.len() as u32;
+        soft.colour_slots.clear();
+        soft.colour_slots
+            .extend(soft.facts.iter().enumerate().map(|(i, f)| if f.fixed { shared_slot } else { i as u32 }));
         soft.chunk_manifolds.clear();
         soft.contact_starts.clear();
         soft.contact_starts.push(0);
         let mut contacts = 0u32;
+        // Pairs left in the current narrowphase chunk (a counter, not `k %
+        // chunk`: no integer division per pair in this sequential pass).
+        let mut left_in_chunk = 0;
         for k in 0..pairs {
-            let begin = if k % chunk == 0 {
+            let begin = if left_in_chunk == 0 {
+                left_in_chunk = chunk;
                 soft.chunk_manifolds.push(soft.place.len() as u32);
                 0
             } else {
                 soft.narrow_ends[k - 1]
             };
+            left_in_chunk -= 1;
             let points = soft.narrow_ends[k] - begin;
             if points == 0 {
                 continue;
             }
-            let coloured = ColouredBodies::of(&soft.facts, self.pairs[k]);
+            let pair = self.pairs[k];
+            let slot_b = match pair.b {
+                Partner::Body(j) => soft.colour_slots[j],
+                Partner::Surface(_) => shared_slot,
+            };
+            let (slot_a, slot_b) = (soft.colour_slots[pair.a], slot_b);
             for first in (0..points).step_by(2) {
-                let c = colour_of(coloured, &mut soft.used);
+                let c = colour_at(slot_a, slot_b, &mut soft.used);
                 soft.place.push((c, counts[c as usize]));
                 counts[c as usize] += 1;
                 // The finish's output: this manifold's points (two at most)
@@ -595,6 +746,7 @@ impl ContactSet {
             totals.resize(count as usize, SoftTotals::default());
         }
         soft.info.resize(soft.place.len(), SoftInfo::default());
+        soft.materials.update(&self.settings, surfaces, bodies.len());
         // The build: each manifold's constraint straight into its slot, the
         // narrowphase's chunks on the pool (halved while there are two or
         // more) when it ran there.
@@ -613,6 +765,7 @@ impl ContactSet {
             previous_info: &soft.previous_info,
             place: &soft.place,
             resting_speed,
+            materials: &soft.materials,
         };
         let slots = ColourSlots::new(&mut soft.by_colour, &mut soft.totals_by_colour);
         soft.bouncy = build_chunks(&inputs, &slots, 0..chunks, &mut soft.info, parallel);
@@ -630,5 +783,59 @@ impl ContactSet {
         }
         self.soft = soft;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::contact::{ContactSettings, Material, MixRule};
+    use crate::surface::SurfaceGeometry;
+
+    /// The step's mixed materials are the pairs' own mixes bit for bit:
+    /// every body–body and body–surface pair of 6 bodies and 2 surfaces,
+    /// with one material for all bodies (mixed once), with one body's
+    /// different (mixed per pair) and with −0.0 against 0.0 (told apart:
+    /// mixed per pair), under each mix rule.
+    #[test]
+    fn step_materials_are_the_pairs_mixes() {
+        let wood = Material { friction: 0.6, kinetic_friction: None, restitution: 0.1, rolling_resistance: 0.0 };
+        let ice = Material { friction: 0.05, kinetic_friction: Some(0.02), restitution: 0.3, rolling_resistance: 0.01 };
+        let surface = |friction: f64, restitution: f64| Surface {
+            geometry: SurfaceGeometry::Line { point: DVec2::ZERO, normal: DVec2::Y },
+            friction,
+            kinetic_friction: None,
+            restitution,
+            rolling_resistance: 0.0,
+            material: None,
+        };
+        let surfaces = [surface(0.4, 0.0), surface(0.9, 0.5)];
+        let (zero, signed_zero) = (Material { friction: 0.0, ..wood }, Material { friction: -0.0, ..wood });
+        let cases = [
+            (vec![wood; 6], true),
+            (vec![wood, wood, ice, wood, wood, wood], false),
+            (vec![zero, signed_zero, zero], false),
+        ];
+        for mix in [MixRule::Min, MixRule::Max, MixRule::Mean, MixRule::Product] {
+            for (materials, shared) in &cases {
+                let settings = ContactSettings { mix, body_materials: materials.clone(), ..ContactSettings::default() };
+                let n = materials.len();
+                let mut step = PairMaterials::default();
+                step.update(&settings, &surfaces, n);
+                assert_eq!(step.body_body.is_some(), *shared);
+                let bits =
+                    |m: Material| [m.friction, m.kinetic(), m.restitution, m.rolling_resistance].map(f64::to_bits);
+                for a in 0..n {
+                    let partners = (a + 1..n).map(Partner::Body).chain((0..surfaces.len()).map(Partner::Surface));
+                    for b in partners {
+                        let pair = Pair { a, b };
+                        let got = step.of(&settings, &surfaces, pair);
+                        let want = settings.mixed(&surfaces, a, b);
+                        assert_eq!(bits(got), bits(want), "{mix:?}, pair {pair:?}");
+                        assert_eq!(got.kinetic_friction.is_some(), want.kinetic_friction.is_some());
+                    }
+                }
+            }
+        }
     }
 }
