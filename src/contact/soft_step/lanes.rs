@@ -769,4 +769,74 @@ mod tests {
             }
         }
     }
+
+    /// Not a check: the time of one sub-step's sweeps (warm start, solve,
+    /// relax with the step totals) over the 100-row pyramid's lane groups
+    /// after 60 steps at Box2D's settings, on one thread: wall time per group
+    /// and pass, the median and the least of 40 rounds of 5 sub-steps (the
+    /// least is the one a loaded machine disturbs least). Run with
+    /// `cargo test --release --lib sweep_speed -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn sweep_speed_on_the_pyramid() {
+        let overrides = [
+            "piles[0].rows=100".to_string(),
+            "contacts.solver.substeps=4".to_string(),
+            "contacts.solver.hertz=30".to_string(),
+        ];
+        let scene = crate::scene::Scene::load(std::path::Path::new("scenes/pyramid.ron"), &overrides).expect("scene");
+        let mut world = scene.build_world().expect("world");
+        for _ in 0..60 {
+            world.step().expect("step");
+        }
+        let mut v = world.state_vectors().1.to_vec();
+        let soft = &mut world.contacts.soft;
+        let by_colour0 = std::mem::take(&mut soft.by_colour);
+        let totals_by_colour0 = std::mem::take(&mut soft.totals_by_colour);
+        let st = &*soft;
+        let groups: usize = by_colour0.iter().map(Vec::len).sum();
+        let v0 = v.clone();
+        let passes = [Pass::WarmStart, Pass::Solve, Pass::RelaxAccumulate];
+        // Per round: ns per group for each pass, and for the three together.
+        let mut rounds: Vec<[f64; 4]> = Vec::new();
+        for _ in 0..40 {
+            // Each round from the state after the 60 steps (repeated
+            // sweeps without the position update drive the velocities
+            // towards subnormal values).
+            let (mut by_colour, mut totals_by_colour) = (by_colour0.clone(), totals_by_colour0.clone());
+            v.copy_from_slice(&v0);
+            let shared = Shared { ptr: v.as_mut_ptr(), len: v.len() };
+            let mut round = [0.0; 4];
+            for _ in 0..5 {
+                for (k, &pass) in passes.iter().enumerate() {
+                    let start = std::time::Instant::now();
+                    for (c, (colour, totals)) in by_colour.iter_mut().zip(&mut totals_by_colour).enumerate() {
+                        let inputs = SweepInputs {
+                            pass,
+                            v: &shared,
+                            delta: &st.delta,
+                            st,
+                            threshold: 0.0,
+                            independent: c < super::super::manifold::MAX_COLOURS as usize,
+                        };
+                        sweep(colour, totals, &inputs);
+                    }
+                    round[k] += start.elapsed().as_secs_f64() * 1e9 / (5.0 * groups as f64);
+                }
+            }
+            round[3] = round[0] + round[1] + round[2];
+            rounds.push(round);
+        }
+        let median = |k: usize| {
+            let mut x: Vec<f64> = rounds.iter().map(|r| r[k]).collect();
+            x.sort_by(f64::total_cmp);
+            (x[x.len() / 2], x[0])
+        };
+        let [w, s, r, all] = [0, 1, 2, 3].map(median);
+        println!(
+            "sweep: {groups} groups, ns per group, median (min): warm start {:.1} ({:.1}), solve {:.1} ({:.1}), \
+             relax {:.1} ({:.1}), the three {:.1} ({:.1})",
+            w.0, w.1, s.0, s.1, r.0, r.1, all.0, all.1
+        );
+    }
 }
