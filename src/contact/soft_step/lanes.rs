@@ -75,12 +75,19 @@ trait Wide: Copy + Add<Output = Self> + Sub<Output = Self> + Mul<Output = Self> 
     /// A stored lane condition.
     fn load_cond(m: &Mask) -> Self::Cond;
     fn splat(x: f64) -> Self;
-    /// `[x[0], x[1], x[2], x[3]]`.
-    fn from_lanes(x: [f64; LANES]) -> Self;
     fn to_lanes(self) -> [f64; LANES];
     /// Column `k` of the four rows, for each `k` (a 4×4 transpose: four
     /// bodies' motions into one value per component).
     fn transpose(rows: [&[f64; 4]; LANES]) -> [Self; 4];
+    /// The four bodies' velocities (vx, vy, ω each): one value per component.
+    fn gather_velocities(rows: [&[f64; 3]; LANES]) -> [Self; 3];
+    /// Writes lane `l`'s velocity (x, y, w) to `rows[l]` where `write[l]`.
+    ///
+    /// # Safety
+    ///
+    /// Each `rows[l]` with `write[l]` is valid for writes of three f64 and
+    /// touched by no one else meanwhile.
+    unsafe fn scatter_velocities(x: Self, y: Self, w: Self, rows: [*mut f64; LANES], write: [bool; LANES]);
     /// `f64::max` per lane.
     fn max(self, o: Self) -> Self;
     /// `if x < lo { lo } else { x }`, then `if x > hi { hi } else { x }` per
@@ -122,11 +129,6 @@ impl Wide for F4 {
     }
 
     #[inline(always)]
-    fn from_lanes(x: [f64; LANES]) -> F4 {
-        F4(x)
-    }
-
-    #[inline(always)]
     fn to_lanes(self) -> [f64; LANES] {
         self.0
     }
@@ -134,6 +136,21 @@ impl Wide for F4 {
     #[inline(always)]
     fn transpose(rows: [&[f64; 4]; LANES]) -> [F4; 4] {
         std::array::from_fn(|k| F4(lanes!(|l| rows[l][k])))
+    }
+
+    #[inline(always)]
+    fn gather_velocities(rows: [&[f64; 3]; LANES]) -> [F4; 3] {
+        std::array::from_fn(|k| F4(lanes!(|l| rows[l][k])))
+    }
+
+    #[inline(always)]
+    unsafe fn scatter_velocities(x: F4, y: F4, w: F4, rows: [*mut f64; LANES], write: [bool; LANES]) {
+        for l in 0..LANES {
+            if write[l] {
+                // SAFETY: the caller's.
+                unsafe { rows[l].cast::<[f64; 3]>().write([x.0[l], y.0[l], w.0[l]]) };
+            }
+        }
     }
 
     #[inline(always)]
@@ -244,11 +261,6 @@ mod avx {
         }
 
         #[inline(always)]
-        fn from_lanes(x: [f64; LANES]) -> A4 {
-            A4(unsafe { _mm256_setr_pd(x[0], x[1], x[2], x[3]) })
-        }
-
-        #[inline(always)]
         fn to_lanes(self) -> [f64; LANES] {
             let mut x = [0.0; LANES];
             unsafe { _mm256_storeu_pd(x.as_mut_ptr(), self.0) };
@@ -271,6 +283,43 @@ mod avx {
             }
         }
 
+        #[inline(always)]
+        fn gather_velocities(rows: [&[f64; 3]; LANES]) -> [A4; 3] {
+            unsafe {
+                // [x y] of each body; [x0 y0 x2 y2] and [x1 y1 x3 y3].
+                let p = rows.map(|r| _mm_loadu_pd(r.as_ptr()));
+                let even = _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(p[0]), p[2]);
+                let odd = _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(p[1]), p[3]);
+                [
+                    A4(_mm256_unpacklo_pd(even, odd)),
+                    A4(_mm256_unpackhi_pd(even, odd)),
+                    A4(_mm256_setr_pd(rows[0][2], rows[1][2], rows[2][2], rows[3][2])),
+                ]
+            }
+        }
+
+        #[inline(always)]
+        unsafe fn scatter_velocities(x: A4, y: A4, w: A4, rows: [*mut f64; LANES], write: [bool; LANES]) {
+            // SAFETY: AVX as above; the rows are the caller's.
+            unsafe {
+                // [x0 y0 x2 y2] and [x1 y1 x3 y3].
+                let (even, odd) = (_mm256_unpacklo_pd(x.0, y.0), _mm256_unpackhi_pd(x.0, y.0));
+                let xy = [
+                    _mm256_castpd256_pd128(even),
+                    _mm256_castpd256_pd128(odd),
+                    _mm256_extractf128_pd::<1>(even),
+                    _mm256_extractf128_pd::<1>(odd),
+                ];
+                let w = w.to_lanes();
+                for l in 0..LANES {
+                    if write[l] {
+                        _mm_storeu_pd(rows[l], xy[l]);
+                        rows[l].add(2).write(w[l]);
+                    }
+                }
+            }
+        }
+
         /// `f64::max(a, b)` is `b` where `a` is NaN, else `vmaxpd(b, a)`
         /// (`b > a ? b : a`: `a` on a tie, so `-0.0.max(0.0)` is `-0.0`, as
         /// the scalar's lowering gives).
@@ -279,7 +328,7 @@ mod avx {
             unsafe {
                 let m = _mm256_max_pd(o.0, self.0);
                 let nan = _mm256_cmp_pd::<_CMP_UNORD_Q>(self.0, self.0);
-                A4(_mm256_blendv_pd(m, o.0, nan))
+                A4(_mm256_or_pd(_mm256_and_pd(nan, o.0), _mm256_andnot_pd(nan, m)))
             }
         }
 
@@ -422,6 +471,35 @@ fn moved<W: Wide>(d: &[W; 4], r: V4<W>) -> V4<W> {
 #[inline(always)]
 fn keep<W: Wide, const FULL: bool>(on: W::Cond, a: W, b: W) -> W {
     if FULL { a } else { W::select(on, a, b) }
+}
+
+/// A body's velocity (vx, vy, ω) as `Shared::get` reads it: at rest for
+/// [`NONE`].
+#[inline(always)]
+fn velocity_of(v: &Shared, body: u32) -> &[f64; 3] {
+    const AT_REST: [f64; 3] = [0.0; 3];
+    if body == NONE {
+        return &AT_REST;
+    }
+    let i = 3 * body as usize;
+    assert!(i + 2 < v.len);
+    // SAFETY: in bounds; no other thread writes these entries while the
+    // colour is swept (`Shared`'s docs), and the reference ends before this
+    // group writes them.
+    unsafe { &*v.ptr.add(i).cast::<[f64; 3]>() }
+}
+
+/// Where a body's velocity lies (`Shared::set`'s place; null for [`NONE`],
+/// which is never written: it is not dynamic).
+#[inline(always)]
+fn velocity_row(v: &Shared, body: u32) -> *mut f64 {
+    if body == NONE {
+        return std::ptr::null_mut();
+    }
+    let i = 3 * body as usize;
+    assert!(i + 2 < v.len);
+    // SAFETY: in bounds (checked just above).
+    unsafe { v.ptr.add(i) }
 }
 
 /// The velocities of the lanes' two bodies, gathered.
@@ -661,13 +739,9 @@ impl SoftLanes {
                 *s = W::load(&p.base_separation) + p.normal.load::<W>().dot(moved(&da, ra) - moved(&db, rb));
             }
         }
-        let (a, b) = (lanes!(|l| v.get(self.a[l])), lanes!(|l| v.get(self.b[l])));
-        let mut vel = Velocities {
-            va: V4 { x: W::from_lanes(lanes!(|l| a[l].0.x)), y: W::from_lanes(lanes!(|l| a[l].0.y)) },
-            wa: W::from_lanes(lanes!(|l| a[l].1)),
-            vb: V4 { x: W::from_lanes(lanes!(|l| b[l].0.x)), y: W::from_lanes(lanes!(|l| b[l].0.y)) },
-            wb: W::from_lanes(lanes!(|l| b[l].1)),
-        };
+        let [vax, vay, wa] = W::gather_velocities(lanes!(|l| velocity_of(v, self.a[l])));
+        let [vbx, vby, wb] = W::gather_velocities(lanes!(|l| velocity_of(v, self.b[l])));
+        let mut vel = Velocities { va: V4 { x: vax, y: vay }, wa, vb: V4 { x: vbx, y: vby }, wb };
         match pass {
             Pass::WarmStart => {
                 for (k, p) in self.points.iter().enumerate() {
@@ -752,15 +826,14 @@ impl SoftLanes {
             }
             Pass::Restitution => unreachable!("the restitution pass runs lane by lane"),
         }
-        let (va_x, va_y, wa) = (vel.va.x.to_lanes(), vel.va.y.to_lanes(), vel.wa.to_lanes());
-        let (vb_x, vb_y, wb) = (vel.vb.x.to_lanes(), vel.vb.y.to_lanes(), vel.wb.to_lanes());
-        for l in 0..LANES {
-            if self.dynamic_a[l] {
-                v.set(self.a[l], DVec2::new(va_x[l], va_y[l]), wa[l]);
-            }
-            if self.dynamic_b[l] {
-                v.set(self.b[l], DVec2::new(vb_x[l], vb_y[l]), wb[l]);
-            }
+        // SAFETY: each row is a dynamic body's velocity, in bounds
+        // (`velocity_row`), and the lanes' dynamic bodies differ and are
+        // touched by no one else during the colour's phase (`Shared`).
+        unsafe {
+            let rows = lanes!(|l| velocity_row(v, self.a[l]));
+            W::scatter_velocities(vel.va.x, vel.va.y, vel.wa, rows, self.dynamic_a);
+            let rows = lanes!(|l| velocity_row(v, self.b[l]));
+            W::scatter_velocities(vel.vb.x, vel.vb.y, vel.wb, rows, self.dynamic_b);
         }
     }
 
