@@ -1113,7 +1113,7 @@ mod tests {
     #[ignore]
     fn sweep_speed_on_the_pyramid() {
         let overrides = [
-            "piles[0].rows=100".to_string(),
+            format!("piles[0].rows={}", std::env::var("SWEEP_SPEED_ROWS").unwrap_or_else(|_| "100".into())),
             "contacts.solver.substeps=4".to_string(),
             "contacts.solver.hertz=30".to_string(),
         ];
