@@ -186,7 +186,8 @@
 //! (`sweep11`; same command, four alternated pairs, 27 Nov 2026 14:29 UTC,
 //! load 6): wall 14.66 → 13.01 ms/step, CPU 10.57 → 9.21, `contact_solve`
 //! 7.88 → 5.57 (medians; one thread: CPU 9.62 → 8.37), Box2D v3 7.15 wall,
-//! 4.89 CPU in the same runs (1.8× / 1.9×, was 2.1× / 2.2×); the sweeps
+//! 4.89 CPU in the same runs (1.8× / 1.9×, was 2.1× / 2.2×; four more pairs
+//! at load 2.3: wall 9.69 → 7.99, CPU 10.65 → 8.84, Box2D 5.35 / 5.55); the sweeps
 //! alone (`lanes::tests::sweep_speed_on_the_pyramid`, one thread) 288 → 186
 //! ns per group of four manifolds and sub-step. docs/benchmarks.md's
 //! `sweep11` round has the per-point accounting against Box2D v3.
