@@ -87,14 +87,17 @@
 //! of arrays: one `[f64; 4]` per field, the last group padded with empty
 //! lanes whose bodies are none), and the sweeps run four manifolds at once
 //! (Box2D v3's `b2ContactConstraintSIMD`, in f64): the four manifolds'
-//! velocities gathered, the kernel on four-wide values with plain lane-wise
-//! arithmetic that LLVM packs (`vmulpd` on 256-bit registers where the
-//! processor has AVX, detected at run time; 128-bit `mulpd` otherwise),
-//! scattered back. Each lane does the scalar kernel's operations in the same
-//! order, without fused multiply-add, and a point or rolling resistance a
-//! lane lacks is computed and discarded by a select: bitwise the scalar
-//! kernel's result on any x86-64 (`lanes::tests` checks every pass on both
-//! paths). The sequential overflow colour, whose manifolds may share a
+//! velocities gathered (the motions by one 4×4 transpose, the velocities as
+//! (x, y) pairs), the kernel on four-wide values, scattered back. Where the
+//! processor has AVX (detected at run time) the kernel runs on one 256-bit
+//! register per value written with the intrinsics (`lanes::avx::A4`); the
+//! portable path uses plain lane-wise arithmetic on arrays, which LLVM packs
+//! as it sees fit (it had packed the AVX kernel partly per lane too, which
+//! the intrinsics fixed). Each lane does the scalar kernel's operations in
+//! the same order, without fused multiply-add, and a point a lane lacks is
+//! computed and discarded by a select (rolling resistance is skipped where
+//! no lane has it): bitwise the scalar kernel's result on any x86-64
+//! (`lanes::tests` checks every pass on both paths). The sequential overflow colour, whose manifolds may share a
 //! body, and the restitution pass go lane by lane through the scalar kernel
 //! (`SoftManifold::run`). What
 //! only the last relax sweep and the restitution pass touch (the step's
@@ -191,6 +194,15 @@
 //! threads, 27 Nov 2026 14:28 UTC, load 4.9; one thread, whole step: CPU
 //! 9.91 → 9.39); the wall time could not be told apart from the other
 //! sessions' noise.
+//! The sweeps in explicit AVX intrinsics, with the gathers as transposes
+//! (`sweep11`; same command, four alternated pairs, 27 Nov 2026 14:29 UTC,
+//! load 6): wall 14.66 → 13.01 ms/step, CPU 10.57 → 9.21, `contact_solve`
+//! 7.88 → 5.57 (medians; one thread: CPU 9.62 → 8.37), Box2D v3 7.15 wall,
+//! 4.89 CPU in the same runs (1.8× / 1.9×, was 2.1× / 2.2×; four more pairs
+//! at load 2.3: wall 9.69 → 7.99, CPU 10.65 → 8.84, Box2D 5.35 / 5.55); the sweeps
+//! alone (`lanes::tests::sweep_speed_on_the_pyramid`, one thread) 288 → 186
+//! ns per group of four manifolds and sub-step. docs/benchmarks.md's
+//! `sweep11` round has the per-point accounting against Box2D v3.
 //!
 //! # Files
 //!
@@ -200,8 +212,8 @@
 //!   colouring and the prepare / warm-start / solve / relax / restitution
 //!   passes over one manifold;
 //! - `lanes.rs`: a colour's constraints four to a group (structure of
-//!   arrays) and the sweeps over them four manifolds wide (AVX where the
-//!   processor has it), bitwise the scalar passes;
+//!   arrays) and the sweeps over them four manifolds wide (AVX intrinsics
+//!   where the processor has it), bitwise the scalar passes;
 //! - `step.rs`: the step driver on [`ContactSet`](super::ContactSet) that
 //!   [`crate::world::World`] calls stage by stage.
 
