@@ -233,7 +233,7 @@ impl Substeps<'_> {
                 self.sweep(t, Sweep::Stabilise);
             }
             self.per_chunk(t, |balls| unsafe { self.predict(balls) });
-            self.per_ball(t, |i| unsafe { self.count_contacts(i) });
+            self.per_chunk(t, |balls| unsafe { self.count_contacts(balls) });
             for _ in 0..self.pop.params.iterations {
                 self.sweep(t, Sweep::Solve);
             }
@@ -249,18 +249,6 @@ impl Substeps<'_> {
     /// 500 + 500, not 512 + 488).
     fn ball_chunk(&self) -> usize {
         balanced_chunk(self.live.len(), self.threads, 1, CHUNK)
-    }
-
-    /// A per-ball phase over the live range in chunks of
-    /// [`Self::ball_chunk`] balls.
-    fn per_ball(&self, t: &mut Participant<'_>, mut kernel: impl FnMut(usize)) {
-        let (live, chunk) = (&self.live, self.ball_chunk());
-        t.phase(live.len().div_ceil(chunk), |k| {
-            let start = live.start + k * chunk;
-            for i in start..(start + chunk).min(live.end) {
-                kernel(i);
-            }
-        });
     }
 
     /// A per-ball phase whose kernel takes a chunk of balls at once
@@ -348,84 +336,93 @@ impl Substeps<'_> {
         }
     }
 
-    /// Contacts of ball `i` at the predicted positions, at least 1: the
-    /// mass-splitting factor of the velocity pass (Jacobi). In the same pass,
-    /// the rebound distance of each listed contact for the substep's solve
-    /// sweeps (`rebound_distance` from the positions and pre-solve
-    /// velocities, which the sweeps do not change): computed once per
-    /// substep instead of once per sweep and per side.
+    /// The contacts of the balls of `balls` at the predicted positions, at
+    /// least 1 (the mass splitting of the velocity pass, Jacobi), and the
+    /// rebound distances of the substep's solve sweeps (`rebound_distance`
+    /// from the positions and pre-solve velocities, which the sweeps do not
+    /// change: computed once per substep instead of once per sweep and per
+    /// side). A chunk of balls at once: the arrays are fetched once per
+    /// chunk, not once per ball.
     ///
     /// # Safety
-    /// A per-ball phase after `predict` (positions, predictions and
+    /// A per-ball phase after `predict` (positions, predictions, records and
     /// pre-solve velocities are read-only in it).
-    unsafe fn count_contacts(&self, i: usize) {
+    unsafe fn count_contacts(&self, balls: Range<usize>) {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
-        let (radius, obstacles, s) = (&pop.radius, &pop.obstacles, &pop.scratch);
-        let balls = pop.params.material;
+        let (obstacles, s) = (&pop.obstacles, &pop.scratch);
+        let material = pop.params.material;
         let (position, x_pred, v_pre, ball) =
             unsafe { (m.position.all(), m.x_pred.all(), m.v_pre.all(), m.ball.all()) };
-        // SAFETY: ball i's range of the sweeps' pairs is its own.
-        let [start, end] = s.sweep_range[i];
-        let sweep_pairs = unsafe { m.sweep_pairs.range_mut(start as usize..end as usize) };
-        let obstacle_extra = unsafe { m.obstacle_extra.range_mut(i * MAX_OBSTACLES..(i + 1) * MAX_OBSTACLES) };
-        let (p, r) = (x_pred[i], radius[i]);
-        let mut n = 0u32;
-        // The records' x* + 0 for x*: the same squared distances (a zero's
-        // sign does not survive the squares).
-        let at_i = ball[i].at;
-        for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
-            let j = ball[j as usize];
-            let reach = r + j.radius;
-            if (j.at - at_i).length_squared() < reach * reach {
-                n += 1;
+        for i in balls {
+            let me = ball[i];
+            let (at_i, r_i, x_i, v_i) = (me.at, me.radius, position[i], v_pre[i]);
+            let mut n = 0u32;
+            // The records' x* + 0 for x*: the same squared distances (a
+            // zero's sign does not survive the squares).
+            for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
+                let other = ball[j as usize];
+                let reach = r_i + other.radius;
+                n += ((other.at - at_i).length_squared() < reach * reach) as u32;
             }
+            // SAFETY: ball i's range of the sweeps' pairs is its own.
+            let [start, end] = s.sweep_range[i];
+            let projected = unsafe { m.sweep_pairs.range_mut(start as usize..end as usize) };
+            for pair in projected.iter_mut() {
+                let j = pair.other as usize;
+                let sum_r = r_i + ball[j].radius;
+                // The rebound distance, from i's side: every quantity below
+                // is the canonical one (a the lower slot) or its exact
+                // negation, and the rebound reads them through squares and
+                // the product of the two negated ones, so it is bitwise
+                // the same.
+                let r = x_i - position[j];
+                let d2 = r.length_squared();
+                // Overlapping at the substep's start (margin far above f32
+                // rounding): no new impact, no rebound; skip the sqrt.
+                if d2 < sum_r * sum_r * (1.0 - FAR_MARGIN) {
+                    pair.rebound = 0.0;
+                    continue;
+                }
+                // Closing slower than the resting speed whatever the normal
+                // (|v_n| ≤ |v_a − v_b|, with the same margin): no rebound;
+                // skip the sqrt.
+                let closing = v_i - v_pre[j];
+                let closing2 = closing.length_squared();
+                if resting > 0.0 && closing2 < resting * resting * (1.0 - FAR_MARGIN) {
+                    pair.rebound = 0.0;
+                    continue;
+                }
+                // Too far to meet in the substep at |v_a − v_b| ≥ |v_n| (the
+                // gap above the distance closed, with the margin: the time of
+                // impact is past the substep; a resting speed ≥ 0 asks v_n < 0
+                // of an impact): no rebound; skip the normal.
+                let meet = sum_r + closing2.sqrt() * h;
+                if resting >= 0.0 && d2 > meet * meet * (1.0 + FAR_MARGIN) {
+                    pair.rebound = 0.0;
+                    continue;
+                }
+                let (n0, d0) = pair_normal(r, Vec2::ZERO);
+                let vn_pre = closing.dot(n0);
+                pair.rebound = contact::rebound_distance(d0 - sum_r, vn_pre, h, material.restitution, resting);
+            }
+            let p = x_pred[i];
+            let listed = i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize;
+            // SAFETY: ball i's slots of the obstacles' rebounds are its own.
+            let obstacle_extra = unsafe { m.obstacle_extra.range_mut(listed.clone()) };
+            for (extra, &o) in obstacle_extra.iter_mut().zip(&s.obstacle_ids[listed]) {
+                let o = &obstacles[o as usize];
+                let d = o.contact(p).distance;
+                if d < r_i && obstacle_in_reach(o, d, r_i) {
+                    n += 1;
+                }
+                let mat = contact::mix(material, o.restitution, o.friction, o.rolling_resistance);
+                let start = o.contact(x_i);
+                let vn_pre = (v_i - o.velocity_at(x_i - start.normal * r_i)).dot(start.normal);
+                *extra = contact::rebound_distance(start.distance - r_i, vn_pre, h, mat.restitution, resting);
+            }
+            // SAFETY: ball i's own count.
+            unsafe { m.contacts.set(i, n.max(1)) };
         }
-        // The rebound distances of the pairs ball i projects (solve_ball).
-        for pair in sweep_pairs.iter_mut() {
-            let j = pair.other as usize;
-            let (a, b) = if i < j { (i, j) } else { (j, i) };
-            let sum_r = ball[a].radius + ball[b].radius;
-            // Overlapping at the substep's start (margin far above f32
-            // rounding): no new impact, no rebound; skip the sqrt.
-            if (position[a] - position[b]).length_squared() < sum_r * sum_r * (1.0 - FAR_MARGIN) {
-                pair.rebound = 0.0;
-                continue;
-            }
-            // Closing slower than the resting speed whatever the normal
-            // (|v_n| ≤ |v_a − v_b|, with the same margin): no rebound;
-            // skip the sqrt.
-            let closing = v_pre[a] - v_pre[b];
-            let closing2 = closing.length_squared();
-            if resting > 0.0 && closing2 < resting * resting * (1.0 - FAR_MARGIN) {
-                pair.rebound = 0.0;
-                continue;
-            }
-            // Too far to meet in the substep at |v_a − v_b| ≥ |v_n| (the
-            // gap above the distance closed, with the margin: the time of
-            // impact is past the substep; a resting speed ≥ 0 asks v_n < 0
-            // of an impact): no rebound; skip the normal.
-            let meet = sum_r + closing2.sqrt() * h;
-            if resting >= 0.0 && (position[a] - position[b]).length_squared() > meet * meet * (1.0 + FAR_MARGIN) {
-                pair.rebound = 0.0;
-                continue;
-            }
-            let (n0, d0) = pair_normal(position[a], position[b]);
-            let vn_pre = closing.dot(n0);
-            pair.rebound = contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting);
-        }
-        let listed = &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize];
-        for (slot, &o) in listed.iter().enumerate() {
-            let o = &obstacles[o as usize];
-            let d = o.contact(p).distance;
-            if d < r && obstacle_in_reach(o, d, r) {
-                n += 1;
-            }
-            let mat = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
-            let start = o.contact(position[i]);
-            let vn_pre = (v_pre[i] - o.velocity_at(position[i] - start.normal * r)).dot(start.normal);
-            obstacle_extra[slot] = contact::rebound_distance(start.distance - r, vn_pre, h, mat.restitution, resting);
-        }
-        unsafe { m.contacts.set(i, n.max(1)) };
     }
 
     /// Ball `i`'s turn in a Gauss–Seidel sweep: each of its owned pairs (its
