@@ -102,6 +102,21 @@ pub(crate) struct SweepBall {
     pub(crate) inv_mass: f32,
 }
 
+/// The bytes of a ball's first `k` list entries, `ENTRY_MASK[k]` (k ≤
+/// [`MAX_NEIGHBOURS`]), in the word of its 16 entry flags (`side_active`,
+/// a byte each): the entries past a list's count hold stale flags.
+static ENTRY_MASK: [u128; MAX_NEIGHBOURS + 1] = {
+    let mut mask = [0u128; MAX_NEIGHBOURS + 1];
+    let mut k = 1;
+    while k <= MAX_NEIGHBOURS {
+        mask[k] = u128::MAX >> (128 - 8 * k);
+        k += 1;
+    }
+    mask
+};
+// A ball's entry flags fit one 128-bit word.
+const _: () = assert!(MAX_NEIGHBOURS == 16);
+
 /// What a sweep of the position solve does.
 #[derive(Clone, Copy, Debug)]
 enum Sweep {
@@ -669,13 +684,16 @@ impl Substeps<'_> {
         // bitwise: they are neither written nor read (at 10⁵ balls in
         // flight most entries, 16 bytes each, for a byte).
         let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
-        let active = &side_active[listed.clone()];
         // A ball with no contact (in flight) reads none of its entries; one
         // with some reads them all, the inactive ones as NONE without a
         // branch (which pairs take part is data a branch predictor cannot
-        // learn; the entries of a ball are one or two cache lines).
-        let sides = if active.contains(&true) { &side_impulse[listed] } else { &[][..] };
-        for (side, &active) in sides.iter().zip(active) {
+        // learn; the entries of a ball are one or two cache lines). Whether
+        // any takes part: its 16 flags as one word, the stale ones past its
+        // count masked off (no loop, no exit to mispredict).
+        let flags = &side_active[listed.start..listed.start + MAX_NEIGHBOURS];
+        let word = u128::from_le_bytes(std::array::from_fn(|k| flags[k] as u8)) & ENTRY_MASK[listed.len()];
+        let sides = if word != 0 { &side_impulse[listed.clone()] } else { &[][..] };
+        for (side, &active) in sides.iter().zip(&side_active[listed]) {
             let side = side.or_none(active);
             dv += side.dv;
             domega += side.spin;
