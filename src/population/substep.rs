@@ -48,6 +48,7 @@ struct Arrays {
 /// pass (one entry of its neighbour list), computed once per pair by the
 /// pair's owner ([`Substeps::pair_impulses`]) for both of its balls.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
 pub(crate) struct SideImpulse {
     /// Velocity change `±(n p_n + t p_t) w` (+ on the ball of lower slot).
     pub(crate) dv: Vec2,
@@ -76,6 +77,7 @@ impl SideImpulse {
     /// (whether a listed pair takes part is data the branch predictor
     /// cannot learn): each field's bits masked.
     #[inline(always)]
+    #[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
     fn or_none(self, active: bool) -> SideImpulse {
         let keep = (active as u32).wrapping_neg();
         let pick = |x: f32| f32::from_bits((x.to_bits() & keep) | ((-0.0f32).to_bits() & !keep));
@@ -116,6 +118,47 @@ static ENTRY_MASK: [u128; MAX_NEIGHBOURS + 1] = {
 };
 // A ball's entry flags fit one 128-bit word.
 const _: () = assert!(MAX_NEIGHBOURS == 16);
+
+/// The sum of a ball's list entries' impulses in list order, from zeros,
+/// the inactive ones as [`SideImpulse::NONE`] (`or_none`): field by field
+/// the additions of the scalar loop, here the four fields of an entry in
+/// the four lanes of one SSE2 addition (the same IEEE addition per lane).
+#[inline(always)]
+fn sum_sides(sides: &[SideImpulse], active: &[bool]) -> SideImpulse {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        use std::arch::x86_64::{
+            _mm_add_ps, _mm_and_ps, _mm_andnot_ps, _mm_castsi128_ps, _mm_loadu_ps, _mm_or_ps, _mm_set1_epi32,
+            _mm_set1_ps, _mm_setzero_ps, _mm_storeu_ps,
+        };
+        let mut sum = [0.0f32; 4];
+        // SAFETY: SSE2 (checked above); each load reads one 16-byte
+        // `SideImpulse` (`repr(C)`: dv.x, dv.y, spin, roll), the store the
+        // four floats of `sum`.
+        unsafe {
+            let (mut acc, none) = (_mm_setzero_ps(), _mm_set1_ps(-0.0));
+            for (side, &active) in sides.iter().zip(active) {
+                let row = _mm_loadu_ps((side as *const SideImpulse).cast::<f32>());
+                let keep = _mm_castsi128_ps(_mm_set1_epi32(-(active as i32)));
+                acc = _mm_add_ps(acc, _mm_or_ps(_mm_and_ps(keep, row), _mm_andnot_ps(keep, none)));
+            }
+            _mm_storeu_ps(sum.as_mut_ptr(), acc);
+        }
+        let [dvx, dvy, spin, roll] = sum;
+        SideImpulse { dv: Vec2::new(dvx, dvy), spin, roll }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        let mut sum = SideImpulse { dv: Vec2::ZERO, spin: 0.0, roll: 0.0 };
+        for (side, &active) in sides.iter().zip(active) {
+            let side = side.or_none(active);
+            sum.dv += side.dv;
+            sum.spin += side.spin;
+            sum.roll += side.roll;
+        }
+        sum
+    }
+}
 
 /// What a sweep of the position solve does.
 #[derive(Clone, Copy, Debug)]
@@ -675,9 +718,6 @@ impl Substeps<'_> {
         let balls = pop.params.material;
         let (r_i, w_i) = (radius[i], inv_mass[i]);
         let mut worst = 0.0f32;
-        let mut dv = Vec2::ZERO;
-        let mut domega = 0.0f32;
-        let mut roll = 0.0f32;
         // In list order: the sums of the former per-side pass, bitwise. The
         // entries of pairs that take no part (`side_active` false) would
         // give −0 everywhere ([`SideImpulse::NONE`]), which adds nothing,
@@ -693,12 +733,7 @@ impl Substeps<'_> {
         let flags = &side_active[listed.start..listed.start + MAX_NEIGHBOURS];
         let word = u128::from_le_bytes(std::array::from_fn(|k| flags[k] as u8)) & ENTRY_MASK[listed.len()];
         let sides = if word != 0 { &side_impulse[listed.clone()] } else { &[][..] };
-        for (side, &active) in sides.iter().zip(&side_active[listed]) {
-            let side = side.or_none(active);
-            dv += side.dv;
-            domega += side.spin;
-            roll += side.roll;
-        }
+        let SideImpulse { dv, spin: domega, mut roll } = sum_sides(sides, &side_active[listed]);
         // Obstacles after the balls, in turn and in full (infinite mass,
         // priority), from the velocity the balls' impulses left.
         let p_i = x_pred[i] + dx_i;
@@ -791,6 +826,52 @@ mod tests {
         assert_eq!(bits(SideImpulse::NONE), [(-0.0f32).to_bits(); 4]);
         for x in [0.0f32, -0.0, 1.0, -2.5e-40, f32::INFINITY] {
             assert_eq!((x + SideImpulse::NONE.spin).to_bits(), x.to_bits(), "{x} + (−0)");
+        }
+    }
+
+    /// `sum_sides` is bitwise the scalar loop over the entries (each
+    /// `or_none`, added field by field in list order from zeros): entries
+    /// active and not, stale NaNs and infinities in inactive ones, signed
+    /// zeros (an inactive entry's −0 must keep a −0 sum −0), sums that round.
+    #[test]
+    fn the_sums_of_the_entries_are_bitwise_the_scalar_loop() {
+        let values = [0.0f32, -0.0, 1.0, -1.0e-3, 3.0e-7, 1.0e8, -2.5, f32::NAN, f32::INFINITY, 7.0e-39, 0.1];
+        let entry = |k: usize| SideImpulse {
+            dv: Vec2::new(values[k % values.len()], values[(k * 3 + 1) % values.len()]),
+            spin: values[(k * 5 + 2) % values.len()],
+            roll: values[(k * 7 + 3) % values.len()],
+        };
+        let bits = |s: SideImpulse| [s.dv.x.to_bits(), s.dv.y.to_bits(), s.spin.to_bits(), s.roll.to_bits()];
+        let mut cases = 0;
+        for len in 0..=MAX_NEIGHBOURS {
+            for pattern in [0u32, 0xffff, 0x5555, 0xaaaa, 0x0f0f, 0x1234, 0x8001] {
+                for shift in 0..3 {
+                    let sides: Vec<SideImpulse> = (0..len).map(|k| entry(k + shift * 17)).collect();
+                    let active: Vec<bool> = (0..len).map(|k| pattern >> k & 1 != 0).collect();
+                    let mut want = SideImpulse { dv: Vec2::ZERO, spin: 0.0, roll: 0.0 };
+                    for (side, &a) in sides.iter().zip(&active) {
+                        let side = side.or_none(a);
+                        want.dv += side.dv;
+                        want.spin += side.spin;
+                        want.roll += side.roll;
+                    }
+                    assert_eq!(bits(sum_sides(&sides, &active)), bits(want), "len {len}, pattern {pattern:#x}");
+                    cases += 1;
+                }
+            }
+        }
+        // All inactive from zeros: +0 + (−0) stays +0 in every field.
+        let none = sum_sides(&[entry(7); 3], &[false; 3]);
+        assert_eq!(bits(none), [0; 4]);
+        assert!(cases > 300);
+    }
+
+    /// The mask of a ball's first k entry flags: k bytes of ones.
+    #[test]
+    fn the_entry_masks_keep_the_first_k_bytes() {
+        for (k, &mask) in ENTRY_MASK.iter().enumerate() {
+            assert_eq!(mask.to_le_bytes().iter().filter(|&&b| b == 0xff).count(), k);
+            assert!(mask.to_le_bytes()[..k].iter().all(|&b| b == 0xff));
         }
     }
 
