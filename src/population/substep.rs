@@ -5,10 +5,12 @@
 //! pass as `pair_impulses` (each pair once, by the ball that owns it; a
 //! chunk's pairs [`contact::LANES`] at a time in SIMD lanes,
 //! [`contact::pair_lanes`], each lane bitwise the scalar law) and
-//! `finish_substep` (each ball's sums over its list entries, its obstacles,
-//! then x, v, ω, angle) — all the substeps of a step as one
-//! list of phases walked by one team of threads ([`crate::team`]): one
-//! rayon scope per step instead of one join per colour and per pass.
+//! `finish_substep` (each ball's sums over its list entries — an entry's
+//! four fields in the lanes of one SSE2 addition, each lane the scalar
+//! addition: [`sum_sides`] — its obstacles, then x, v, ω, angle) — all the
+//! substeps of a step as one list of phases walked by one team of threads
+//! ([`crate::team`]): one rayon scope per step instead of one join per
+//! colour and per pass.
 //!
 //! The passes are those of `shaders/population.wgsl`, pass for pass: ball
 //! for ball but for the velocity pass, which the GPU computes per ball from
