@@ -5,10 +5,12 @@
 //! pass as `pair_impulses` (each pair once, by the ball that owns it; a
 //! chunk's pairs [`contact::LANES`] at a time in SIMD lanes,
 //! [`contact::pair_lanes`], each lane bitwise the scalar law) and
-//! `finish_substep` (each ball's sums over its list entries, its obstacles,
-//! then x, v, ω, angle) — all the substeps of a step as one
-//! list of phases walked by one team of threads ([`crate::team`]): one
-//! rayon scope per step instead of one join per colour and per pass.
+//! `finish_substep` (each ball's sums over its list entries — an entry's
+//! four fields in the lanes of one SSE2 addition, each lane the scalar
+//! addition: [`sum_sides`] — its obstacles, then x, v, ω, angle) — all the
+//! substeps of a step as one list of phases walked by one team of threads
+//! ([`crate::team`]): one rayon scope per step instead of one join per
+//! colour and per pass.
 //!
 //! The passes are those of `shaders/population.wgsl`, pass for pass: ball
 //! for ball but for the velocity pass, which the GPU computes per ball from
@@ -48,6 +50,7 @@ struct Arrays {
 /// pass (one entry of its neighbour list), computed once per pair by the
 /// pair's owner ([`Substeps::pair_impulses`]) for both of its balls.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
 pub(crate) struct SideImpulse {
     /// Velocity change `±(n p_n + t p_t) w` (+ on the ball of lower slot).
     pub(crate) dv: Vec2,
@@ -76,6 +79,7 @@ impl SideImpulse {
     /// (whether a listed pair takes part is data the branch predictor
     /// cannot learn): each field's bits masked.
     #[inline(always)]
+    #[cfg_attr(all(target_arch = "x86_64", target_feature = "sse2"), allow(dead_code))]
     fn or_none(self, active: bool) -> SideImpulse {
         let keep = (active as u32).wrapping_neg();
         let pick = |x: f32| f32::from_bits((x.to_bits() & keep) | ((-0.0f32).to_bits() & !keep));
@@ -100,6 +104,62 @@ pub(crate) struct SweepBall {
     pub(crate) radius: f32,
     /// The inverse mass (`Population::inv_mass`).
     pub(crate) inv_mass: f32,
+}
+
+/// The bytes of a ball's first `k` list entries, `ENTRY_MASK[k]` (k ≤
+/// [`MAX_NEIGHBOURS`]), in the word of its 16 entry flags (`side_active`,
+/// a byte each): the entries past a list's count hold stale flags.
+static ENTRY_MASK: [u128; MAX_NEIGHBOURS + 1] = {
+    let mut mask = [0u128; MAX_NEIGHBOURS + 1];
+    let mut k = 1;
+    while k <= MAX_NEIGHBOURS {
+        mask[k] = u128::MAX >> (128 - 8 * k);
+        k += 1;
+    }
+    mask
+};
+// A ball's entry flags fit one 128-bit word.
+const _: () = assert!(MAX_NEIGHBOURS == 16);
+
+/// The sum of a ball's list entries' impulses in list order, from zeros,
+/// the inactive ones as [`SideImpulse::NONE`] (`or_none`): field by field
+/// the additions of the scalar loop, here the four fields of an entry in
+/// the four lanes of one SSE2 addition (the same IEEE addition per lane).
+#[inline(always)]
+fn sum_sides(sides: &[SideImpulse], active: &[bool]) -> SideImpulse {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    {
+        use std::arch::x86_64::{
+            _mm_add_ps, _mm_and_ps, _mm_andnot_ps, _mm_castsi128_ps, _mm_loadu_ps, _mm_or_ps, _mm_set1_epi32,
+            _mm_set1_ps, _mm_setzero_ps, _mm_storeu_ps,
+        };
+        let mut sum = [0.0f32; 4];
+        // SAFETY: SSE2 (checked above); each load reads one 16-byte
+        // `SideImpulse` (`repr(C)`: dv.x, dv.y, spin, roll), the store the
+        // four floats of `sum`.
+        unsafe {
+            let (mut acc, none) = (_mm_setzero_ps(), _mm_set1_ps(-0.0));
+            for (side, &active) in sides.iter().zip(active) {
+                let row = _mm_loadu_ps((side as *const SideImpulse).cast::<f32>());
+                let keep = _mm_castsi128_ps(_mm_set1_epi32(-(active as i32)));
+                acc = _mm_add_ps(acc, _mm_or_ps(_mm_and_ps(keep, row), _mm_andnot_ps(keep, none)));
+            }
+            _mm_storeu_ps(sum.as_mut_ptr(), acc);
+        }
+        let [dvx, dvy, spin, roll] = sum;
+        SideImpulse { dv: Vec2::new(dvx, dvy), spin, roll }
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    {
+        let mut sum = SideImpulse { dv: Vec2::ZERO, spin: 0.0, roll: 0.0 };
+        for (side, &active) in sides.iter().zip(active) {
+            let side = side.or_none(active);
+            sum.dv += side.dv;
+            sum.spin += side.spin;
+            sum.roll += side.roll;
+        }
+        sum
+    }
 }
 
 /// What a sweep of the position solve does.
@@ -233,7 +293,7 @@ impl Substeps<'_> {
                 self.sweep(t, Sweep::Stabilise);
             }
             self.per_chunk(t, |balls| unsafe { self.predict(balls) });
-            self.per_ball(t, |i| unsafe { self.count_contacts(i) });
+            self.per_chunk(t, |balls| unsafe { self.count_contacts(balls) });
             for _ in 0..self.pop.params.iterations {
                 self.sweep(t, Sweep::Solve);
             }
@@ -249,18 +309,6 @@ impl Substeps<'_> {
     /// 500 + 500, not 512 + 488).
     fn ball_chunk(&self) -> usize {
         balanced_chunk(self.live.len(), self.threads, 1, CHUNK)
-    }
-
-    /// A per-ball phase over the live range in chunks of
-    /// [`Self::ball_chunk`] balls.
-    fn per_ball(&self, t: &mut Participant<'_>, mut kernel: impl FnMut(usize)) {
-        let (live, chunk) = (&self.live, self.ball_chunk());
-        t.phase(live.len().div_ceil(chunk), |k| {
-            let start = live.start + k * chunk;
-            for i in start..(start + chunk).min(live.end) {
-                kernel(i);
-            }
-        });
     }
 
     /// A per-ball phase whose kernel takes a chunk of balls at once
@@ -348,84 +396,93 @@ impl Substeps<'_> {
         }
     }
 
-    /// Contacts of ball `i` at the predicted positions, at least 1: the
-    /// mass-splitting factor of the velocity pass (Jacobi). In the same pass,
-    /// the rebound distance of each listed contact for the substep's solve
-    /// sweeps (`rebound_distance` from the positions and pre-solve
-    /// velocities, which the sweeps do not change): computed once per
-    /// substep instead of once per sweep and per side.
+    /// The contacts of the balls of `balls` at the predicted positions, at
+    /// least 1 (the mass splitting of the velocity pass, Jacobi), and the
+    /// rebound distances of the substep's solve sweeps (`rebound_distance`
+    /// from the positions and pre-solve velocities, which the sweeps do not
+    /// change: computed once per substep instead of once per sweep and per
+    /// side). A chunk of balls at once: the arrays are fetched once per
+    /// chunk, not once per ball.
     ///
     /// # Safety
-    /// A per-ball phase after `predict` (positions, predictions and
+    /// A per-ball phase after `predict` (positions, predictions, records and
     /// pre-solve velocities are read-only in it).
-    unsafe fn count_contacts(&self, i: usize) {
+    unsafe fn count_contacts(&self, balls: Range<usize>) {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
-        let (radius, obstacles, s) = (&pop.radius, &pop.obstacles, &pop.scratch);
-        let balls = pop.params.material;
+        let (obstacles, s) = (&pop.obstacles, &pop.scratch);
+        let material = pop.params.material;
         let (position, x_pred, v_pre, ball) =
             unsafe { (m.position.all(), m.x_pred.all(), m.v_pre.all(), m.ball.all()) };
-        // SAFETY: ball i's range of the sweeps' pairs is its own.
-        let [start, end] = s.sweep_range[i];
-        let sweep_pairs = unsafe { m.sweep_pairs.range_mut(start as usize..end as usize) };
-        let obstacle_extra = unsafe { m.obstacle_extra.range_mut(i * MAX_OBSTACLES..(i + 1) * MAX_OBSTACLES) };
-        let (p, r) = (x_pred[i], radius[i]);
-        let mut n = 0u32;
-        // The records' x* + 0 for x*: the same squared distances (a zero's
-        // sign does not survive the squares).
-        let at_i = ball[i].at;
-        for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
-            let j = ball[j as usize];
-            let reach = r + j.radius;
-            if (j.at - at_i).length_squared() < reach * reach {
-                n += 1;
+        for i in balls {
+            let me = ball[i];
+            let (at_i, r_i, x_i, v_i) = (me.at, me.radius, position[i], v_pre[i]);
+            let mut n = 0u32;
+            // The records' x* + 0 for x*: the same squared distances (a
+            // zero's sign does not survive the squares).
+            for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
+                let other = ball[j as usize];
+                let reach = r_i + other.radius;
+                n += ((other.at - at_i).length_squared() < reach * reach) as u32;
             }
+            // SAFETY: ball i's range of the sweeps' pairs is its own.
+            let [start, end] = s.sweep_range[i];
+            let projected = unsafe { m.sweep_pairs.range_mut(start as usize..end as usize) };
+            for pair in projected.iter_mut() {
+                let j = pair.other as usize;
+                let sum_r = r_i + ball[j].radius;
+                // The rebound distance, from i's side: every quantity below
+                // is the canonical one (a the lower slot) or its exact
+                // negation, and the rebound reads them through squares and
+                // the product of the two negated ones, so it is bitwise
+                // the same.
+                let r = x_i - position[j];
+                let d2 = r.length_squared();
+                // Overlapping at the substep's start (margin far above f32
+                // rounding): no new impact, no rebound; skip the sqrt.
+                if d2 < sum_r * sum_r * (1.0 - FAR_MARGIN) {
+                    pair.rebound = 0.0;
+                    continue;
+                }
+                // Closing slower than the resting speed whatever the normal
+                // (|v_n| ≤ |v_a − v_b|, with the same margin): no rebound;
+                // skip the sqrt.
+                let closing = v_i - v_pre[j];
+                let closing2 = closing.length_squared();
+                if resting > 0.0 && closing2 < resting * resting * (1.0 - FAR_MARGIN) {
+                    pair.rebound = 0.0;
+                    continue;
+                }
+                // Too far to meet in the substep at |v_a − v_b| ≥ |v_n| (the
+                // gap above the distance closed, with the margin: the time of
+                // impact is past the substep; a resting speed ≥ 0 asks v_n < 0
+                // of an impact): no rebound; skip the normal.
+                let meet = sum_r + closing2.sqrt() * h;
+                if resting >= 0.0 && d2 > meet * meet * (1.0 + FAR_MARGIN) {
+                    pair.rebound = 0.0;
+                    continue;
+                }
+                let (n0, d0) = pair_normal(r, Vec2::ZERO);
+                let vn_pre = closing.dot(n0);
+                pair.rebound = contact::rebound_distance(d0 - sum_r, vn_pre, h, material.restitution, resting);
+            }
+            let p = x_pred[i];
+            let listed = i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize;
+            // SAFETY: ball i's slots of the obstacles' rebounds are its own.
+            let obstacle_extra = unsafe { m.obstacle_extra.range_mut(listed.clone()) };
+            for (extra, &o) in obstacle_extra.iter_mut().zip(&s.obstacle_ids[listed]) {
+                let o = &obstacles[o as usize];
+                let d = o.contact(p).distance;
+                if d < r_i && obstacle_in_reach(o, d, r_i) {
+                    n += 1;
+                }
+                let mat = contact::mix(material, o.restitution, o.friction, o.rolling_resistance);
+                let start = o.contact(x_i);
+                let vn_pre = (v_i - o.velocity_at(x_i - start.normal * r_i)).dot(start.normal);
+                *extra = contact::rebound_distance(start.distance - r_i, vn_pre, h, mat.restitution, resting);
+            }
+            // SAFETY: ball i's own count.
+            unsafe { m.contacts.set(i, n.max(1)) };
         }
-        // The rebound distances of the pairs ball i projects (solve_ball).
-        for pair in sweep_pairs.iter_mut() {
-            let j = pair.other as usize;
-            let (a, b) = if i < j { (i, j) } else { (j, i) };
-            let sum_r = ball[a].radius + ball[b].radius;
-            // Overlapping at the substep's start (margin far above f32
-            // rounding): no new impact, no rebound; skip the sqrt.
-            if (position[a] - position[b]).length_squared() < sum_r * sum_r * (1.0 - FAR_MARGIN) {
-                pair.rebound = 0.0;
-                continue;
-            }
-            // Closing slower than the resting speed whatever the normal
-            // (|v_n| ≤ |v_a − v_b|, with the same margin): no rebound;
-            // skip the sqrt.
-            let closing = v_pre[a] - v_pre[b];
-            let closing2 = closing.length_squared();
-            if resting > 0.0 && closing2 < resting * resting * (1.0 - FAR_MARGIN) {
-                pair.rebound = 0.0;
-                continue;
-            }
-            // Too far to meet in the substep at |v_a − v_b| ≥ |v_n| (the
-            // gap above the distance closed, with the margin: the time of
-            // impact is past the substep; a resting speed ≥ 0 asks v_n < 0
-            // of an impact): no rebound; skip the normal.
-            let meet = sum_r + closing2.sqrt() * h;
-            if resting >= 0.0 && (position[a] - position[b]).length_squared() > meet * meet * (1.0 + FAR_MARGIN) {
-                pair.rebound = 0.0;
-                continue;
-            }
-            let (n0, d0) = pair_normal(position[a], position[b]);
-            let vn_pre = closing.dot(n0);
-            pair.rebound = contact::rebound_distance(d0 - sum_r, vn_pre, h, balls.restitution, resting);
-        }
-        let listed = &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize];
-        for (slot, &o) in listed.iter().enumerate() {
-            let o = &obstacles[o as usize];
-            let d = o.contact(p).distance;
-            if d < r && obstacle_in_reach(o, d, r) {
-                n += 1;
-            }
-            let mat = contact::mix(balls, o.restitution, o.friction, o.rolling_resistance);
-            let start = o.contact(position[i]);
-            let vn_pre = (v_pre[i] - o.velocity_at(position[i] - start.normal * r)).dot(start.normal);
-            obstacle_extra[slot] = contact::rebound_distance(start.distance - r, vn_pre, h, mat.restitution, resting);
-        }
-        unsafe { m.contacts.set(i, n.max(1)) };
     }
 
     /// Ball `i`'s turn in a Gauss–Seidel sweep: each of its owned pairs (its
@@ -663,27 +720,22 @@ impl Substeps<'_> {
         let balls = pop.params.material;
         let (r_i, w_i) = (radius[i], inv_mass[i]);
         let mut worst = 0.0f32;
-        let mut dv = Vec2::ZERO;
-        let mut domega = 0.0f32;
-        let mut roll = 0.0f32;
         // In list order: the sums of the former per-side pass, bitwise. The
         // entries of pairs that take no part (`side_active` false) would
         // give −0 everywhere ([`SideImpulse::NONE`]), which adds nothing,
         // bitwise: they are neither written nor read (at 10⁵ balls in
         // flight most entries, 16 bytes each, for a byte).
         let listed = i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize;
-        let active = &side_active[listed.clone()];
         // A ball with no contact (in flight) reads none of its entries; one
         // with some reads them all, the inactive ones as NONE without a
         // branch (which pairs take part is data a branch predictor cannot
-        // learn; the entries of a ball are one or two cache lines).
-        let sides = if active.contains(&true) { &side_impulse[listed] } else { &[][..] };
-        for (side, &active) in sides.iter().zip(active) {
-            let side = side.or_none(active);
-            dv += side.dv;
-            domega += side.spin;
-            roll += side.roll;
-        }
+        // learn; the entries of a ball are one or two cache lines). Whether
+        // any takes part: its 16 flags as one word, the stale ones past its
+        // count masked off (no loop, no exit to mispredict).
+        let flags = &side_active[listed.start..listed.start + MAX_NEIGHBOURS];
+        let word = u128::from_le_bytes(std::array::from_fn(|k| flags[k] as u8)) & ENTRY_MASK[listed.len()];
+        let sides = if word != 0 { &side_impulse[listed.clone()] } else { &[][..] };
+        let SideImpulse { dv, spin: domega, mut roll } = sum_sides(sides, &side_active[listed]);
         // Obstacles after the balls, in turn and in full (infinite mass,
         // priority), from the velocity the balls' impulses left.
         let p_i = x_pred[i] + dx_i;
@@ -776,6 +828,52 @@ mod tests {
         assert_eq!(bits(SideImpulse::NONE), [(-0.0f32).to_bits(); 4]);
         for x in [0.0f32, -0.0, 1.0, -2.5e-40, f32::INFINITY] {
             assert_eq!((x + SideImpulse::NONE.spin).to_bits(), x.to_bits(), "{x} + (−0)");
+        }
+    }
+
+    /// `sum_sides` is bitwise the scalar loop over the entries (each
+    /// `or_none`, added field by field in list order from zeros): entries
+    /// active and not, stale NaNs and infinities in inactive ones, signed
+    /// zeros (an inactive entry's −0 must keep a −0 sum −0), sums that round.
+    #[test]
+    fn the_sums_of_the_entries_are_bitwise_the_scalar_loop() {
+        let values = [0.0f32, -0.0, 1.0, -1.0e-3, 3.0e-7, 1.0e8, -2.5, f32::NAN, f32::INFINITY, 7.0e-39, 0.1];
+        let entry = |k: usize| SideImpulse {
+            dv: Vec2::new(values[k % values.len()], values[(k * 3 + 1) % values.len()]),
+            spin: values[(k * 5 + 2) % values.len()],
+            roll: values[(k * 7 + 3) % values.len()],
+        };
+        let bits = |s: SideImpulse| [s.dv.x.to_bits(), s.dv.y.to_bits(), s.spin.to_bits(), s.roll.to_bits()];
+        let mut cases = 0;
+        for len in 0..=MAX_NEIGHBOURS {
+            for pattern in [0u32, 0xffff, 0x5555, 0xaaaa, 0x0f0f, 0x1234, 0x8001] {
+                for shift in 0..3 {
+                    let sides: Vec<SideImpulse> = (0..len).map(|k| entry(k + shift * 17)).collect();
+                    let active: Vec<bool> = (0..len).map(|k| pattern >> k & 1 != 0).collect();
+                    let mut want = SideImpulse { dv: Vec2::ZERO, spin: 0.0, roll: 0.0 };
+                    for (side, &a) in sides.iter().zip(&active) {
+                        let side = side.or_none(a);
+                        want.dv += side.dv;
+                        want.spin += side.spin;
+                        want.roll += side.roll;
+                    }
+                    assert_eq!(bits(sum_sides(&sides, &active)), bits(want), "len {len}, pattern {pattern:#x}");
+                    cases += 1;
+                }
+            }
+        }
+        // All inactive from zeros: +0 + (−0) stays +0 in every field.
+        let none = sum_sides(&[entry(7); 3], &[false; 3]);
+        assert_eq!(bits(none), [0; 4]);
+        assert!(cases > 300);
+    }
+
+    /// The mask of a ball's first k entry flags: k bytes of ones.
+    #[test]
+    fn the_entry_masks_keep_the_first_k_bytes() {
+        for (k, &mask) in ENTRY_MASK.iter().enumerate() {
+            assert_eq!(mask.to_le_bytes().iter().filter(|&&b| b == 0xff).count(), k);
+            assert!(mask.to_le_bytes()[..k].iter().all(|&b| b == 0xff));
         }
     }
 
