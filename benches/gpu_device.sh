@@ -90,7 +90,7 @@ if part probe; then
     echo "  $case: exit ${PIPESTATUS[0]}" >> "$W/probe.txt"
   done
   # The test binary one test at a time: which tests end, and how.
-  MX2D_GPU_TIMEOUT_S=8 timeout 120 "$B/t/gpu_broadphase" --test-threads=1 > "$W/test_gpu_broadphase_serial.log" 2>&1
+  MX2D_GPU_TIMEOUT_S=8 timeout 120 "$B/t/gpu_broadphase" --test-threads=1 --nocapture > "$W/test_gpu_broadphase_serial.log" 2>&1
   echo "gpu_broadphase, one test at a time: exit $? $(grep -h '^test result' "$W/test_gpu_broadphase_serial.log")" >> "$W/probe.txt"
 fi
 

@@ -130,14 +130,17 @@ fn wait_timeout(options: &GpuOptions) -> Result<Option<Duration>, GpuError> {
     }
 }
 
-/// `MX2D_GPU_TIMEOUT_S`'s text: seconds, `0` for indefinitely.
+/// `MX2D_GPU_TIMEOUT_S`'s text: seconds from 1 ms to 1e9, or `0` for
+/// indefinitely (a shorter limit would fail every wait that is not already
+/// over: not a setting, a typo).
 pub fn parse_wait_timeout(text: &str) -> Result<Option<Duration>, String> {
-    match text.trim().parse::<f64>() {
-        Ok(0.0) => Ok(None),
-        Ok(seconds) if seconds.is_finite() && seconds > 0.0 && seconds < 1e9 => {
-            Ok(Some(Duration::from_secs_f64(seconds)))
+    let text = text.trim();
+    match text.parse::<f64>() {
+        Ok(seconds) if seconds == 0.0 && !text.starts_with('-') => Ok(None),
+        Ok(seconds) if (1e-3..1e9).contains(&seconds) => Ok(Some(Duration::from_secs_f64(seconds))),
+        _ => {
+            Err(format!("MX2D_GPU_TIMEOUT_S = {text:?} is not a number of seconds in [0.001, 1e9), or 0 for no limit"))
         }
-        _ => Err(format!("MX2D_GPU_TIMEOUT_S = {text:?} is not a number of seconds in [0, 1e9) (0: no limit)")),
     }
 }
 
@@ -176,9 +179,26 @@ pub struct GpuContext {
     /// How long one submission may run (`None`: indefinitely).
     wait_timeout: Option<Duration>,
     /// Submissions made through [`submit`](GpuContext::submit) and not yet
-    /// waited for, oldest first: [`wait`](GpuContext::wait) waits for each
-    /// in turn, so the timeout bounds one submission, not a queue of many.
-    in_flight: Mutex<VecDeque<wgpu::SubmissionIndex>>,
+    /// waited for, oldest first, each with the kernel it ran: [`wait`](GpuContext::wait)
+    /// waits for each in turn, so the timeout bounds one submission, not a
+    /// queue of many, and a timeout names the submission that hung.
+    in_flight: Mutex<VecDeque<(wgpu::SubmissionIndex, &'static str)>>,
+    /// Set by a [`GpuError::Timeout`]: the device may never go idle, so
+    /// dropping the context must not wait for it (see `Drop`).
+    timed_out: std::sync::atomic::AtomicBool,
+}
+
+impl Drop for GpuContext {
+    fn drop(&mut self) {
+        // wgpu waits for the queue to go idle when the last handle of the
+        // queue or device goes, with no time limit: after a timeout that
+        // wait may never end. Leak one handle of each instead (the process
+        // is about to report the error; the driver reclaims all at exit).
+        if self.timed_out.load(std::sync::atomic::Ordering::Relaxed) {
+            std::mem::forget(self.queue.clone());
+            std::mem::forget(self.device.clone());
+        }
+    }
 }
 
 impl std::fmt::Debug for GpuContext {
@@ -276,6 +296,7 @@ impl GpuContext {
             failure,
             wait_timeout,
             in_flight: Mutex::new(VecDeque::new()),
+            timed_out: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -371,9 +392,11 @@ impl GpuContext {
         }
     }
 
-    /// Submits `commands` and remembers the submission for [`wait`](Self::wait).
-    /// With [`MAX_IN_FLIGHT`] submissions already in flight it first waits
-    /// for the oldest (same timeout as `wait`).
+    /// Submits `commands` (the work of `kernel`) and remembers the
+    /// submission for [`wait`](Self::wait). With [`MAX_IN_FLIGHT`]
+    /// submissions already in flight it first waits for the oldest (same
+    /// timeout as `wait`): the host cannot run arbitrarily far ahead of the
+    /// GPU — a window's frames too then wait for the GPU once 64 are queued.
     pub fn submit<I: IntoIterator<Item = wgpu::CommandBuffer>>(
         &self,
         kernel: &'static str,
@@ -382,11 +405,11 @@ impl GpuContext {
         let index = self.queue.submit(commands);
         let oldest = {
             let mut in_flight = self.in_flight.lock().map_err(|_| poisoned(kernel))?;
-            in_flight.push_back(index);
+            in_flight.push_back((index, kernel));
             if in_flight.len() > MAX_IN_FLIGHT { in_flight.pop_front() } else { None }
         };
         match oldest {
-            Some(index) => self.wait_for(kernel, Some(index)),
+            Some((index, oldest_kernel)) => self.wait_for(oldest_kernel, Some(index)),
             None => Ok(()),
         }
     }
@@ -396,11 +419,14 @@ impl GpuContext {
     /// wait timeout ([`GpuError::Timeout`]; each submission of
     /// [`submit`](Self::submit) gets the whole timeout, so a long queue of
     /// short steps is not a timeout, one kernel that never ends is).
+    ///
+    /// A timeout names the submission that did not finish (its kernel), which
+    /// may be another caller's than `kernel`.
     pub fn wait(&self, kernel: &'static str) -> Result<(), GpuError> {
         loop {
             let next = self.in_flight.lock().map_err(|_| poisoned(kernel))?.pop_front();
             match next {
-                Some(index) => self.wait_for(kernel, Some(index))?,
+                Some((index, submitted)) => self.wait_for(submitted, Some(index))?,
                 None => break,
             }
         }
@@ -417,12 +443,19 @@ impl GpuContext {
     fn wait_for(&self, kernel: &'static str, index: Option<wgpu::SubmissionIndex>) -> Result<(), GpuError> {
         match self.device.poll(wgpu::PollType::Wait { submission_index: index, timeout: self.wait_timeout }) {
             Ok(_) => Ok(()),
-            Err(wgpu::PollError::Timeout) => Err(GpuError::Timeout {
-                kernel,
-                seconds: self.wait_timeout.map_or(f64::INFINITY, |t| t.as_secs_f64()),
-                adapter: self.info.name.clone(),
-            }),
-            Err(e) => Err(GpuError::Runtime { kernel, message: e.to_string() }),
+            Err(wgpu::PollError::Timeout) => {
+                self.timed_out.store(true, std::sync::atomic::Ordering::Relaxed);
+                Err(GpuError::Timeout {
+                    kernel,
+                    seconds: self.wait_timeout.map_or(f64::INFINITY, |t| t.as_secs_f64()),
+                    adapter: self.info.name.clone(),
+                })
+            }
+            // A submission that failed validation (or met a lost device)
+            // keeps an index that never completes: the real cause is the
+            // error the device callbacks recorded, reported here; with none
+            // recorded, there is nothing left to wait for.
+            Err(wgpu::PollError::WrongSubmissionIndex(..)) => self.check(kernel),
         }
     }
 

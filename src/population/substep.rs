@@ -61,6 +61,16 @@ pub(crate) struct SideImpulse {
     pub(crate) roll: f32,
 }
 
+// The SSE2 sums of `finish_substep` load an entry as four f32 lanes in the
+// order dv.x, dv.y, spin, roll: that layout, checked at compile time (glam's
+// `Vec2` is two f32 in `repr(C)`, but a feature change must not move it).
+const _: () = assert!(
+    size_of::<SideImpulse>() == 16
+        && std::mem::offset_of!(SideImpulse, dv) == 0
+        && std::mem::offset_of!(SideImpulse, spin) == 8
+        && std::mem::offset_of!(SideImpulse, roll) == 12
+);
+
 impl SideImpulse {
     /// A contact that takes no part (far apart, or not overlapping and
     /// separating): −0 everywhere, since `x + (−0) = x` for every x in IEEE
