@@ -291,6 +291,9 @@ pub struct ContactSet {
     sweep: Scratch<SweepAndPrune>,
     /// Each body's [`narrowphase::outline_hull`], body frame (built once).
     hulls: Vec<Vec<DVec2>>,
+    /// Bumped each time `hulls` is rebuilt: what is derived from the hulls
+    /// (the soft step's hull sizes) is recomputed when it changes.
+    hulls_generation: u64,
     /// The integrator's [`resting::position_weight`], set by the world each step.
     pub position_weight: f64,
     /// The soft-step solver's manifolds and buffers.
@@ -562,6 +565,7 @@ impl ContactSet {
     pub(crate) fn ensure_hulls(&mut self, bodies: &[Body]) {
         if self.hulls.len() != bodies.len() {
             self.hulls = bodies.iter().map(|b| narrowphase::outline_hull(&b.shape)).collect();
+            self.hulls_generation += 1;
         }
     }
 

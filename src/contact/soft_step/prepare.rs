@@ -62,8 +62,9 @@ pub(super) struct WorldPolygons {
     /// Each body's [`hull_size`] (the reference-face tolerance's scale),
     /// once per run, not per pair and step.
     sizes: Vec<f64>,
-    /// The hull list `sizes` belongs to: its buffer's address and length.
-    sizes_of: (usize, usize),
+    /// The generation of the hull list `sizes` belongs to
+    /// (`ContactSet::hulls_generation`; 0: none yet).
+    sizes_of: u64,
 }
 
 impl WorldPolygons {
@@ -71,7 +72,14 @@ impl WorldPolygons {
     /// at positions `q` (filled on the pool when `parallel`); `facts` says
     /// which bodies are polygons (40 bytes a body read per pair, not the
     /// two whole `Body`s).
-    fn build(&mut self, hulls: &[Vec<DVec2>], facts: &[BodyFacts], pairs: &[Pair], q: &[f64], parallel: bool) {
+    fn build(
+        &mut self,
+        (hulls, generation): (&[Vec<DVec2>], u64),
+        facts: &[BodyFacts],
+        pairs: &[Pair],
+        q: &[f64],
+        parallel: bool,
+    ) {
         const NEEDED: u32 = 0;
         self.start.clear();
         // Every polygon when there are twice as many pairs as polygons or
@@ -96,13 +104,12 @@ impl WorldPolygons {
         }
         let mut total = 0usize;
         // The sizes of every body's hull, once for the run (the hulls are
-        // built once, `ContactSet::ensure_hulls`; a new hull list, told by
-        // its buffer and length, is sized again).
-        let hulls_id = (hulls.as_ptr() as usize, hulls.len());
-        if self.sizes_of != hulls_id {
+        // built once, `ContactSet::ensure_hulls`; a rebuilt hull list, told
+        // by its generation, is sized again).
+        if self.sizes_of != generation {
             self.sizes.clear();
             self.sizes.extend(hulls.iter().map(|h| hull_size(h)));
-            self.sizes_of = hulls_id;
+            self.sizes_of = generation;
         }
         for (start, hull) in self.start.iter_mut().zip(hulls) {
             if *start == NEEDED {
@@ -646,7 +653,7 @@ impl ContactSet {
         } else {
             soft.facts.extend(bodies.iter().enumerate().map(|(i, b)| BodyFacts::of(b, i, v)));
         }
-        soft.world_polygons.build(&self.hulls, &soft.facts, &self.pairs, q, parallel);
+        soft.world_polygons.build((&self.hulls, self.hulls_generation), &soft.facts, &self.pairs, q, parallel);
         let inputs = NarrowInputs {
             bodies,
             facts: &soft.facts,
