@@ -31,10 +31,7 @@ use mx2d::scene::Scene;
 fn one_step_on_the_gpu_matches_the_cpu_twin_ball_for_ball() {
     let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
     let ctx = Arc::new(ctx);
-    let mut start = balls_box(1000);
-    for _ in 0..20 {
-        cpu::step(&mut start, 1.0 / 60.0).unwrap();
-    }
+    let mut start = balls_box_after(1000, 20);
     start.max_overlap_seen = 0.0;
     for resort_every in [0, 1] {
         start.params.resort_every = resort_every;
@@ -67,10 +64,7 @@ fn one_step_on_the_gpu_matches_the_cpu_twin_ball_for_ball() {
 fn one_step_of_a_pile_on_the_gpu_is_the_twins_up_to_its_rounding() {
     let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
     let ctx = Arc::new(ctx);
-    let mut start = balls_box(1000);
-    for _ in 0..90 {
-        cpu::step(&mut start, 1.0 / 60.0).unwrap();
-    }
+    let mut start = balls_box_after(1000, 90);
     // The running maximum of this one step only, on each side.
     start.max_overlap_seen = 0.0;
     assert!(start.stats().max_overlap_ratio > -0.01, "the state has no contacts: the test would prove little");
@@ -99,6 +93,16 @@ fn one_step_of_a_pile_on_the_gpu_is_the_twins_up_to_its_rounding() {
 
 /// One step of `start` on each backend; the re-sort at the step (if due)
 /// works on the same positions, so the slots must agree on any device.
+/// balls_box with `count` balls after `steps` steps of the CPU twin at
+/// 60 Hz: the starting state of the GPU-against-twin comparisons.
+fn balls_box_after(count: u64, steps: usize) -> Population {
+    let mut pop = balls_box(count);
+    for _ in 0..steps {
+        cpu::step(&mut pop, 1.0 / 60.0).unwrap();
+    }
+    pop
+}
+
 fn one_step(ctx: &Arc<mx2d::gpu::GpuContext>, start: &Population) -> (Population, Population) {
     let mut on_cpu = start.clone();
     cpu::step(&mut on_cpu, 1.0 / 60.0).unwrap();
@@ -170,10 +174,7 @@ fn two_gpu_runs_are_bitwise_identical_profiled_or_not() {
 #[test]
 fn gpu_and_cpu_twin_agree_over_ten_steps() {
     let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
-    let mut start = balls_box(1000);
-    for _ in 0..90 {
-        cpu::step(&mut start, 1.0 / 60.0).unwrap();
-    }
+    let start = balls_box_after(1000, 90);
     let mut on_cpu = start.clone();
     let mut on_gpu = start.clone();
     let mut gpu = GpuPopulation::new(Arc::new(ctx), &on_gpu).unwrap();
@@ -343,10 +344,7 @@ fn balls_box_1000_settles_on_the_gpu() {
 /// pile is refused. Runs without an adapter.
 #[test]
 fn the_rounding_envelope_refuses_another_contact_law() {
-    let mut start = balls_box(1000);
-    for _ in 0..90 {
-        cpu::step(&mut start, 1.0 / 60.0).unwrap();
-    }
+    let start = balls_box_after(1000, 90);
     let envelope = twin::one_ulp_envelope(&start, 1);
     let (mut a, mut b) = (start.clone(), start.clone());
     b.params.material.restitution = 0.9;
