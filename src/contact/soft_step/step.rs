@@ -9,6 +9,24 @@ use crate::team::{Participant, Schedule, Shared as TeamShared, balanced_chunk};
 use super::SoftStepSettings;
 use crate::contact::ContactSet;
 
+/// Bodies from which a sub-step's position update runs on the pool.
+const INTEGRATE_PARALLEL_BODIES: usize = 2048;
+
+/// Pieces per thread of that update (a few, for balance).
+const INTEGRATE_PIECES_PER_THREAD: usize = 2;
+
+/// q += h·v for the bodies of `delta` (3 entries each in `q`, `v`, `q0`),
+/// and each one's motion since the start of the step: (Δx, Δy, cos Δφ, sin Δφ).
+fn integrate_positions(h: f64, delta: &mut [super::BodyDelta], q: &mut [f64], v: &[f64], q0: &[f64]) {
+    for (i, d) in delta.iter_mut().enumerate() {
+        for k in 0..3 {
+            q[3 * i + k] += h * v[3 * i + k];
+        }
+        let dphi = q[3 * i + 2] - q0[3 * i + 2];
+        *d = [q[3 * i] - q0[3 * i], q[3 * i + 1] - q0[3 * i + 1], dphi.cos(), dphi.sin()];
+    }
+}
+
 /// Passes walked by one team at most (a longer list is walked in pieces).
 const MAX_PASSES: usize = 16;
 
@@ -172,15 +190,28 @@ impl ContactSet {
     /// Integrates positions over one sub-step (q += h·v, every body, fixed
     /// ones with their own velocity) and updates the motion since the start
     /// of the step.
+    ///
+    /// Each body's update reads and writes that body alone, so with many
+    /// bodies it runs on the pool in pieces (its rotation's cosine and sine,
+    /// once per body and sub-step, were a sequential 0.1 ms a step on the
+    /// 100-row pyramid): the same bits at any pool size.
     pub fn soft_integrate_positions(&mut self, q: &mut [f64], v: &[f64]) {
         let h = self.soft.h;
         let q0 = &self.soft.q0;
-        for (i, d) in self.soft.delta.iter_mut().enumerate() {
-            for k in 0..3 {
-                q[3 * i + k] += h * v[3 * i + k];
-            }
-            let dphi = q[3 * i + 2] - q0[3 * i + 2];
-            *d = [q[3 * i] - q0[3 * i], q[3 * i + 1] - q0[3 * i + 1], dphi.cos(), dphi.sin()];
+        let delta = &mut self.soft.delta;
+        let bodies = delta.len();
+        let threads = rayon::current_num_threads();
+        if threads > 1 && bodies >= INTEGRATE_PARALLEL_BODIES {
+            use rayon::prelude::*;
+            let piece = bodies.div_ceil(INTEGRATE_PIECES_PER_THREAD * threads);
+            delta
+                .par_chunks_mut(piece)
+                .zip(q.par_chunks_mut(3 * piece))
+                .zip(v.par_chunks(3 * piece))
+                .zip(q0.par_chunks(3 * piece))
+                .for_each(|(((d, q), v), q0)| integrate_positions(h, d, q, v, q0));
+        } else {
+            integrate_positions(h, delta, q, v, q0);
         }
     }
 
