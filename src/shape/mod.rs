@@ -151,6 +151,47 @@ impl Shape {
         }
     }
 
+    /// The boundary point closest to the local point `p`, the outward unit
+    /// normal there, and the signed distance (negative inside): `p` = point
+    /// + normal · distance. What a contact needs when a corner of another
+    /// outline (a polyline's ridge) lies against or inside this one. The
+    /// distance is [`Shape::signed_distance`]'s; the normal of a polygon is
+    /// its nearest edge's (inside) or points from the nearest boundary
+    /// point to `p` (outside); of a curved shape it is along p − point (the
+    /// nearest point found by golden section, see `closest_on_parametric`),
+    /// or the outline's gradient when `p` is on the outline.
+    pub fn closest_boundary(&self, p: DVec2) -> (DVec2, DVec2, f64) {
+        match self {
+            Shape::Circle { radius } => {
+                let normal = p.try_normalize().unwrap_or(DVec2::X);
+                (normal * *radius, normal, p.length() - radius)
+            }
+            Shape::Point => (DVec2::ZERO, p.try_normalize().unwrap_or(DVec2::X), p.length()),
+            Shape::Polygon { vertices } => polygon::closest_boundary(vertices, p),
+            Shape::Box { half_extents } => polygon::closest_boundary(&box_vertices(*half_extents), p),
+            Shape::Bar { length, width } => {
+                polygon::closest_boundary(&box_vertices(DVec2::new(0.5 * length, 0.5 * width)), p)
+            }
+            Shape::Ellipse { a, b } => {
+                let (a, b) = (*a, *b);
+                let (_, c) = closest_on_parametric(|t| DVec2::new(a * t.cos(), b * t.sin()), p);
+                let gradient = DVec2::new(c.x / (a * a), c.y / (b * b));
+                let inside = (p.x / a).powi(2) + (p.y / b).powi(2) < 1.0;
+                curved_boundary(p, c, gradient, inside, a.max(b))
+            }
+            Shape::Superellipse { a, b, exponent: n } => {
+                let (a, b, n) = (*a, *b, *n);
+                let (_, c) = closest_on_parametric(|t| superellipse::point(a, b, n, t), p);
+                let gradient = DVec2::new(
+                    c.x.signum() * (c.x / a).abs().powf(n - 1.0) / a,
+                    c.y.signum() * (c.y / b).abs().powf(n - 1.0) / b,
+                );
+                let inside = (p.x / a).abs().powf(n) + (p.y / b).abs().powf(n) < 1.0;
+                curved_boundary(p, c, gradient, inside, a.max(b))
+            }
+        }
+    }
+
     /// Whether the local point `p` lies inside the shape (boundary excluded).
     /// Cheaper than [`Shape::signed_distance`]: implicit equations, no search.
     pub fn contains(&self, p: DVec2) -> bool {
@@ -253,6 +294,24 @@ fn box_vertices(h: DVec2) -> [DVec2; 4] {
     [DVec2::new(-h.x, -h.y), DVec2::new(h.x, -h.y), DVec2::new(h.x, h.y), DVec2::new(-h.x, h.y)]
 }
 
+/// `Shape::closest_boundary` of a curved shape from its nearest boundary
+/// point `c` to `p`, the outline's gradient there, whether `p` is inside,
+/// and the shape's size: the normal along p − c (so that p = c + n·d to
+/// round-off), the gradient's direction where p is within 1e-9 of the size
+/// of the outline.
+fn curved_boundary(p: DVec2, c: DVec2, gradient: DVec2, inside: bool, size: f64) -> (DVec2, DVec2, f64) {
+    let d = (p - c).length();
+    let distance = if inside { -d } else { d };
+    let normal = if d > 1e-9 * size { (p - c) / distance } else { gradient.try_normalize().unwrap_or(DVec2::X) };
+    (c, normal, distance)
+}
+
+/// [`Shape::closest_boundary`] of the convex polygon `vertices`
+/// (counter-clockwise, local frame), without building a [`Shape`].
+pub fn polygon_closest_boundary(vertices: &[DVec2], p: DVec2) -> (DVec2, DVec2, f64) {
+    polygon::closest_boundary(vertices, p)
+}
+
 /// Closest point of a closed parametric curve `curve(t)`, t ∈ [0, 2π), to `p`:
 /// coarse sampling, then golden-section refinement on the squared distance.
 /// Shared by the curved shapes and the curved static surfaces.
@@ -295,6 +354,42 @@ pub(crate) fn closest_on_parametric(curve: impl Fn(f64) -> DVec2, p: DVec2) -> (
 
 #[cfg(test)]
 mod tests {
+    /// `closest_boundary` on every shape at 400 points inside, near and
+    /// outside: the distance is `signed_distance`'s, point + normal ·
+    /// distance gives the point back (1e-12 of the size), the normal is a
+    /// unit vector and outward: the boundary point is the shape's support
+    /// point in that direction (to 1e-6 of the size: the curved shapes'
+    /// nearest point is found by golden section to about that).
+    #[test]
+    fn closest_boundary_agrees_with_signed_distance_and_support() {
+        let shapes = [
+            Shape::Circle { radius: 0.7 },
+            Shape::Ellipse { a: 1.3, b: 0.4 },
+            Shape::Superellipse { a: 1.0, b: 0.6, exponent: 4.0 },
+            Shape::Superellipse { a: 1.0, b: 0.6, exponent: 1.5 },
+            Shape::Box { half_extents: DVec2::new(0.9, 0.3) },
+            Shape::Bar { length: 2.0, width: 0.1 },
+            Shape::Polygon { vertices: vec![DVec2::new(-1.0, -0.5), DVec2::new(1.0, -0.4), DVec2::new(0.2, 0.9)] },
+        ];
+        for shape in &shapes {
+            let size = shape.bounding_radius();
+            for k in 0..400 {
+                let angle = 0.173 * k as f64;
+                let p = DVec2::new(angle.cos(), angle.sin()) * size * (0.05 + 1.6 * (k % 20) as f64 / 20.0);
+                let (point, normal, distance) = shape.closest_boundary(p);
+                let reference = shape.signed_distance(p);
+                assert!((distance - reference).abs() <= 1e-12 * size, "{shape:?} {p}: {distance} vs {reference}");
+                assert!((point + normal * distance - p).length() <= 1e-9 * size, "{shape:?} {p}");
+                assert!((normal.length() - 1.0).abs() < 1e-12, "{shape:?} {p}");
+                let support = shape.support(normal);
+                assert!(
+                    (support - point).dot(normal).abs() <= 1e-6 * size,
+                    "{shape:?} {p}: normal {normal} is not outward at {point} (support {support})"
+                );
+            }
+        }
+    }
+
     use super::*;
 
     /// Mass properties are checked against a brute-force grid integration of

@@ -43,6 +43,34 @@ pub(super) fn signed_distance(v: &[DVec2], p: DVec2) -> f64 {
     if max_plane <= 0.0 { max_plane } else { min_seg }
 }
 
+/// [`signed_distance`] with the nearest boundary point and the outward
+/// normal there (see `Shape::closest_boundary`).
+pub(super) fn closest_boundary(v: &[DVec2], p: DVec2) -> (DVec2, DVec2, f64) {
+    let mut max_plane = (f64::MIN, DVec2::X);
+    let mut min_seg = (f64::INFINITY, DVec2::ZERO);
+    for (a, b) in edges(v) {
+        let e = b - a;
+        let n = DVec2::new(e.y, -e.x).normalize();
+        let plane = (p - a).dot(n);
+        if plane > max_plane.0 {
+            max_plane = (plane, n);
+        }
+        let t = ((p - a).dot(e) / e.length_squared()).clamp(0.0, 1.0);
+        let c = a + e * t;
+        let d = (p - c).length();
+        if d < min_seg.0 {
+            min_seg = (d, c);
+        }
+    }
+    let (plane, n) = max_plane;
+    if plane <= 0.0 {
+        (p - n * plane, n, plane)
+    } else {
+        let (d, c) = min_seg;
+        (c, (p - c) / d, d)
+    }
+}
+
 pub(super) fn validate(v: &[DVec2]) -> Result<(), String> {
     if v.len() < 3 {
         return Err(format!("a polygon needs at least 3 vertices, got {}", v.len()));
