@@ -183,3 +183,57 @@ fn bench_passes_reports_each_gpu_pass_in_json() {
     assert_eq!(fields[0]["name"], "field_forces");
     assert!(stdout.contains("per-pass GPU times"), "{stdout}");
 }
+
+/// Issue 7's output contract on the exact contact path: `--contacts` has its
+/// header and one row per active contact (the block and the disc on the
+/// incline: the block's two corners and the disc, every recorded step), the
+/// normal from the surface to the body, impulses ≥ 0 along it; the summary's
+/// `max_penetration` is the contacts' real one, and the energy balance
+/// counts what impacts and friction took: `energy_balance_error` stays at
+/// round-off (1e-9 of the energy lost) on the bouncing ball, which loses
+/// half its energy in impacts (e = 0.7), and on the incline.
+#[test]
+fn contacts_file_and_energy_balance_with_impacts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (contacts, summary) = (dir.path().join("c.csv"), dir.path().join("s.json"));
+    let out = mx2d()
+        .args(["run", &scene("incline_friction.ron"), "--headless", "--steps", "200", "--every", "50"])
+        .arg("--contacts")
+        .arg(&contacts)
+        .arg("--summary")
+        .arg(&summary)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&contacts).expect("contacts");
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("step,t,body_a,body_b,x,y,nx,ny,gap,normal_impulse,tangent_impulse"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    for step in ["50", "100", "150", "200"] {
+        let at: Vec<_> = rows.iter().filter(|r| r[0] == step).collect();
+        let bodies: Vec<&str> = at.iter().map(|r| r[2]).collect();
+        assert_eq!(bodies, ["block", "block", "disc"], "step {step}: {at:?}");
+        for r in at {
+            assert_eq!(r.len(), 11, "{r:?}");
+            assert_eq!(r[3], "surface0", "{r:?}");
+            let num = |k: usize| r[k].parse::<f64>().unwrap_or_else(|_| panic!("{r:?}"));
+            assert!((num(6).hypot(num(7)) - 1.0).abs() < 1e-12 && num(7) > 0.0, "normal {r:?}");
+            assert!(num(9) > 0.0 && num(8).abs() < 1e-9, "impulse and gap {r:?}");
+        }
+    }
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).expect("summary")).expect("json");
+    assert!(s["max_penetration"].as_f64().expect("number") < 1e-9, "{s}");
+    for name in ["bounce.ron", "incline_friction.ron"] {
+        let out = mx2d().args(["run", &scene(name), "--headless", "--summary"]).arg(&summary).output().expect("runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&summary).expect("summary")).expect("json");
+        let lost = s["energy_initial"].as_f64().expect("e0") - s["energy_final"].as_f64().expect("e1");
+        let work = s["work_nonconservative"].as_f64().expect("work");
+        assert!(lost > 1e-2, "{name}: nothing was lost: {s}");
+        assert!((work + lost).abs() < 1e-6 * lost, "{name}: work {work} J against the loss {lost} J");
+        let error = s["energy_balance_error"].as_f64().expect("number");
+        assert!(error <= 1e-9 * lost, "{name}: balance error {error} J of {lost} J lost");
+    }
+}
