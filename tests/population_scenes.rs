@@ -113,3 +113,34 @@ fn values_past_the_f32_tier_are_refused_at_their_place() {
         assert!(err.to_string().contains("f32 tier"), "{set}: {err}");
     }
 }
+
+/// Balls falling out of the world (no floor, bounds 1 m below them) are
+/// counted as escaped, not lost (issue 8, bad input and limits), and a ball
+/// made non-finite stops the next step with the step and the ball's id
+/// (issue 8: "NaN in a ball stops the run with the step and the ball's
+/// index"), here after a re-sort so that the id differs from the slot.
+#[test]
+fn escaped_balls_are_counted_and_a_nan_ball_is_named() {
+    use mx2d::population::{PopulationError, cpu};
+    let text = "Scene(name: \"fall\", gravity: (0.0, -9.81), dt: 0.016666666666666666,
+        population: Population(radius: 0.1, resort_every: 1,
+          spawn: [Grid(origin: (0.0, 1.0), count: 12, spacing: 0.3, velocity_jitter: 1.0, seed: 3)],
+          bounds: Rect(min: (-10.0, 0.0), max: (10.0, 10.0))))";
+    let mut world = Scene::parse(text, "fall.ron").unwrap().build_world().unwrap();
+    for _ in 0..120 {
+        world.step().unwrap();
+    }
+    let s = world.population.as_ref().unwrap().stats();
+    assert_eq!((s.alive, s.escaped, s.killed, s.pending), (0, 12, 0, 0), "{s:?}");
+    let mut pop = Scene::parse(text, "fall.ron").unwrap().build_world().unwrap().population.unwrap();
+    for _ in 0..3 {
+        cpu::step(&mut pop, 1.0 / 60.0).unwrap();
+    }
+    let slot = (0..pop.len()).find(|&i| pop.ball_id[i] as usize != i).expect("the re-sort moved no ball");
+    let id = pop.ball_id[slot] as usize;
+    pop.velocity[slot].x = f32::NAN;
+    match cpu::step(&mut pop, 1.0 / 60.0) {
+        Err(PopulationError::NotFinite { step, ball, .. }) => assert_eq!((step, ball), (4, id)),
+        other => panic!("a NaN ball must stop the step: {other:?}"),
+    }
+}
