@@ -237,3 +237,42 @@ fn contacts_file_and_energy_balance_with_impacts() {
         assert!(error <= 1e-9 * lost, "{name}: balance error {error} J of {lost} J lost");
     }
 }
+
+/// `mx2d bench --scene balls_box` (issue 8): the whole population step on
+/// the CPU twin, and on the GPU where there is an adapter, from the same
+/// state; a JSON row per size with both times, the agreement and the bytes
+/// per ball; the scene given by name (under `scenes/`) or by path.
+#[test]
+fn bench_scene_times_the_population_step_on_both_backends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("b.json");
+    for scene_arg in ["balls_box".to_string(), scene("balls_box.ron")] {
+        let out = mx2d()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["bench", "--scene", &scene_arg, "--sizes", "200,400", "--repeats", "1", "--json"])
+            .arg(&json)
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{scene_arg}: {stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("bytes per ball"), "{stdout}");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("json");
+        let rows = v["rows"].as_array().expect("rows");
+        assert_eq!(rows.iter().map(|r| r["n"].as_u64()).collect::<Vec<_>>(), [Some(200), Some(400)], "{v}");
+        for r in rows {
+            assert_eq!(r["scene"].as_str(), Some(scene_arg.as_str()), "{r}");
+            assert!(r["cpu_ms"].as_f64().is_some_and(|t| t > 0.0), "{r}");
+            assert!(r["cpu_bytes_per_ball"].as_u64().is_some_and(|b| b > 0), "{r}");
+            if r["gpu_error"].is_null() {
+                assert!(r["gpu_ms"].as_f64().is_some_and(|t| t > 0.0), "{r}");
+                assert_eq!(r["agree"], true, "{r}");
+            } else {
+                assert!(std::env::var("MX2D_REQUIRE_GPU").as_deref() != Ok("1"), "no GPU: {r}");
+            }
+        }
+    }
+    let out = mx2d().args(["bench", "--scene", "no_such_scene"]).output().expect("runs");
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no_such_scene"), "{}", String::from_utf8_lossy(&out.stderr));
+}
