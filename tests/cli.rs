@@ -224,6 +224,24 @@ fn contacts_file_and_energy_balance_with_impacts() {
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&summary).expect("summary")).expect("json");
     assert!(s["max_penetration"].as_f64().expect("number") < 1e-9, "{s}");
+    // The contact stages are in the stage list, in step order, and timed.
+    let stages: Vec<(&str, f64)> = s["stage_ms"]
+        .as_array()
+        .expect("stage_ms")
+        .iter()
+        .map(|p| (p[0].as_str().expect("name"), p[1].as_f64().expect("ms")))
+        .collect();
+    let position =
+        |name: &str| stages.iter().position(|(n, _)| *n == name).unwrap_or_else(|| panic!("{name}: {stages:?}"));
+    let order: Vec<usize> =
+        ["integrate", "broadphase", "impacts", "narrowphase", "contact_solve", "project_penetration"]
+            .iter()
+            .map(|n| position(n))
+            .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{stages:?}");
+    for name in ["broadphase", "narrowphase", "contact_solve"] {
+        assert!(stages[position(name)].1 > 0.0, "{name} not timed: {stages:?}");
+    }
     for name in ["bounce.ron", "incline_friction.ron"] {
         let out = mx2d().args(["run", &scene(name), "--headless", "--summary"]).arg(&summary).output().expect("runs");
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
