@@ -703,8 +703,10 @@ fn check_bounds(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) g
         return;
     }
     let s = pv[i];
-    // x != x: NaN; |x| > f32 max: infinity.
-    if any(s != s) || any(abs(s) > vec4<f32>(3.4028235e38)) {
+    // Non-finite (NaN or infinity): exponent bits all ones. Tested on the
+    // bits, because WGSL lets a compiler assume floats are finite and fold
+    // `s != s` to false (lavapipe did: a NaN ball stayed alive, unreported).
+    if any((bitcast<vec4<u32>>(s) & vec4<u32>(0x7fffffffu)) >= vec4<u32>(0x7f800000u)) {
         // Named by its id (the lowest id: the same ball as the CPU twin's).
         atomicMin(&counters[1], ball_id[i]);
         return;

@@ -35,7 +35,7 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
         /// Simulated time to show (s); the scene is stepped to the nearest step.
-        #[arg(long, default_value_t = 0.0)]
+        #[arg(long, default_value_t = 0.0, allow_hyphen_values = true)]
         time: f64,
         /// Picture size in pixels, WIDTHxHEIGHT.
         #[arg(long, default_value = "800x600", value_parser = mx2d::render::headless::parse_size)]
@@ -68,19 +68,19 @@ struct RunArgs {
     #[arg(long)]
     headless: bool,
     /// Number of steps.
-    #[arg(long, conflicts_with = "duration")]
+    #[arg(long, conflicts_with = "duration", allow_hyphen_values = true)]
     steps: Option<u64>,
     /// Simulated duration (s).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     duration: Option<f64>,
     /// Step size (s).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     dt: Option<f64>,
     /// Integrator: euler, symplectic, midpoint, rk2, rk4, ab4, dopri5 (adaptive), sdirk3 (adaptive, implicit: stiff mechanisms).
     #[arg(long)]
     integrator: Option<Method>,
     /// Relative error tolerance of dopri5 and sdirk3 (their steps are at most --dt); default 1e-6.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     tolerance: Option<f64>,
     /// cpu or gpu: where the force fields are evaluated (gpu: the WGSL kernel, f32).
     #[arg(long, default_value = "cpu")]
@@ -94,8 +94,8 @@ struct RunArgs {
     /// Binary population snapshot (little-endian f32 arrays per recorded step; README).
     #[arg(long)]
     snapshot: Option<PathBuf>,
-    /// Record every K-th step.
-    #[arg(long)]
+    /// Record every K-th step (K ≥ 1).
+    #[arg(long, allow_hyphen_values = true)]
     every: Option<u64>,
     /// Summary JSON.
     #[arg(long)]

@@ -183,3 +183,114 @@ fn bench_passes_reports_each_gpu_pass_in_json() {
     assert_eq!(fields[0]["name"], "field_forces");
     assert!(stdout.contains("per-pass GPU times"), "{stdout}");
 }
+
+/// Issue 7's output contract on the exact contact path: `--contacts` has its
+/// header and one row per active contact (the block and the disc on the
+/// incline: the block's two corners and the disc, every recorded step), the
+/// normal from the surface to the body, impulses ≥ 0 along it; the summary's
+/// `max_penetration` is the contacts' real one, and the energy balance
+/// counts what impacts and friction took: `energy_balance_error` stays at
+/// round-off (1e-9 of the energy lost) on the bouncing ball, which loses
+/// half its energy in impacts (e = 0.7), and on the incline.
+#[test]
+fn contacts_file_and_energy_balance_with_impacts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (contacts, summary) = (dir.path().join("c.csv"), dir.path().join("s.json"));
+    let out = mx2d()
+        .args(["run", &scene("incline_friction.ron"), "--headless", "--steps", "200", "--every", "50"])
+        .arg("--contacts")
+        .arg(&contacts)
+        .arg("--summary")
+        .arg(&summary)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&contacts).expect("contacts");
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("step,t,body_a,body_b,x,y,nx,ny,gap,normal_impulse,tangent_impulse"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    for step in ["50", "100", "150", "200"] {
+        let at: Vec<_> = rows.iter().filter(|r| r[0] == step).collect();
+        let bodies: Vec<&str> = at.iter().map(|r| r[2]).collect();
+        assert_eq!(bodies, ["block", "block", "disc"], "step {step}: {at:?}");
+        for r in at {
+            assert_eq!(r.len(), 11, "{r:?}");
+            assert_eq!(r[3], "surface0", "{r:?}");
+            let num = |k: usize| r[k].parse::<f64>().unwrap_or_else(|_| panic!("{r:?}"));
+            assert!((num(6).hypot(num(7)) - 1.0).abs() < 1e-12 && num(7) > 0.0, "normal {r:?}");
+            assert!(num(9) > 0.0 && num(8).abs() < 1e-9, "impulse and gap {r:?}");
+        }
+    }
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).expect("summary")).expect("json");
+    assert!(s["max_penetration"].as_f64().expect("number") < 1e-9, "{s}");
+    // The contact stages are in the stage list, in step order, and timed.
+    let stages: Vec<(&str, f64)> = s["stage_ms"]
+        .as_array()
+        .expect("stage_ms")
+        .iter()
+        .map(|p| (p[0].as_str().expect("name"), p[1].as_f64().expect("ms")))
+        .collect();
+    let position =
+        |name: &str| stages.iter().position(|(n, _)| *n == name).unwrap_or_else(|| panic!("{name}: {stages:?}"));
+    let order: Vec<usize> =
+        ["integrate", "broadphase", "impacts", "narrowphase", "contact_solve", "project_penetration"]
+            .iter()
+            .map(|n| position(n))
+            .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{stages:?}");
+    for name in ["broadphase", "narrowphase", "contact_solve"] {
+        assert!(stages[position(name)].1 > 0.0, "{name} not timed: {stages:?}");
+    }
+    for name in ["bounce.ron", "incline_friction.ron"] {
+        let out = mx2d().args(["run", &scene(name), "--headless", "--summary"]).arg(&summary).output().expect("runs");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let s: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&summary).expect("summary")).expect("json");
+        let lost = s["energy_initial"].as_f64().expect("e0") - s["energy_final"].as_f64().expect("e1");
+        let work = s["work_nonconservative"].as_f64().expect("work");
+        assert!(lost > 1e-2, "{name}: nothing was lost: {s}");
+        assert!((work + lost).abs() < 1e-6 * lost, "{name}: work {work} J against the loss {lost} J");
+        let error = s["energy_balance_error"].as_f64().expect("number");
+        assert!(error <= 1e-9 * lost, "{name}: balance error {error} J of {lost} J lost");
+    }
+}
+
+/// `mx2d bench --scene balls_box` (issue 8): the whole population step on
+/// the CPU twin, and on the GPU where there is an adapter, from the same
+/// state; a JSON row per size with both times, the agreement and the bytes
+/// per ball; the scene given by name (under `scenes/`) or by path.
+#[test]
+fn bench_scene_times_the_population_step_on_both_backends() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let json = dir.path().join("b.json");
+    for scene_arg in ["balls_box".to_string(), scene("balls_box.ron")] {
+        let out = mx2d()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["bench", "--scene", &scene_arg, "--sizes", "200,400", "--repeats", "1", "--json"])
+            .arg(&json)
+            .output()
+            .expect("runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{scene_arg}: {stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("bytes per ball"), "{stdout}");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).expect("json")).expect("json");
+        let rows = v["rows"].as_array().expect("rows");
+        assert_eq!(rows.iter().map(|r| r["n"].as_u64()).collect::<Vec<_>>(), [Some(200), Some(400)], "{v}");
+        for r in rows {
+            assert_eq!(r["scene"].as_str(), Some(scene_arg.as_str()), "{r}");
+            assert!(r["cpu_ms"].as_f64().is_some_and(|t| t > 0.0), "{r}");
+            assert!(r["cpu_bytes_per_ball"].as_u64().is_some_and(|b| b > 0), "{r}");
+            if r["gpu_error"].is_null() {
+                assert!(r["gpu_ms"].as_f64().is_some_and(|t| t > 0.0), "{r}");
+                assert_eq!(r["agree"], true, "{r}");
+            } else {
+                assert!(std::env::var("MX2D_REQUIRE_GPU").as_deref() != Ok("1"), "no GPU: {r}");
+            }
+        }
+    }
+    let out = mx2d().args(["bench", "--scene", "no_such_scene"]).output().expect("runs");
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no_such_scene"), "{}", String::from_utf8_lossy(&out.stderr));
+}

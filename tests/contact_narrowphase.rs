@@ -34,11 +34,16 @@ fn shapes() -> Vec<Shape> {
 /// farthest point from the arc need not be its midpoint where the curvature
 /// varies along it.
 fn sampled(shape: &Shape) -> (Vec<DVec2>, f64) {
+    sampled_with(shape, SAMPLES)
+}
+
+/// [`sampled`] with `samples` points per curved outline.
+fn sampled_with(shape: &Shape, samples: usize) -> (Vec<DVec2>, f64) {
     let curved = matches!(shape, Shape::Circle { .. } | Shape::Ellipse { .. } | Shape::Superellipse { .. });
     if !curved {
         return (shape.outline(8), 0.0);
     }
-    let pts = shape.outline(SAMPLES);
+    let pts = shape.outline(samples);
     let err = (0..pts.len())
         .map(|i| shape.signed_distance(0.5 * (pts[i] + pts[(i + 1) % pts.len()])).abs())
         .fold(0.0, f64::max);
@@ -314,4 +319,166 @@ fn degenerate_contacts_have_a_defined_normal() {
     let centre = DVec2::splat(0.5) + diag * 1.0;
     let c = contact(&e, &at(centre.x, centre.y, std::f64::consts::FRAC_PI_4), &sq, &at(0.0, 0.0, 0.0));
     assert!(defined(&c) && c.gap.abs() < 1e-12 && (c.normal - diag).length() < 1e-6, "{c:?}");
+}
+
+/// The smooth static surfaces the issue lists, both ways round: circle,
+/// ellipse and superellipse, outside and inside (a bowl).
+fn smooth_surfaces() -> Vec<(&'static str, mx2d::surface::SurfaceGeometry)> {
+    use mx2d::surface::SurfaceGeometry as S;
+    let c = DVec2::ZERO;
+    vec![
+        ("circle", S::Circle { center: c, radius: 3.0, inside: false }),
+        ("circle inside", S::Circle { center: c, radius: 3.0, inside: true }),
+        ("ellipse", S::Ellipse { center: c, a: 4.0, b: 2.0, inside: false }),
+        ("ellipse inside", S::Ellipse { center: c, a: 4.0, b: 2.5, inside: true }),
+        ("superellipse", S::Superellipse { center: c, a: 3.0, b: 2.0, exponent: 4.0, inside: false }),
+        ("superellipse inside", S::Superellipse { center: c, a: 4.0, b: 3.0, exponent: 4.0, inside: true }),
+    ]
+}
+
+/// The minimum of `f` over the points of `outline` (a closed sampled
+/// curve): every 10th point first, then every point within 20 of the three
+/// smallest of those (a smooth function along the outline: its minimum lies
+/// next to a small coarse value). Ten times fewer evaluations than a full scan.
+fn sampled_minimum(outline: &[DVec2], f: impl Fn(DVec2) -> f64) -> f64 {
+    let n = outline.len();
+    let mut coarse: Vec<(f64, usize)> = (0..n).step_by(10).map(|i| (f(outline[i]), i)).collect();
+    coarse.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut best = f64::INFINITY;
+    for &(_, i) in coarse.iter().take(3) {
+        for d in 0..=40 {
+            best = best.min(f(outline[(i + n + d - 20) % n]));
+        }
+    }
+    best
+}
+
+/// Narrowphase of every body shape against every smooth curved surface
+/// (issue 7: "every shape against every static surface", each against an
+/// independent computation; the line is tested in
+/// `src/contact/narrowphase/surface.rs`): the smallest gap equals the
+/// minimum, over 10,000 samples of the body's outline, of the surface's
+/// signed distance (`SurfaceGeometry::closest`; the round shapes'
+/// narrowphase finds its deepest point by its own support-point iteration).
+/// At the minimum both satisfy the same condition (the outline normal
+/// opposite the surface normal), so they agree to the sampling error plus
+/// 1e-9 m wherever the gap matters for contact (below 0.1 m: overlapping by
+/// up to 5 cm, or touching within 2 cm); farther off only "no contact" is
+/// checked (gap ≥ 0.1 m: the iteration stops early there, e.g. 8e-7 m high at
+/// 0.8 m). Every returned point has a finite gap and a unit normal.
+#[test]
+fn every_shape_against_every_smooth_surface_matches_outline_sampling() {
+    use mx2d::contact::narrowphase::surface::{collide_surface, surface_gap};
+    let mut out = Vec::new();
+    let mut worst = 0.0f64;
+    let mut compared = 0;
+    for shape in shapes() {
+        let (outline, sampling) = sampled_with(&shape, 10_000);
+        let reach = shape.bounding_radius();
+        for (label, surface) in smooth_surfaces() {
+            for k in 0..4 {
+                // A place on the surface: the closest point to a probe.
+                let phi = 0.3 + k as f64 * std::f64::consts::TAU / 4.0;
+                let foot = surface.closest(1.5 * DVec2::new(phi.cos(), phi.sin()));
+                for clearance in [-0.05, 0.02] {
+                    for angle in [0.7, 2.1] {
+                        let pose = Pose { position: foot.point + foot.normal * (reach + clearance), angle };
+                        let gap = surface_gap(&shape, &pose, &surface, &mut out);
+                        let brute = sampled_minimum(&outline, |p| surface.closest(pose.apply(p)).distance);
+                        let at = format!("{label}, {shape:?} at {pose:?}: gap {gap}, sampled {brute}");
+                        if brute < 0.1 {
+                            compared += 1;
+                            worst = worst.max((gap - brute).abs());
+                            assert!((gap - brute).abs() <= sampling + 1e-9, "{at} (sampling error {sampling:e})");
+                        } else {
+                            assert!(gap >= 0.1 - sampling - 1e-9, "{at}");
+                        }
+                        out.clear();
+                        collide_surface(&shape, &pose, &surface, f64::INFINITY, &mut out);
+                        assert!(
+                            out.iter().all(|c| c.gap.is_finite() && (c.normal.length() - 1.0).abs() < 1e-12),
+                            "{at}: {out:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(compared > 100, "only {compared} poses near contact: the test would prove little");
+    eprintln!("{compared} poses near contact, largest difference {worst:e} m");
+}
+
+/// Degenerate body–surface contacts give a defined (finite, unit) normal and
+/// a finite gap (issue 7, bad input): a disc centred exactly on a polyline's
+/// convex and concave corners, a box corner exactly on a corner, a disc at
+/// the centre of a circular bowl (every direction is nearest) and an ellipse
+/// at the centre of an elliptical bowl.
+#[test]
+fn degenerate_surface_contacts_have_a_defined_normal() {
+    use mx2d::contact::narrowphase::surface::collide_surface;
+    use mx2d::surface::SurfaceGeometry as S;
+    let polyline = S::Polyline { points: vec![DVec2::new(-2.0, 0.0), DVec2::new(0.0, -1.0), DVec2::new(2.0, 0.0)] };
+    let roof = S::Polyline { points: vec![DVec2::new(-2.0, -1.0), DVec2::new(0.0, 0.0), DVec2::new(2.0, -1.0)] };
+    let bowl = S::Circle { center: DVec2::new(1.0, 2.0), radius: 3.0, inside: true };
+    let oval = S::Ellipse { center: DVec2::ZERO, a: 3.0, b: 2.0, inside: true };
+    let disc = Shape::Circle { radius: 0.5 };
+    let square = Shape::Box { half_extents: DVec2::splat(0.5) };
+    let ellipse = Shape::Ellipse { a: 1.0, b: 0.5 };
+    let at = |x: f64, y: f64, angle: f64| Pose { position: DVec2::new(x, y), angle };
+    let cases = [
+        ("disc on the concave corner", &disc, at(0.0, -1.0, 0.0), &polyline),
+        ("disc on the convex corner", &disc, at(0.0, 0.0, 0.0), &roof),
+        ("box corner on the convex corner", &square, at(0.0, 0.5_f64.hypot(0.5), std::f64::consts::FRAC_PI_4), &roof),
+        (
+            "box corner on the concave corner",
+            &square,
+            at(0.0, -1.0 + 0.5_f64.hypot(0.5), std::f64::consts::FRAC_PI_4),
+            &polyline,
+        ),
+        ("disc at the bowl's centre", &disc, at(1.0, 2.0, 0.0), &bowl),
+        ("ellipse at the oval's centre", &ellipse, at(0.0, 0.0, 0.0), &oval),
+        ("ellipse at the oval's centre, turned", &ellipse, at(0.0, 0.0, std::f64::consts::FRAC_PI_2), &oval),
+    ];
+    for (label, shape, pose, surface) in cases {
+        let mut out = Vec::new();
+        collide_surface(shape, &pose, surface, f64::INFINITY, &mut out);
+        assert!(!out.is_empty(), "{label}: no contact point");
+        for c in &out {
+            assert!(
+                c.gap.is_finite() && c.point.is_finite() && (c.normal.length() - 1.0).abs() < 1e-12,
+                "{label}: {c:?}"
+            );
+        }
+    }
+}
+
+/// A polyline's convex corner (a peak of the solid) poking into a body's
+/// flat side is a contact: a wide box, a flat ellipse and a flat
+/// superellipse lying across a roof's ridge, 5 cm into it, have gap −0.05 m
+/// (a disc does, by its centre's distance). Known gap in the narrowphase
+/// (audit of 27 Nov 2026, docs/requirements.md): polygons are tested vertex
+/// by vertex against the surface, and the round shapes' support-point
+/// iteration starts from the normal facing the centre; both miss the ridge
+/// and report +0.40, +0.62 and +0.42 m, so such a body sinks through a
+/// ridge. Ignored until `src/contact/narrowphase/surface.rs` also tests the
+/// polyline's vertices against the body (as the body–body path does).
+#[test]
+#[ignore = "known narrowphase gap: polyline ridges inside a body's face are missed (docs/requirements.md)"]
+fn a_polyline_ridge_inside_a_flat_side_is_a_contact() {
+    use mx2d::contact::narrowphase::surface::surface_gap;
+    use mx2d::surface::SurfaceGeometry as S;
+    let roof = S::Polyline { points: vec![DVec2::new(-2.0, -1.0), DVec2::new(0.0, 0.0), DVec2::new(2.0, -1.0)] };
+    let mut out = Vec::new();
+    for (shape, half_height) in [
+        (Shape::Circle { radius: 0.5 }, 0.5),
+        (Shape::Box { half_extents: DVec2::new(1.0, 0.1) }, 0.1),
+        (Shape::Ellipse { a: 1.3, b: 0.4 }, 0.4),
+        (Shape::Superellipse { a: 1.0, b: 0.3, exponent: 4.0 }, 0.3),
+    ] {
+        for depth in [0.05, -0.001] {
+            let pose = Pose { position: DVec2::new(0.0, half_height - depth), angle: 0.0 };
+            let gap = surface_gap(&shape, &pose, &roof, &mut out);
+            assert!((gap + depth).abs() < 1e-9, "{shape:?} {depth} m into the ridge: gap {gap}");
+        }
+    }
 }

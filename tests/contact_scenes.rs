@@ -116,3 +116,90 @@ fn huge_piles_and_drops_are_refused_with_the_estimate() {
     let fine = Scene::parse_with_overrides(&pyramid, "p.ron", &["piles[0].rows=100".into()]).unwrap();
     assert_eq!(fine.build_world().unwrap().bodies.len(), 5050);
 }
+
+/// Two discs joined by a distance joint, overlapping by 0.2 m, and a third
+/// disc overlapping the first without a joint. Without `collide_connected`
+/// the joined pair is never a candidate (the broadphase leaves it out), the
+/// free pair is; with it, the joined pair collides too (issue 7: as Box2D's
+/// and rapier's flag).
+#[test]
+fn joined_bodies_collide_only_with_collide_connected() {
+    let scene = |flag: &str| {
+        format!(
+            r#"Scene(
+    name: "joined",
+    gravity: (0.0, 0.0),
+    dt: 0.001,
+    contacts: Contacts({flag}),
+    bodies: [
+        Body(name: "a", shape: Circle(radius: 0.5), mass: 1.0, position: (0.0, 0.0)),
+        Body(name: "b", shape: Circle(radius: 0.5), mass: 1.0, position: (0.8, 0.0)),
+        Body(name: "c", shape: Circle(radius: 0.5), mass: 1.0, position: (0.0, 0.9)),
+    ],
+    constraints: [ Distance(a: "a", b: "b", length: 0.8) ],
+)"#
+        )
+    };
+    use mx2d::contact::{Pair, Partner};
+    let joined = Pair { a: 0, b: Partner::Body(1) };
+    let free = Pair { a: 0, b: Partner::Body(2) };
+    for (flag, collides) in [("", false), ("collide_connected: false", false), ("collide_connected: true", true)] {
+        let mut w = Scene::parse(&scene(flag), "joined.ron")
+            .and_then(|s| s.build_world())
+            .unwrap_or_else(|e| panic!("{flag}: {e}"));
+        w.step().unwrap_or_else(|e| panic!("{flag}: {e}"));
+        let pairs = w.contacts.pairs();
+        assert!(pairs.contains(&free), "{flag}: the free pair is missing: {pairs:?}");
+        assert_eq!(pairs.contains(&joined), collides, "{flag}: pairs {pairs:?}");
+        let touching_b = w.contacts.contacts().iter().any(|c| c.body_a == 0 && c.partner == Partner::Body(1));
+        assert_eq!(touching_b, collides, "{flag}: contacts {:?}", w.contacts.contacts());
+    }
+}
+
+/// A NaN state stops the step with an error naming the step and the body
+/// (issue 7, bad input), not a panic and not a silent NaN: a NaN position or
+/// velocity of a body touching a surface and another body, on the exact path
+/// and the soft step. A state that overflows inside the step reaches the
+/// contact stage, which names the pair.
+#[test]
+fn nan_in_a_contact_stops_the_step_naming_the_bodies() {
+    let pair = r#"Scene(
+    name: "nan",
+    gravity: (0.0, -9.81),
+    dt: 0.01,
+    contacts: Contacts(SOLVER),
+    bodies: [
+        Body(name: "left", shape: Circle(radius: 0.5), mass: 1.0, position: (0.0, 0.5)),
+        Body(name: "right", shape: Box(half_extents: (0.5, 0.5)), mass: 1.0, position: (0.99, 0.5)),
+    ],
+    surfaces: [ Surface(geometry: Line(point: (0.0, 0.0), normal: (0.0, 1.0))) ],
+)"#;
+    for solver in ["", "solver: SoftStep()"] {
+        for (body, what) in [(0, "position"), (1, "position"), (0, "velocity"), (1, "velocity")] {
+            let text = pair.replace("SOLVER", solver);
+            let mut w = Scene::parse(&text, "nan.ron").and_then(|s| s.build_world()).unwrap_or_else(|e| panic!("{e}"));
+            for _ in 0..3 {
+                w.step().unwrap_or_else(|e| panic!("{solver}: {e}"));
+            }
+            let b = &mut w.bodies.as_mut_slice()[body];
+            match what {
+                "position" => b.position.y = f64::NAN,
+                _ => b.velocity.x = f64::NAN,
+            }
+            let name = b.name.clone();
+            let err = w.step().expect_err("a NaN state must stop the step");
+            let text = err.to_string();
+            assert!(text.contains("step 4"), "{solver} {name} {what}: {text}");
+            assert!(text.contains(&format!("'{name}'")), "{solver} {name} {what}: {text}");
+            assert!(!text.contains("panicked"), "{text}");
+        }
+        // A step so long that the positions overflow inside it: the contact
+        // stage meets the non-finite gap and names the pair.
+        let mut w = Scene::parse(&pair.replace("SOLVER", solver), "nan.ron")
+            .and_then(|s| s.build_world())
+            .unwrap_or_else(|e| panic!("{e}"));
+        w.dt = 1e300;
+        let text = w.step().expect_err("an overflowing step must stop").to_string();
+        assert!(text.contains("step 1") && text.contains("contact between 'left' and "), "{solver}: {text}");
+    }
+}

@@ -358,3 +358,35 @@ fn the_rounding_envelope_refuses_another_contact_law() {
         || d.metres > 2.0 * envelope.metres;
     assert!(refused, "the envelope check would pass another contact law");
 }
+
+/// On the GPU as on the CPU twin: balls leaving the world are counted as
+/// escaped, and a non-finite ball is named by its id (at the readback after
+/// the step) with the step (issue 8, bad input and limits).
+#[test]
+fn escaped_balls_are_counted_and_a_nan_ball_is_named_on_the_gpu() {
+    let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
+    let ctx = Arc::new(ctx);
+    let text = "Scene(name: \"fall\", gravity: (0.0, -9.81), dt: 0.016666666666666666,
+        population: Population(radius: 0.1,
+          spawn: [Grid(origin: (0.0, 1.0), count: 12, spacing: 0.3, velocity_jitter: 1.0, seed: 3)],
+          bounds: Rect(min: (-10.0, 0.0), max: (10.0, 10.0))))";
+    let mut pop = Scene::parse(text, "fall.ron").unwrap().build_world().unwrap().population.unwrap();
+    let mut gpu = GpuPopulation::new(ctx.clone(), &pop).unwrap();
+    for _ in 0..120 {
+        gpu.step(&mut pop, 1.0 / 60.0).unwrap();
+    }
+    gpu.read_back(&mut pop).unwrap();
+    let s = pop.stats();
+    assert_eq!((s.alive, s.escaped, s.killed, s.pending), (0, 12, 0, 0), "{s:?}");
+    let mut pop = Scene::parse(text, "fall.ron").unwrap().build_world().unwrap().population.unwrap();
+    pop.velocity[5].x = f32::NAN;
+    let mut gpu = GpuPopulation::new(ctx, &pop).unwrap();
+    let outcome = gpu.step(&mut pop, 1.0 / 60.0).and_then(|()| gpu.read_back(&mut pop));
+    match outcome {
+        Err(PopulationError::NotFinite { step, ball, .. }) => assert_eq!((step, ball), (1, 5)),
+        other => panic!(
+            "a NaN ball must stop the run: {other:?}; ball 5: state {}, position {}, velocity {}, id {}",
+            pop.state[5], pop.position[5], pop.velocity[5], pop.ball_id[5]
+        ),
+    }
+}

@@ -113,3 +113,75 @@ fn values_past_the_f32_tier_are_refused_at_their_place() {
         assert!(err.to_string().contains("f32 tier"), "{set}: {err}");
     }
 }
+
+/// Balls falling out of the world (no floor, bounds 1 m below them) are
+/// counted as escaped, not lost (issue 8, bad input and limits), and a ball
+/// made non-finite stops the next step with the step and the ball's id
+/// (issue 8: "NaN in a ball stops the run with the step and the ball's
+/// index"), here after a re-sort so that the id differs from the slot.
+#[test]
+fn escaped_balls_are_counted_and_a_nan_ball_is_named() {
+    use mx2d::population::{PopulationError, cpu};
+    let text = "Scene(name: \"fall\", gravity: (0.0, -9.81), dt: 0.016666666666666666,
+        population: Population(radius: 0.1, resort_every: 1,
+          spawn: [Grid(origin: (0.0, 1.0), count: 12, spacing: 0.3, velocity_jitter: 1.0, seed: 3)],
+          bounds: Rect(min: (-10.0, 0.0), max: (10.0, 10.0))))";
+    let mut world = Scene::parse(text, "fall.ron").unwrap().build_world().unwrap();
+    for _ in 0..120 {
+        world.step().unwrap();
+    }
+    let s = world.population.as_ref().unwrap().stats();
+    assert_eq!((s.alive, s.escaped, s.killed, s.pending), (0, 12, 0, 0), "{s:?}");
+    let mut pop = Scene::parse(text, "fall.ron").unwrap().build_world().unwrap().population.unwrap();
+    for _ in 0..3 {
+        cpu::step(&mut pop, 1.0 / 60.0).unwrap();
+    }
+    let slot = (0..pop.len()).find(|&i| pop.ball_id[i] as usize != i).expect("the re-sort moved no ball");
+    let id = pop.ball_id[slot] as usize;
+    pop.velocity[slot].x = f32::NAN;
+    match cpu::step(&mut pop, 1.0 / 60.0) {
+        Err(PopulationError::NotFinite { step, ball, .. }) => assert_eq!((step, ball), (4, id)),
+        other => panic!("a NaN ball must stop the step: {other:?}"),
+    }
+}
+
+/// Balls against the curved surfaces the issue lists as obstacles (the
+/// population tessellates ellipses and superellipses into segments):
+/// dropped into an elliptical bowl, and onto a superellipse hill inside a
+/// circular bowl, for 5 s. None leaves the bowls, none ends inside the hill
+/// (overlap ≤ 2 % of r beyond the tessellation's chord error, ≤ 1e-3 m here).
+#[test]
+fn balls_stay_out_of_ellipse_and_superellipse_obstacles() {
+    for geometry in [
+        "Ellipse(center: (0.0, 0.0), a: 2.0, b: 1.0, inside: true)",
+        "Superellipse(center: (0.0, -1.1), a: 1.0, b: 0.6, exponent: 4.0)",
+    ] {
+        let text = format!(
+            "Scene(name: \"curved\", gravity: (0.0, -9.81), dt: 0.016666666666666666,
+            surfaces: [Surface(geometry: {geometry}, restitution: 0.3),
+                       Surface(geometry: Circle(center: (0.0, 0.0), radius: 2.5, inside: true), restitution: 0.3)],
+            population: Population(radius: 0.05, restitution: 0.3, friction: 0.2,
+              spawn: [Grid(origin: (-0.5, -0.6), count: 64, spacing: 0.13, velocity_jitter: 0.5, seed: 5)],
+              bounds: Rect(min: (-3.0, -3.0), max: (3.0, 3.0))))"
+        );
+        let mut world = Scene::parse(&text, "curved.ron").unwrap_or_else(|e| panic!("{e}")).build_world().unwrap();
+        for _ in 0..300 {
+            world.step().unwrap();
+        }
+        let pop = world.population.as_ref().unwrap();
+        let s = pop.stats();
+        assert_eq!((s.alive, s.escaped), (64, 0), "{geometry}: {s:?}");
+        for i in 0..pop.len() {
+            let p = pop.position[i];
+            let r = 0.05 * 0.98 - 1e-3;
+            if geometry.starts_with("Ellipse") {
+                // Inside the bowl: the ball's centre at least ~r inside the outline.
+                let (x, y) = (f64::from(p.x) / (2.0 - r), f64::from(p.y) / (1.0 - r));
+                assert!(x * x + y * y <= 1.0, "{geometry}: ball at {p} is outside the bowl");
+            } else {
+                let (x, y) = (f64::from(p.x) / (1.0 + r), (f64::from(p.y) + 1.1) / (0.6 + r));
+                assert!(x.abs().powi(4) + y.abs().powi(4) >= 1.0, "{geometry}: ball at {p} is inside the hill");
+            }
+        }
+    }
+}

@@ -133,6 +133,55 @@ fn output_files_are_named_and_distinct() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--trace and --energy name the same file"), "{}", stderr(&o));
     assert!(!same.exists(), "refused before anything is written");
+    // The contacts CSV too (it was left out of the check: the trace and the
+    // contacts interleaved in one file, exit 0).
+    let o = mx2d()
+        .args(["run", &scene("bounce.ron"), "--headless", "--steps", "10", "--trace"])
+        .arg(&same)
+        .arg("--contacts")
+        .arg(&same_too)
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--trace and --contacts name the same file"), "{}", stderr(&o));
+    assert!(!same.exists(), "refused before anything is written");
+}
+
+/// Bad values of the numeric flags are bad input (exit 2) with the flag's
+/// own message, nothing written: a negative value reaches the check instead
+/// of clap's "unexpected argument '-1'" (which advised `-- -1`), an
+/// out-of-range `--tolerance` is exit 2 like `--dt` (it was exit 1), and
+/// `--every 0` is refused (it silently recorded every step).
+#[test]
+fn bad_numeric_flags_are_bad_input_with_the_flags_message() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let summary = dir.path().join("s.json");
+    for (args, words) in [
+        (&["--dt", "-1"][..], "--dt must be a positive"),
+        (&["--duration", "-1"], "--duration must be a finite number of seconds >= 0"),
+        (&["--tolerance", "0"], "--tolerance must be in (0, 1), got 0"),
+        (&["--tolerance", "-1e-6"], "--tolerance must be in (0, 1)"),
+        (&["--tolerance", "NaN"], "--tolerance must be in (0, 1)"),
+        (&["--every", "0"], "--every must be at least 1"),
+        (&["--steps", "-1"], "'-1' for '--steps"),
+    ] {
+        let o = mx2d()
+            .args(["run", &scene("spring.ron"), "--headless", "--integrator", "dopri5"])
+            .args(args)
+            .arg("--summary")
+            .arg(&summary)
+            .output()
+            .expect("runs");
+        assert_no_crash(&o, "run");
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(words), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("unexpected argument"), "{args:?}: {}", stderr(&o));
+        assert!(!summary.exists(), "{args:?}: refused before anything is written");
+    }
+    let out = dir.path().join("x.png");
+    let o = mx2d().args(["render", &scene("spring.ron"), "--time", "-1", "--out"]).arg(&out).output().expect("runs");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--time must be"), "{}", stderr(&o));
 }
 
 /// Class 2: SIGTERM (and SIGINT) during a long run: the trace ends on a

@@ -64,8 +64,37 @@ fn syntax_error_is_located() {
 fn unknown_field_is_named() {
     let e = error_for(&GOOD.replace("mass: 2.0,", "mas: 2.0,"));
     assert_eq!(e.line, 5, "{e}");
-    assert_eq!(e.field, "mas");
+    assert_eq!(e.field, "bodies[1].mas");
     assert!(e.message.contains("mas"), "{e}");
+}
+
+/// A value of the wrong type or out of its integer range is named by its
+/// path (ron itself gives only the position): `dt: "fast"`, a string radius
+/// inside a shape, a negative and a fractional count, a missing field.
+/// Before, these printed `bad.ron:L:C: Expected float` with no field.
+#[test]
+fn a_value_of_the_wrong_type_is_named_by_its_path() {
+    let cases = [
+        (GOOD.replace("name: \"t\",", "name: \"t\", dt: \"fast\","), "dt", "Expected float"),
+        (GOOD.replace("radius: 0.5", "radius: \"big\""), "bodies[0].shape.radius", "Expected float"),
+        (GOOD.replace("stiffness: 10.0", "stiffness: (1.0, 2.0)"), "loads[0].stiffness", "Expected float"),
+        (GOOD.replace("mass: 2.0,", "mass: 2.0, fixed: 3,"), "bodies[1].fixed", "Expected boolean"),
+        (GOOD.replace("Spring(body: \"a\", ", "Spring("), "loads[0].body", "body"),
+    ];
+    for (text, field, words) in cases {
+        let e = error_for(&text);
+        assert_eq!(e.field, field, "{e}");
+        assert!(e.message.contains(words), "{e}");
+        assert!(e.to_string().starts_with(&format!("bad.ron:{}:{}: {field}: ", e.line, e.column)), "{e}");
+    }
+    let chain = "Scene(name: \"c\", chains: [Chain(prefix: \"l\", links: COUNT, anchor: (0.0, 0.0), link_length: 0.1, link_mass: 0.01)])";
+    for count in ["-1", "1.5", "NaN"] {
+        let e = error_for(&chain.replace("COUNT", count));
+        assert_eq!(e.field, "chains[0].links", "links: {count}: {e}");
+    }
+    // A broken structure still names no field it cannot know.
+    let e = error_for(&GOOD.replace("mass: 1.0),", "mass: 1.0"));
+    assert!(!e.field.starts_with("bodies[0].mass"), "{e}");
 }
 
 #[test]

@@ -153,7 +153,9 @@ fn signal_name(signal: usize) -> &'static str {
 
 /// The number of steps a run takes: `steps`, else `duration / dt`, else the
 /// scene's; refused past [`MAX_STEPS`] (a count no run can mean, which would
-/// otherwise saturate and never end).
+/// otherwise saturate and never end). Also refuses the other numeric flags'
+/// bad values (`--dt`, `--duration`, `--tolerance` outside (0, 1),
+/// `--every 0`).
 pub fn planned_steps(scene: &Scene, options: &RunOptions) -> Result<u64, String> {
     if let Some(dt) = options.dt
         && !(dt.is_finite() && dt > 0.0 && dt.is_normal())
@@ -164,6 +166,16 @@ pub fn planned_steps(scene: &Scene, options: &RunOptions) -> Result<u64, String>
         && !(t.is_finite() && t >= 0.0)
     {
         return Err(format!("--duration must be a finite number of seconds >= 0, got {t}"));
+    }
+    // Checked here, with the other flags, so that a bad value is bad input
+    // (exit 2) found before anything is written.
+    if let Some(tol) = options.tolerance
+        && !(tol.is_finite() && tol > 0.0 && tol < 1.0)
+    {
+        return Err(format!("--tolerance must be in (0, 1), got {tol}"));
+    }
+    if options.every == Some(0) {
+        return Err("--every must be at least 1 (record every K-th step), got 0".into());
     }
     let dt = options.dt.unwrap_or(scene.file.dt);
     let exact = match (options.steps, options.duration) {
@@ -191,6 +203,8 @@ pub fn check_distinct_outputs(options: &RunOptions) -> Result<(), String> {
         ("--reactions", &options.reactions),
         ("--summary", &options.summary),
         ("--snapshot", &options.snapshot),
+        ("--contacts", &options.contacts),
+        ("--energy-plot", &options.energy_plot),
     ];
     let mut seen: Vec<(&str, PathBuf)> = Vec::new();
     for (flag, path) in outputs {

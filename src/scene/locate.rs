@@ -163,6 +163,32 @@ impl SourceMap {
         line_col(&self.text, &self.line_starts, offset)
     }
 
+    /// The byte offset of a 1-based (line, column), the column counting
+    /// characters (ron's `Position`); clamped to the text.
+    pub fn offset_of(&self, line: usize, column: usize) -> usize {
+        let Some(&start) = self.line_starts.get(line.max(1) - 1) else { return self.text.len() };
+        let rest = &self.text[start..];
+        rest.char_indices().nth(column.max(1) - 1).map_or(self.text.len(), |(i, _)| start + i)
+    }
+
+    /// The canonical path of the innermost value at byte `offset`: the
+    /// smallest recorded span holding it, where a value that starts after
+    /// only whitespace from `offset` counts as holding it (the parser
+    /// reports a wrong value at the blank before it). `None` for the whole
+    /// file (the root's path is empty) or where nothing was recorded.
+    pub fn path_at(&self, offset: usize) -> Option<String> {
+        let blank = self.text.get(offset..).map_or(0, |r| r.len() - r.trim_start().len());
+        let inner = |l: &Located| l.start <= offset + blank && offset < l.end.max(l.start + 1);
+        self.spans
+            .iter()
+            .filter(|(path, l)| !path.is_empty() && inner(l))
+            .min_by(|(pa, a), (pb, b)| {
+                // The smallest span; of equal ones (`Some(x)`), the deeper path.
+                (a.end - a.start).cmp(&(b.end - b.start)).then_with(|| pb.len().cmp(&pa.len())).then_with(|| pa.cmp(pb))
+            })
+            .map(|(p, _)| p.clone())
+    }
+
     /// The (line, column) of the deepest existing value on `path` (walking up
     /// to the parent when the field itself is absent).
     pub fn position_of(&self, path: &str) -> Option<(usize, usize)> {

@@ -188,7 +188,7 @@ impl Scene {
         // A UTF-8 byte-order mark is not part of the RON text.
         let text = text.strip_prefix('\u{FEFF}').unwrap_or(text);
         let parsed: Result<SceneFile, _> = ron_options().from_str(text);
-        let mut file = parsed.map_err(|e| syntax_error(name, e))?;
+        let mut file = parsed.map_err(|e| syntax_error(name, text, e))?;
         let mut text = text.to_string();
         for o in overrides {
             let set_error = |message: String| SceneError {
@@ -961,13 +961,24 @@ fn constraint_numbers(c: &ConstraintDef) -> Vec<(&'static str, Vec<f64>)> {
     }
 }
 
-fn syntax_error(file: &str, e: ron::error::SpannedError) -> SceneError {
-    // Name the field when the parser tells us which one.
-    let field = match &e.code {
-        ron::Error::NoSuchStructField { found, .. } => found.clone(),
-        ron::Error::MissingStructField { field, .. } => field.to_string(),
-        ron::Error::DuplicateStructField { field, .. } => field.to_string(),
-        _ => String::new(),
+fn syntax_error(file: &str, text: &str, e: ron::error::SpannedError) -> SceneError {
+    // Name the field: the parser names it for a field that is unknown,
+    // missing or repeated (its struct's path is added); for a value of the
+    // wrong type or out of range (`dt: "fast"`, `count: -5`) the source map
+    // gives the path of the value at the error's position.
+    let map = SourceMap::new(text);
+    let at = map.path_at(map.offset_of(e.span.start.line, e.span.start.col));
+    let named = match &e.code {
+        ron::Error::NoSuchStructField { found, .. } => Some(found.clone()),
+        ron::Error::MissingStructField { field, .. } => Some(field.to_string()),
+        ron::Error::DuplicateStructField { field, .. } => Some(field.to_string()),
+        _ => None,
+    };
+    let field = match (named, at) {
+        (Some(name), Some(path)) if path == name || path.ends_with(&format!(".{name}")) => path,
+        (Some(name), Some(path)) => format!("{path}.{name}"),
+        (Some(name), None) => name,
+        (None, at) => at.unwrap_or_default(),
     };
     SceneError {
         file: file.to_string(),
