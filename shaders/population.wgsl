@@ -429,6 +429,10 @@ fn find_neighbours(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups
     }
     neighbour_count[i] = count;
     var ocount = 0u;
+    // Each listed obstacle's distance: a full list keeps the nearest (the
+    // farthest listed gives its slot, first such slot on a tie), as
+    // cpu::farthest_listed.
+    var listed: array<f32, MAX_OBSTACLES>;
     for (var k = 0u; k < P.obstacle_count; k++) {
         let o = obstacles[k];
         let d = obstacle_contact(o, p).x;
@@ -436,9 +440,20 @@ fn find_neighbours(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups
         if d < reach && in_reach(o, d, reach) {
             if ocount < MAX_OBSTACLES {
                 obstacle_ids[i * MAX_OBSTACLES + ocount] = k;
+                listed[ocount] = d;
                 ocount++;
             } else {
                 dropped++;
+                var far = 0u;
+                for (var slot = 1u; slot < MAX_OBSTACLES; slot++) {
+                    if listed[slot] > listed[far] {
+                        far = slot;
+                    }
+                }
+                if d < listed[far] {
+                    obstacle_ids[i * MAX_OBSTACLES + far] = k;
+                    listed[far] = d;
+                }
             }
         }
     }

@@ -455,15 +455,13 @@ fn degenerate_surface_contacts_have_a_defined_normal() {
 /// A polyline's convex corner (a peak of the solid) poking into a body's
 /// flat side is a contact: a wide box, a flat ellipse and a flat
 /// superellipse lying across a roof's ridge, 5 cm into it, have gap −0.05 m
-/// (a disc does, by its centre's distance). Known gap in the narrowphase
-/// (audit of 27 Nov 2026, docs/requirements.md): polygons are tested vertex
-/// by vertex against the surface, and the round shapes' support-point
-/// iteration starts from the normal facing the centre; both miss the ridge
-/// and report +0.40, +0.62 and +0.42 m, so such a body sinks through a
-/// ridge. Ignored until `src/contact/narrowphase/surface.rs` also tests the
-/// polyline's vertices against the body (as the body–body path does).
+/// (a disc does, by its centre's distance). Found by the audit of 27 Nov
+/// 2026 (docs/requirements.md): polygons were tested vertex by vertex
+/// against the surface and the round shapes' support-point iteration
+/// started from the normal facing the centre; both missed the ridge and
+/// reported +0.40, +0.62 and +0.42 m, so such a body sank through a ridge.
+/// The surface narrowphase now also tests the polyline's ridges.
 #[test]
-#[ignore = "known narrowphase gap: polyline ridges inside a body's face are missed (docs/requirements.md)"]
 fn a_polyline_ridge_inside_a_flat_side_is_a_contact() {
     use mx2d::contact::narrowphase::surface::surface_gap;
     use mx2d::surface::SurfaceGeometry as S;

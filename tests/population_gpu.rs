@@ -390,3 +390,19 @@ fn escaped_balls_are_counted_and_a_nan_ball_is_named_on_the_gpu() {
         ),
     }
 }
+
+/// [`common::WEDGE_SCENE`] on the GPU: the shader's obstacle list keeps the
+/// nearest obstacles too (the same rule as the CPU twin's), so no ball
+/// leaves the bowl between the hill's chords and the wall in 5 s.
+#[test]
+fn balls_wedged_against_a_tessellated_hill_stay_in_the_bowl_on_the_gpu() {
+    let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
+    let world = Scene::parse(common::WEDGE_SCENE, "wedge.ron").unwrap_or_else(|e| panic!("{e}")).build_world().unwrap();
+    let mut pop = world.population.clone().unwrap();
+    let mut gpu = GpuPopulation::new(Arc::new(ctx), &pop).unwrap();
+    for _ in 0..300 {
+        gpu.step(&mut pop, 1.0 / 60.0).unwrap();
+    }
+    gpu.read_back(&mut pop).unwrap();
+    common::check_wedge(&pop, "gpu");
+}

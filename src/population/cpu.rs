@@ -439,15 +439,21 @@ fn find_neighbours(pop: &mut Population, dt: f32, live: &Range<usize>) -> u64 {
             }
             let (p, r) = (position[i], radius[i]);
             let mut dropped = 0;
+            // Each listed obstacle's distance: a full list keeps the nearest.
+            let mut listed = [0.0f32; MAX_OBSTACLES];
             for (k, o) in obstacles.iter().enumerate() {
                 let d = o.contact(p).distance;
                 let reach = r + skin + (velocity[i].length() + o.velocity_at(p).length()) * dt;
                 if d < reach && obstacle_in_reach(o, d, reach) {
                     if (*count as usize) < MAX_OBSTACLES {
-                        list[*count as usize] = k as u32;
+                        (list[*count as usize], listed[*count as usize]) = (k as u32, d);
                         *count += 1;
                     } else {
                         dropped += 1;
+                        let far = farthest_listed(&listed);
+                        if d < listed[far] {
+                            (list[far], listed[far]) = (k as u32, d);
+                        }
                     }
                 }
             }
@@ -455,6 +461,24 @@ fn find_neighbours(pop: &mut Population, dt: f32, live: &Range<usize>) -> u64 {
         })
         .sum();
     overflow_n + overflow_o
+}
+
+/// The slot of a full obstacle list holding the farthest obstacle (the
+/// first such slot on a tie). A ball near finely tessellated curves (256
+/// chords an ellipse) reaches more chords than the list holds; a full list
+/// used to keep the first in obstacle order, so a wall listed after a hill's
+/// chords was dropped and balls wedged between the two left through the
+/// wall. Now a nearer obstacle takes the farthest one's slot (the same rule
+/// in `shaders/population.wgsl`'s `find_neighbours`); a list that does not
+/// overflow keeps obstacle order, as before.
+pub(crate) fn farthest_listed(distances: &[f32; MAX_OBSTACLES]) -> usize {
+    let mut far = 0;
+    for (slot, &d) in distances.iter().enumerate().skip(1) {
+        if d > distances[far] {
+            far = slot;
+        }
+    }
+    far
 }
 
 /// The `mirror` of an owned pair whose other ball does not list it.

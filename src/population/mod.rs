@@ -389,7 +389,8 @@ pub struct PopulationStats {
     /// Largest overlap of two balls (or a ball and an obstacle) divided by
     /// the smaller radius.
     pub max_overlap_ratio: f64,
-    /// Contacts dropped because a neighbour or obstacle list was full (over the run).
+    /// Candidates left out because a neighbour or obstacle list was full
+    /// (over the run; a full obstacle list keeps the nearest obstacles).
     pub list_overflow: u64,
 }
 
@@ -432,7 +433,7 @@ pub struct Population {
     pub steps: u64,
     /// Largest radius (m).
     pub max_radius: f32,
-    /// Contacts dropped from full lists so far.
+    /// Candidates left out of full lists so far (see [`PopulationStats::list_overflow`]).
     pub list_overflow: u64,
     /// Largest overlap / smaller radius after any substep so far (balls and
     /// obstacles; reduced in the velocity pass on either backend, read back

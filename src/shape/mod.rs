@@ -152,8 +152,8 @@ impl Shape {
     }
 
     /// The boundary point closest to the local point `p`, the outward unit
-    /// normal there, and the signed distance (negative inside): `p` = point
-    /// + normal · distance. What a contact needs when a corner of another
+    /// normal there, and the signed distance (negative inside), so that
+    /// `p = point + normal · distance`. What a contact needs when a corner of another
     /// outline (a polyline's ridge) lies against or inside this one. The
     /// distance is [`Shape::signed_distance`]'s; the normal of a polygon is
     /// its nearest edge's (inside) or points from the nearest boundary
