@@ -53,6 +53,24 @@ fn every_population_scene_loads() {
     assert_eq!(world.population.unwrap().len(), 1000);
 }
 
+/// The shipped demo scenes keep their balls: the hourglass and the mixer
+/// run their whole duration and no ball leaves the world (the hourglass lost
+/// 150 of 1,500 over its rims at y = 14 before its walls were raised).
+#[test]
+fn demo_scenes_lose_no_balls() {
+    for name in ["hourglass", "mixer"] {
+        let scene = scene(name, &[]);
+        let steps = scene.default_steps();
+        let mut world = scene.build_world().unwrap();
+        for _ in 0..steps {
+            world.step().unwrap();
+        }
+        let s = world.population.as_ref().unwrap().stats();
+        assert_eq!(s.escaped, 0, "{name}: {s:?}");
+        assert!(s.alive > 0, "{name}: {s:?}");
+    }
+}
+
 /// Emitters release ball k at t = k / rate; kill regions remove and count.
 #[test]
 fn emitter_releases_on_schedule_and_kill_region_counts() {
