@@ -757,43 +757,53 @@ impl ContactSet {
         soft.colour_slots.clear();
         soft.colour_slots
             .extend(soft.facts.iter().enumerate().map(|(i, f)| if f.fixed { shared_slot } else { i as u32 }));
-        soft.chunk_manifolds.clear();
-        soft.contact_starts.clear();
-        soft.contact_starts.push(0);
+        // The pass works on local vectors and slices (taken out of the
+        // state and put back after), reserved for one manifold per point at
+        // most: no vector header reloaded per manifold, no growth check
+        // that can reallocate; the narrowphase's chunks walked as they were
+        // cut (no per-pair chunk counter).
+        let mut chunk_manifolds = std::mem::take(&mut soft.chunk_manifolds);
+        let mut place = std::mem::take(&mut soft.place);
+        let mut starts = std::mem::take(&mut soft.contact_starts);
+        chunk_manifolds.clear();
+        starts.clear();
+        let most: usize = soft.narrow_points[..chunks].iter().map(Vec::len).sum();
+        place.reserve(most);
+        starts.reserve(most + 1);
+        starts.push(0);
         let mut contacts = 0u32;
-        // Pairs left in the current narrowphase chunk (a counter, not `k %
-        // chunk`: no integer division per pair in this sequential pass).
-        let mut left_in_chunk = 0;
-        for k in 0..pairs {
-            let begin = if left_in_chunk == 0 {
-                left_in_chunk = chunk;
-                soft.chunk_manifolds.push(soft.place.len() as u32);
-                0
-            } else {
-                soft.narrow_ends[k - 1]
-            };
-            left_in_chunk -= 1;
-            let points = soft.narrow_ends[k] - begin;
-            if points == 0 {
-                continue;
-            }
-            let pair = self.pairs[k];
-            let slot_b = match pair.b {
-                Partner::Body(j) => soft.colour_slots[j],
-                Partner::Surface(_) => shared_slot,
-            };
-            let (slot_a, slot_b) = (soft.colour_slots[pair.a], slot_b);
-            for first in (0..points).step_by(2) {
-                let c = colour_at(slot_a, slot_b, &mut soft.used);
-                soft.place.push((c, counts[c as usize]));
-                counts[c as usize] += 1;
-                // The finish's output: this manifold's points (two at most)
-                // after those of the manifolds before it.
-                contacts += (points - first).min(2);
-                soft.contact_starts.push(contacts);
+        let (used, colour_slots) = (&mut soft.used[..], &soft.colour_slots[..]);
+        for (ends, chunk_pairs) in soft.narrow_ends[..pairs].chunks(chunk).zip(self.pairs.chunks(chunk)) {
+            chunk_manifolds.push(place.len() as u32);
+            let mut begin = 0;
+            for (&end, pair) in ends.iter().zip(chunk_pairs) {
+                let points = end - begin;
+                begin = end;
+                if points == 0 {
+                    continue;
+                }
+                let slot_b = match pair.b {
+                    Partner::Body(j) => colour_slots[j],
+                    Partner::Surface(_) => shared_slot,
+                };
+                let slot_a = colour_slots[pair.a];
+                let mut first = 0;
+                while first < points {
+                    let c = colour_at(slot_a, slot_b, used);
+                    place.push((c, counts[c as usize]));
+                    counts[c as usize] += 1;
+                    // The finish's output: this manifold's points (two at
+                    // most) after those of the manifolds before it.
+                    contacts += (points - first).min(2);
+                    starts.push(contacts);
+                    first += 2;
+                }
             }
         }
-        soft.chunk_manifolds.push(soft.place.len() as u32);
+        chunk_manifolds.push(place.len() as u32);
+        soft.chunk_manifolds = chunk_manifolds;
+        soft.place = place;
+        soft.contact_starts = starts;
         // Every slot sized: each colour as many groups as its manifolds fill
         // (the groups kept from the last step are written over; a new one
         // is pushed empty), its totals and the identities as many entries,
