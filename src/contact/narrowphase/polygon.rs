@@ -274,7 +274,7 @@ fn face_turn(edge: usize, v: DVec2) -> DVec2 {
 /// A box's half extents in the frame of its edge `edge` ([`face_turn`]).
 #[inline(always)]
 fn face_half(edge: usize, half: DVec2) -> DVec2 {
-    if edge % 2 == 0 { half } else { DVec2::new(half.y, half.x) }
+    if edge.is_multiple_of(2) { half } else { DVec2::new(half.y, half.x) }
 }
 
 /// The rotation from the frame of edge `edge` of a box at rotation
