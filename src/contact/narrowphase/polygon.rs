@@ -4,6 +4,14 @@
 //! anti-parallel to it) is clipped to the reference face's side planes; each
 //! surviving incident vertex is a contact point with its own gap. Flat on flat
 //! gives 2 points (a box on a box), a corner on a face 1.
+//!
+//! Two boxes (the soft step's piles) go through `box_box` instead: the same
+//! cases and features, computed in the reference box's frame (Box2D v3's
+//! `b2CollidePolygons`) from each box's rotation, without the world outlines;
+//! its values differ from [`polygon_polygon`]'s at round-off (a unit test
+//! compares them on 220,000 pairs: points and gaps to 1e-12 m). On the
+//! 100-row pyramid (one thread) the soft step's narrowphase stage went from
+//! 2.89 to 2.42 ms/step (medians of four alternated runs).
 
 use glam::DVec2;
 
