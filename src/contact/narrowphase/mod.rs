@@ -13,7 +13,7 @@
 //! |---|---|---|---|
 //! | circle–circle (a point mass is a circle of radius 0) | [`circle`] | line of centres | exact (round-off) |
 //! | circle–polygon (box, bar, polygon) | [`circle`] | Voronoi regions of the polygon | exact |
-//! | polygon–polygon | [`polygon`] | reference-face clipping (Box2D's manifold, up to 2 points); apart with two corners nearest, their exact closest points (1 point) | exact |
+//! | polygon–polygon | [`polygon`] | reference-face clipping (Box2D's manifold, up to 2 points); apart with two corners nearest, their exact closest points (1 point); two boxes in the soft step: the same in the reference box's frame (`polygon::box_box`) | exact (box–box in the box's frame: the world-outline formula's values to 1e-12 m) |
 //! | ellipse or superellipse against any body shape | [`smooth`] | GJK ([`gjk`]) or EPA for a start, then Newton on the common-normal condition of the two support functions, safeguarded by bisection (1 point) | normal 1e-13 rad, gap 1e-12 relative; superellipse exponent < 2 or > 2: still converges, linearly near its axis points |
 //! | any shape against a static surface | [`surface`] | polygon vertices against the surface's signed distance; circles by the closest point; curved shapes by support-point iteration | exact / 1e-12 |
 //!

@@ -4,6 +4,14 @@
 //! anti-parallel to it) is clipped to the reference face's side planes; each
 //! surviving incident vertex is a contact point with its own gap. Flat on flat
 //! gives 2 points (a box on a box), a corner on a face 1.
+//!
+//! Two boxes (the soft step's piles) go through `box_box` instead: the same
+//! cases and features, computed in the reference box's frame (Box2D v3's
+//! `b2CollidePolygons`) from each box's rotation, without the world outlines;
+//! its values differ from [`polygon_polygon`]'s at round-off (a unit test
+//! compares them on 220,000 pairs: points and gaps to 1e-12 m). On the
+//! 100-row pyramid (one thread) the soft step's narrowphase stage went from
+//! 2.89 to 2.42 ms/step (medians of four alternated runs).
 
 use glam::DVec2;
 
@@ -201,6 +209,247 @@ fn collide_world(
         // The reference is a: normals from a to b, turned round (as `flip`),
         // and the identity marks the reference side once.
         clip(va, na, ea, vb, nb, margin, true, out);
+    }
+}
+
+/// Where a box is, for [`box_box`]: its centre, its rotation (cos φ, sin φ)
+/// and its half extents (a hull [`rect_half_extents`] recognises).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct BoxPlacement {
+    /// Centre of mass (m), the hull's origin.
+    pub(crate) centre: DVec2,
+    /// (cos φ, sin φ) of the body's angle φ.
+    pub(crate) rotation: DVec2,
+    /// Half extents along the body's axes (m).
+    pub(crate) half: DVec2,
+}
+
+/// The half extents of a hull that is a rectangle centred on the body's
+/// origin and aligned with its axes, its vertices in [`super::hull`]'s order
+/// (boxes and bars: (−x, −y), (x, −y), (x, y), (−x, y)); `None` for any
+/// other hull.
+pub(crate) fn rect_half_extents(hull: &[DVec2]) -> Option<DVec2> {
+    let [v0, v1, v2, v3] = <[DVec2; 4]>::try_from(hull).ok()?;
+    let h = v2;
+    (h.x > 0.0 && h.y > 0.0 && v0 == -h && v1 == DVec2::new(h.x, -h.y) && v3 == DVec2::new(-h.x, h.y)).then_some(h)
+}
+
+/// The signs of a box's corners along its x and y axes, hull order
+/// ((−x, −y), (x, −y), (x, y), (−x, y)).
+const CORNER_X: [f64; 4] = [-1.0, 1.0, 1.0, -1.0];
+const CORNER_Y: [f64; 4] = [-1.0, -1.0, 1.0, 1.0];
+
+/// One box seen in another's frame: its centre and unit x axis there (its
+/// y axis is the x axis turned a quarter), and its half extents.
+#[derive(Clone, Copy, Debug)]
+struct SeenBox {
+    centre: DVec2,
+    axis: DVec2,
+    half: DVec2,
+}
+
+impl SeenBox {
+    /// Corner `i` (hull order): the centre plus or minus the two scaled
+    /// axes (signs by table: no branch).
+    #[inline(always)]
+    fn corner(&self, i: usize) -> DVec2 {
+        let (x, y) = (self.axis * self.half.x, self.axis.perp() * self.half.y);
+        self.centre + x * CORNER_X[i & 3] + y * CORNER_Y[i & 3]
+    }
+
+    /// This box seen from the frame of edge `edge` of the box it is seen
+    /// from ([`face_turn`]).
+    #[inline(always)]
+    fn turned(&self, edge: usize) -> SeenBox {
+        SeenBox { centre: face_turn(edge, self.centre), axis: face_turn(edge, self.axis), half: self.half }
+    }
+}
+
+/// `v`, in a box's frame, turned by the quarter turns that take the outward
+/// normal of the box's edge `edge` (hull order: −y, x, y, −x) to +y: the
+/// edge's own frame, where it is the top face y = h_y from (h_x, h_y) to
+/// (−h_x, h_y) (exact: a swap and sign changes).
+#[inline(always)]
+fn face_turn(edge: usize, v: DVec2) -> DVec2 {
+    match edge & 3 {
+        0 => -v,
+        1 => DVec2::new(-v.y, v.x),
+        2 => v,
+        _ => DVec2::new(v.y, -v.x),
+    }
+}
+
+/// A box's half extents in the frame of its edge `edge` ([`face_turn`]).
+#[inline(always)]
+fn face_half(edge: usize, half: DVec2) -> DVec2 {
+    if edge.is_multiple_of(2) { half } else { DVec2::new(half.y, half.x) }
+}
+
+/// The rotation from the frame of edge `edge` of a box at rotation
+/// `rotation` to the world: the box's rotation after the quarter turns
+/// back ([`face_turn`] undone; exact).
+#[inline(always)]
+fn face_rotation(edge: usize, rotation: DVec2) -> DVec2 {
+    match edge & 3 {
+        0 => -rotation,
+        1 => DVec2::new(rotation.y, -rotation.x),
+        2 => rotation,
+        _ => DVec2::new(-rotation.y, rotation.x),
+    }
+}
+
+/// A box's own corners in its body frame (hull order).
+fn rect_corners(half: DVec2) -> [DVec2; 4] {
+    [0, 1, 2, 3].map(|i| DVec2::new(half.x * CORNER_X[i], half.y * CORNER_Y[i]))
+}
+
+/// [`max_separation`] of a box seen in another's frame from that other
+/// (half extents `half`), over its edge normals (hull order: −y, x, y, −x):
+/// each the seen box's centre less its extent along the normal (its half
+/// extents on the axis's |cos| and |sin|) and the other's half extent; the
+/// first edge of equals, as the scan.
+#[inline(always)]
+fn rect_separation(half: DVec2, seen: &SeenBox) -> (f64, usize) {
+    let (c, s) = (seen.axis.x.abs(), seen.axis.y.abs());
+    let extent_x = c * seen.half.x + s * seen.half.y;
+    let extent_y = s * seen.half.x + c * seen.half.y;
+    let d = seen.centre;
+    let separation =
+        [-d.y - extent_y - half.y, d.x - extent_x - half.x, d.y - extent_y - half.y, -d.x - extent_x - half.x];
+    let mut best = (separation[0], 0);
+    for (i, &si) in separation.iter().enumerate().skip(1) {
+        if si > best.0 {
+            best = (si, i);
+        }
+    }
+    best
+}
+
+/// [`polygon_polygon`] of two boxes (`size_a`: [`hull_size`] of the
+/// first), in the reference box's frame (Box2D v3's `b2CollidePolygons`):
+/// each box seen in the other's frame once (a relative rotation and
+/// offset: no world outline, no square root), the separations from the
+/// extents along the reference's axis-aligned normals, the incident face
+/// clipped in the reference face's frame ([`clip_box`]) and the points
+/// turned back to the world. The same cases, features and tolerances as
+/// [`polygon_polygon`]; the values agree to round-off (not bit for bit:
+/// other operations, in another frame).
+pub(crate) fn box_box(size_a: f64, a: &BoxPlacement, b: &BoxPlacement, margin: f64, out: &mut Vec<ManifoldPoint>) {
+    let unrotate_a = DVec2::new(a.rotation.x, -a.rotation.y);
+    // b in a's frame.
+    let axis = unrotate_a.rotate(b.rotation);
+    let b_in_a = SeenBox { centre: unrotate_a.rotate(b.centre - a.centre), axis, half: b.half };
+    let (sa, ea) = rect_separation(a.half, &b_in_a);
+    if sa > margin {
+        return;
+    }
+    // a in b's frame: the relative rotation transposed (exact), the offset
+    // taken from the world.
+    let unrotate_b = DVec2::new(b.rotation.x, -b.rotation.y);
+    let a_in_b =
+        SeenBox { centre: unrotate_b.rotate(a.centre - b.centre), axis: DVec2::new(axis.x, -axis.y), half: a.half };
+    let (sb, eb) = rect_separation(b.half, &a_in_b);
+    if sb > margin {
+        return;
+    }
+    let tol = 1e-3 * size_a;
+    // Apart with two corners nearest each other: as `collide_world` (the
+    // other box's corners against the edge of largest separation first,
+    // in that edge's frame: within `beyond` when the squared distance is;
+    // the full closest-points scan, in a's frame, only if none is near).
+    if sa.max(sb) > 0.0 {
+        let beyond = sa.max(sb) + 1e-9 * size_a;
+        let (from, edge, half) =
+            if sa >= sb { (b_in_a.turned(ea), ea, a.half) } else { (a_in_b.turned(eb), eb, b.half) };
+        let h = face_half(edge, half);
+        let near = (0..4).any(|i| {
+            let p = from.corner(i);
+            let (along, off) = ((p.x.abs() - h.x).max(0.0), p.y - h.y);
+            along * along + off * off <= beyond * beyond
+        });
+        if !near {
+            let (dist, pa, pb, feature) =
+                closest_points(&rect_corners(a.half), &[0, 1, 2, 3].map(|i| b_in_a.corner(i)));
+            if dist > beyond && dist > 0.0 {
+                if dist <= margin {
+                    out.push(ManifoldPoint {
+                        point: a.centre + a.rotation.rotate(0.5 * (pa + pb)),
+                        normal: a.rotation.rotate((pa - pb) / dist),
+                        gap: dist,
+                        feature: 0x2000_0000 | feature,
+                    });
+                }
+                return;
+            }
+        }
+    }
+    if sb > sa + tol {
+        clip_box(b, eb, &a_in_b, margin, false, out);
+    } else {
+        clip_box(a, ea, &b_in_a, margin, true, out);
+    }
+}
+
+/// [`clip`] for reference box `frame`'s edge `edge` and an incident box seen
+/// in the reference's frame, in the edge's frame ([`face_turn`]: the
+/// reference normal is +y, the face y = h_y, the side planes x = ±h_x), so
+/// that each dot product with the normal or the edge direction is a
+/// coordinate (the same values as the general clip's, without the products
+/// by zero); the points are turned back into the world at once.
+#[inline(always)]
+fn clip_box(
+    frame: &BoxPlacement,
+    edge: usize,
+    inc: &SeenBox,
+    margin: f64,
+    reversed: bool,
+    out: &mut Vec<ManifoldPoint>,
+) {
+    let h = face_half(edge, frame.half);
+    let inc = inc.turned(edge);
+    // Incident edge: the most anti-parallel normal (the first of equals);
+    // the incident box's normals −y', x', y', −x' (hull order) have y
+    // components −x'.x, x'.y, x'.x, −x'.y.
+    let u = inc.axis;
+    let dots = [-u.x, u.y, u.x, -u.y];
+    let mut ie = 0;
+    for i in 1..4 {
+        if dots[i].total_cmp(&dots[ie]).is_lt() {
+            ie = i;
+        }
+    }
+    let (i1, i2) = (ie, next(ie, 4));
+    let mut pts = [(inc.corner(i1), i1 as u32), (inc.corner(i2), i2 as u32)];
+    // The side planes: from the edge's start (h_x − x ≥ 0), then its end
+    // (x + h_x ≥ 0).
+    for side in [-1.0, 1.0] {
+        let d0 = side * pts[0].0.x + h.x;
+        let d1 = side * pts[1].0.x + h.x;
+        if d0 < 0.0 && d1 < 0.0 {
+            return;
+        }
+        if d0 < 0.0 || d1 < 0.0 {
+            let s = d0 / (d0 - d1);
+            let p = pts[0].0 + (pts[1].0 - pts[0].0) * s;
+            if d0 < 0.0 {
+                pts[0] = (p, pts[0].1);
+            } else {
+                pts[1] = (p, pts[1].1);
+            }
+        }
+    }
+    let rotation = face_rotation(edge, frame.rotation);
+    let (normal, mark) = if reversed { (-rotation.perp(), 0x4000_0000) } else { (rotation.perp(), 0) };
+    for (p, id) in pts {
+        let gap = p.y - h.y;
+        if gap <= margin {
+            out.push(ManifoldPoint {
+                point: frame.centre + rotation.rotate(DVec2::new(p.x, p.y - 0.5 * gap)),
+                normal,
+                gap,
+                feature: ((edge as u32) << 12) | id | mark,
+            });
+        }
     }
 }
 
@@ -409,6 +658,97 @@ mod tests {
             });
         }
         assert!(apart > 5000 && skipped > apart / 2, "{apart} pairs apart, {skipped} skipped");
+    }
+
+    /// The local-frame box–box manifold against the world-outline one
+    /// (`polygon_polygon`, the formula before it): 200,000 pairs of boxes
+    /// and bars (half extents 0.01–1 m, one of them a 1e-6-thin bar) at
+    /// random angles, centres up to 100 m from the origin, placed touching,
+    /// overlapping up to 5 % or apart up to 5 % of their size, and 20,000
+    /// pyramid-like pairs (aligned or turned by < 1e-3 rad, on and beside
+    /// each other). Each pair gives the same number of points, the same
+    /// features (but for a tie: apart corner to corner, the nearest points
+    /// may be named by another vertex–edge pair), and points, normals and gaps
+    /// equal to 1e-12 m (the largest difference seen is printed: round-off
+    /// of the two frames), normals to 1e-12 (between two corners apart, to
+    /// the corners' round-off over their distance).
+    #[test]
+    fn box_box_in_the_local_frame_matches_the_world_outlines() {
+        let mut lcg = crate::math::Lcg(2026u64);
+        let mut rnd = || lcg.unit();
+        let (mut old, mut new) = (Vec::new(), Vec::new());
+        let (mut worst, mut pairs_with_points, mut two_points, mut corner_ties) = (0.0f64, 0, 0, 0);
+        let mut worst_normal = 0.0f64;
+        let rect = |h: DVec2| vec![-h, DVec2::new(h.x, -h.y), h, DVec2::new(-h.x, h.y)];
+        let mut compare = |ha: DVec2, pa: Pose, hb: DVec2, pb: Pose, margin: f64| {
+            let (a, b) = (rect_half_extents(&rect(ha)).unwrap(), rect_half_extents(&rect(hb)).unwrap());
+            old.clear();
+            new.clear();
+            polygon_polygon(&rect(ha), &pa, &rect(hb), &pb, margin, &mut old);
+            let place =
+                |p: &Pose, half| BoxPlacement { centre: p.position, rotation: DVec2::from_angle(p.angle), half };
+            box_box(hull_size(&rect(ha)), &place(&pa, a), &place(&pb, b), margin, &mut new);
+            assert_eq!(old.len(), new.len(), "{pa:?} {ha:?} / {pb:?} {hb:?}: {old:?} vs {new:?}");
+            pairs_with_points += usize::from(!old.is_empty());
+            two_points += usize::from(old.len() == 2);
+            for (o, n) in old.iter().zip(&new) {
+                // Apart corner to corner, the nearest points may be found
+                // from either side (the corner two edges share, or a bar's
+                // end 2e-6 m long): which vertex–edge pair names them is a
+                // tie broken by round-off (the same point and gap, checked
+                // below).
+                let apart = o.feature & 0x2000_0000 != 0 && n.feature & 0x2000_0000 != 0;
+                corner_ties += usize::from(o.feature != n.feature && apart);
+                assert!(o.feature == n.feature || apart, "{pa:?} / {pb:?}: {old:?} vs {new:?}");
+                let d = (o.point - n.point).length().max((o.gap - n.gap).abs());
+                assert!(d <= 1e-12, "{pa:?} / {pb:?}: {old:?} vs {new:?}");
+                // A face's normal is a rotated axis (round-off); the normal
+                // between two nearest corners is their difference over
+                // their distance: the corners' round-off at this distance
+                // from the origin (~1e-14 m) over the gap.
+                let normal_tol = if apart { 4e-14 * (1.0 + pa.position.length()) / o.gap } else { 1e-12 };
+                let dn = (o.normal - n.normal).length();
+                assert!(dn <= normal_tol, "normal {dn:e}: {pa:?} / {pb:?}: {old:?} vs {new:?}");
+                worst_normal = worst_normal.max(dn / normal_tol);
+                worst = worst.max(d);
+            }
+        };
+        for k in 0..200_000 {
+            let mut half = || DVec2::new(0.01 + rnd(), 0.01 + rnd());
+            let (ha, mut hb) = (half(), half());
+            if k % 10 == 0 {
+                hb.y = 1e-6 * hb.x;
+            }
+            let pa =
+                Pose { position: DVec2::new(200.0 * rnd() - 100.0, 200.0 * rnd() - 100.0), angle: 7.0 * rnd() - 3.5 };
+            let angle = 7.0 * rnd() - 3.5;
+            // Along a random direction, at the distance where b's support
+            // meets a's, then moved in or out by up to 5 % of the size.
+            let dir = DVec2::from_angle(7.0 * rnd());
+            let support = |h: DVec2, phi: f64, d: DVec2| {
+                let (ux, uy) = (DVec2::from_angle(phi), DVec2::from_angle(phi).perp());
+                h.x * ux.dot(d).abs() + h.y * uy.dot(d).abs()
+            };
+            let reach = support(ha, pa.angle, dir) + support(hb, angle, dir);
+            let size = ha.length().max(hb.length());
+            let pb = Pose { position: pa.position + dir * (reach + 0.1 * size * (rnd() - 0.5)), angle };
+            compare(ha, pa, hb, pb, 0.05 * size);
+        }
+        for k in 0..20_000 {
+            let h = DVec2::splat(0.5);
+            let base = DVec2::new((k % 100) as f64 - 50.0, 0.5 + (k / 100) as f64);
+            let tilt = |r: f64| if k % 4 == 0 { 0.0 } else { 1e-3 * (r - 0.5) };
+            let pa = Pose { position: base, angle: tilt(rnd()) };
+            let offset = if k % 2 == 0 { DVec2::new(1.0, 0.0) } else { DVec2::new(0.5 - rnd(), 1.0) };
+            let jitter = if k % 4 == 0 { DVec2::ZERO } else { DVec2::new(2e-3 * rnd() - 1e-3, 2e-3 * rnd() - 1e-3) };
+            let pb = Pose { position: base + offset + jitter, angle: tilt(rnd()) };
+            compare(h, pa, h, pb, 0.014);
+        }
+        println!(
+            "largest difference {worst:e} m, normals {worst_normal:.3} of their tolerance; {pairs_with_points} \
+             pairs with points, {two_points} with two, {corner_ties} corner ties named by the other edge"
+        );
+        assert!(pairs_with_points > 60_000 && two_points > 20_000, "{pairs_with_points} / {two_points}");
     }
 
     #[test]

@@ -126,10 +126,14 @@
 //! chunk writes its pairs' contact points into its own buffer
 //! (`SoftState::narrow_points`, with each pair's end in `narrow_ends`) and
 //! reports its first pair with a non-finite point (the error names the first
-//! in key order), and the polygons' world outlines (vertices, edge normals;
-//! `prepare::WorldPolygons`) are filled before it, once per body met by a
-//! polygon–polygon pair, in body order and in parallel, instead of once per
-//! pair. Then one light sequential pass in pair order colours the manifolds
+//! in key order); two boxes meet in the reference box's frame
+//! (`narrowphase::polygon::box_box`, Box2D v3's `b2CollidePolygons`: each
+//! box seen in the other's frame, the separations from its extents on the
+//! axis-aligned normals, the clip in the reference face's frame), from each
+//! box's rotation (cos, sin), and other polygons from their world outlines
+//! (vertices, edge normals); both are filled before it
+//! (`prepare::WorldPolygons`), once per body, in body order and in
+//! parallel, instead of once per pair. Then one light sequential pass in pair order colours the manifolds
 //! (a pair's points two at a time) from their bodies' colour masks only
 //! (`manifold::colour_at`), giving each the next slot of its colour (its
 //! lane), and takes the prefix sums the build and the finish need (each
@@ -203,6 +207,12 @@
 //! alone (`lanes::tests::sweep_speed_on_the_pyramid`, one thread) 288 → 186
 //! ns per group of four manifolds and sub-step. docs/benchmarks.md's
 //! `sweep11` round has the per-point accounting against Box2D v3.
+//! The box–box narrowphase in the reference box's frame (`narrow12`; a
+//! change of results at round-off, checked against the world-outline
+//! formula to 1e-12 m; same command, 2 threads, five alternated pairs, 27 Nov
+//! 2026 17:00 UTC, load 5–6): the `narrowphase` stage 2.67 → 2.31 ms/step
+//! (medians; one thread, four pairs: 2.89 → 2.42); docs/benchmarks.md's
+//! `narrow12` round has the table.
 //!
 //! # Files
 //!

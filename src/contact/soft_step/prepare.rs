@@ -11,7 +11,7 @@ use super::Softness;
 use crate::body::Body;
 use crate::contact::narrowphase::{
     ManifoldPoint, Pose,
-    polygon::{fill_world, hull_size, polygon_polygon_world},
+    polygon::{BoxPlacement, box_box, fill_world, hull_size, polygon_polygon_world, rect_half_extents},
 };
 use crate::contact::{ContactError, ContactSet, Pair, Partner, collide_pair_into};
 use crate::surface::Surface;
@@ -48,11 +48,13 @@ pub(super) fn narrow_chunk_len(pairs: usize, threads: usize) -> usize {
     }
 }
 
-/// The world outlines (vertices and unit outward edge normals) of the
-/// polygons that meet another polygon in one prepare, at the start-of-step
-/// pose: each computed once per step, not once per pair (a box of a pile
-/// meets about three), laid out in body order before the narrowphase so that
-/// every thread reads them.
+/// What the polygon pairs of one prepare read of their bodies at the
+/// start-of-step pose, each computed once per step, not once per pair (a
+/// box of a pile meets about three), laid out in body order before the
+/// narrowphase so that every thread reads them: a box's rotation (box
+/// pairs are met in the box's own frame, [`box_box`]), another polygon's
+/// world outline (vertices and unit outward edge normals) when it meets a
+/// polygon.
 #[derive(Clone, Debug, Default)]
 pub(super) struct WorldPolygons {
     /// Where each body's outline starts in `vertices` (`u32::MAX`: none).
@@ -62,6 +64,11 @@ pub(super) struct WorldPolygons {
     /// Each body's [`hull_size`] (the reference-face tolerance's scale),
     /// once per run, not per pair and step.
     sizes: Vec<f64>,
+    /// Each body's half extents when its hull is a box
+    /// ([`rect_half_extents`]), once per run with `sizes`.
+    halves: Vec<Option<DVec2>>,
+    /// Each box's (cos φ, sin φ) this step (stale for other bodies).
+    rotations: Vec<DVec2>,
     /// The generation of the hull list `sizes` belongs to
     /// (`ContactSet::hulls_generation`; 0: none yet).
     sizes_of: u64,
@@ -81,21 +88,52 @@ impl WorldPolygons {
         parallel: bool,
     ) {
         const NEEDED: u32 = 0;
+        // The sizes of every body's hull and which hulls are boxes, once
+        // for the run (the hulls are built once, `ContactSet::ensure_hulls`;
+        // a rebuilt hull list, told by its generation, is sized again).
+        if self.sizes_of != generation {
+            self.sizes.clear();
+            self.sizes.extend(hulls.iter().map(|h| hull_size(h)));
+            self.halves.clear();
+            self.halves.extend(hulls.iter().map(|h| rect_half_extents(h)));
+            self.sizes_of = generation;
+        }
+        // Each box's rotation (a function of its angle alone), in pieces on
+        // the pool when `parallel`.
+        self.rotations.resize(facts.len(), DVec2::X);
+        let halves = &self.halves;
+        let turn = |(piece, rotations): (usize, &mut [DVec2])| {
+            for (k, r) in rotations.iter_mut().enumerate() {
+                let i = piece * OUTLINE_BODIES_MIN + k;
+                if halves[i].is_some() {
+                    *r = DVec2::from_angle(q[3 * i + 2]);
+                }
+            }
+        };
+        if parallel {
+            use rayon::prelude::*;
+            self.rotations.par_chunks_mut(OUTLINE_BODIES_MIN).enumerate().for_each(turn);
+        } else {
+            self.rotations.chunks_mut(OUTLINE_BODIES_MIN).enumerate().for_each(turn);
+        }
+        // The outlines of polygons other than boxes: every one when there
+        // are twice as many pairs as polygons or more (each polygon then
+        // likely meets another: a pile), without a pass over the pairs;
+        // else those met by a pair of two such polygons. Which outlines are
+        // filled changes no point: an outline is a function of its body
+        // alone, and a pair of two such polygons finds both (a box against
+        // another polygon is collided on its own, `collide_pair_into`).
+        let outlined = |i: usize| facts[i].polygon && self.halves[i].is_none();
         self.start.clear();
-        // Every polygon when there are twice as many pairs as polygons or
-        // more (each polygon then likely meets another: a pile), without a
-        // pass over the pairs; else those met by a polygon–polygon pair.
-        // Which outlines are filled changes no point: an outline is a
-        // function of its body alone, and a polygon–polygon pair finds both.
         let polygons = facts.iter().filter(|f| f.polygon).count();
         if pairs.len() >= 2 * polygons {
-            self.start.extend(facts.iter().map(|f| if f.polygon { NEEDED } else { u32::MAX }));
+            self.start.extend((0..facts.len()).map(|i| if outlined(i) { NEEDED } else { u32::MAX }));
         } else {
             self.start.resize(facts.len(), u32::MAX);
             for pair in pairs {
                 if let Partner::Body(j) = pair.b
-                    && facts[pair.a].polygon
-                    && facts[j].polygon
+                    && outlined(pair.a)
+                    && outlined(j)
                 {
                     self.start[pair.a] = NEEDED;
                     self.start[j] = NEEDED;
@@ -103,14 +141,6 @@ impl WorldPolygons {
             }
         }
         let mut total = 0usize;
-        // The sizes of every body's hull, once for the run (the hulls are
-        // built once, `ContactSet::ensure_hulls`; a rebuilt hull list, told
-        // by its generation, is sized again).
-        if self.sizes_of != generation {
-            self.sizes.clear();
-            self.sizes.extend(hulls.iter().map(|h| hull_size(h)));
-            self.sizes_of = generation;
-        }
         for (start, hull) in self.start.iter_mut().zip(hulls) {
             if *start == NEEDED {
                 *start = total as u32;
@@ -128,10 +158,21 @@ impl WorldPolygons {
         self.sizes[i]
     }
 
-    /// Whether body `i` has an outline this step (it is a polygon met by
-    /// another polygon).
+    /// Whether body `i` has an outline this step (a polygon other than a
+    /// box, met by another such polygon).
     fn has(&self, i: usize) -> bool {
         self.start[i] != u32::MAX
+    }
+
+    /// Body `i`'s placement for [`box_box`] when it is a box (`q`: the
+    /// positions the rotations were taken at).
+    #[inline(always)]
+    fn box_at(&self, q: &[f64], i: usize) -> Option<BoxPlacement> {
+        self.halves[i].map(|half| BoxPlacement {
+            centre: DVec2::new(q[3 * i], q[3 * i + 1]),
+            rotation: self.rotations[i],
+            half,
+        })
     }
 
     /// Body `i`'s outline: its vertices and normals.
@@ -250,15 +291,24 @@ fn narrow_chunk(
         let speed = |i: usize| facts[i].closing_speed;
         let closing = speed(pair.a) + if let Partner::Body(j) = pair.b { speed(j) } else { 0.0 };
         let reach = margin + dt * closing;
-        match pair.b {
-            // Two polygons (both have outlines: each is a polygon met by a
-            // polygon, and both are, as `WorldPolygons::build` marks them):
-            // their world outlines, computed once per body.
-            Partner::Body(j) if world.has(pair.a) && world.has(j) => {
-                let (a, b) = (world.get(hulls, pair.a), world.get(hulls, j));
-                polygon_polygon_world(world.size(pair.a), a, b, reach, out);
+        let boxes = match pair.b {
+            Partner::Body(j) => world.box_at(q, pair.a).zip(world.box_at(q, j)),
+            Partner::Surface(_) => None,
+        };
+        if let Some((a, b)) = boxes {
+            // Two boxes: in the reference box's frame.
+            box_box(world.size(pair.a), &a, &b, reach, out);
+        } else {
+            match pair.b {
+                // Two other polygons (both have outlines, as
+                // `WorldPolygons::build` marks them): their world outlines,
+                // computed once per body.
+                Partner::Body(j) if world.has(pair.a) && world.has(j) => {
+                    let (a, b) = (world.get(hulls, pair.a), world.get(hulls, j));
+                    polygon_polygon_world(world.size(pair.a), a, b, reach, out);
+                }
+                _ => collide_pair_into(hulls, bodies, surfaces, pair, q, reach, out),
             }
-            _ => collide_pair_into(hulls, bodies, surfaces, pair, q, reach, out),
         }
         *end = out.len() as u32;
         if bad.is_none()
@@ -707,43 +757,53 @@ impl ContactSet {
         soft.colour_slots.clear();
         soft.colour_slots
             .extend(soft.facts.iter().enumerate().map(|(i, f)| if f.fixed { shared_slot } else { i as u32 }));
-        soft.chunk_manifolds.clear();
-        soft.contact_starts.clear();
-        soft.contact_starts.push(0);
+        // The pass works on local vectors and slices (taken out of the
+        // state and put back after), reserved for one manifold per point at
+        // most: no vector header reloaded per manifold, no growth check
+        // that can reallocate; the narrowphase's chunks walked as they were
+        // cut (no per-pair chunk counter).
+        let mut chunk_manifolds = std::mem::take(&mut soft.chunk_manifolds);
+        let mut place = std::mem::take(&mut soft.place);
+        let mut starts = std::mem::take(&mut soft.contact_starts);
+        chunk_manifolds.clear();
+        starts.clear();
+        let most: usize = soft.narrow_points[..chunks].iter().map(Vec::len).sum();
+        place.reserve(most);
+        starts.reserve(most + 1);
+        starts.push(0);
         let mut contacts = 0u32;
-        // Pairs left in the current narrowphase chunk (a counter, not `k %
-        // chunk`: no integer division per pair in this sequential pass).
-        let mut left_in_chunk = 0;
-        for k in 0..pairs {
-            let begin = if left_in_chunk == 0 {
-                left_in_chunk = chunk;
-                soft.chunk_manifolds.push(soft.place.len() as u32);
-                0
-            } else {
-                soft.narrow_ends[k - 1]
-            };
-            left_in_chunk -= 1;
-            let points = soft.narrow_ends[k] - begin;
-            if points == 0 {
-                continue;
-            }
-            let pair = self.pairs[k];
-            let slot_b = match pair.b {
-                Partner::Body(j) => soft.colour_slots[j],
-                Partner::Surface(_) => shared_slot,
-            };
-            let (slot_a, slot_b) = (soft.colour_slots[pair.a], slot_b);
-            for first in (0..points).step_by(2) {
-                let c = colour_at(slot_a, slot_b, &mut soft.used);
-                soft.place.push((c, counts[c as usize]));
-                counts[c as usize] += 1;
-                // The finish's output: this manifold's points (two at most)
-                // after those of the manifolds before it.
-                contacts += (points - first).min(2);
-                soft.contact_starts.push(contacts);
+        let (used, colour_slots) = (&mut soft.used[..], &soft.colour_slots[..]);
+        for (ends, chunk_pairs) in soft.narrow_ends[..pairs].chunks(chunk).zip(self.pairs.chunks(chunk)) {
+            chunk_manifolds.push(place.len() as u32);
+            let mut begin = 0;
+            for (&end, pair) in ends.iter().zip(chunk_pairs) {
+                let points = end - begin;
+                begin = end;
+                if points == 0 {
+                    continue;
+                }
+                let slot_b = match pair.b {
+                    Partner::Body(j) => colour_slots[j],
+                    Partner::Surface(_) => shared_slot,
+                };
+                let slot_a = colour_slots[pair.a];
+                let mut first = 0;
+                while first < points {
+                    let c = colour_at(slot_a, slot_b, used);
+                    place.push((c, counts[c as usize]));
+                    counts[c as usize] += 1;
+                    // The finish's output: this manifold's points (two at
+                    // most) after those of the manifolds before it.
+                    contacts += (points - first).min(2);
+                    starts.push(contacts);
+                    first += 2;
+                }
             }
         }
-        soft.chunk_manifolds.push(soft.place.len() as u32);
+        chunk_manifolds.push(place.len() as u32);
+        soft.chunk_manifolds = chunk_manifolds;
+        soft.place = place;
+        soft.contact_starts = starts;
         // Every slot sized: each colour as many groups as its manifolds fill
         // (the groups kept from the last step are written over; a new one
         // is pushed empty), its totals and the identities as many entries,
