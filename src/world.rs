@@ -699,8 +699,10 @@ impl World {
     /// narrowphase and manifolds (`narrowphase`), then the sub-steps —
     /// velocities (`integrate`), warm start and soft solve (`contact_solve`),
     /// positions (`integrate`), relax (`contact_solve`) — and the restitution
-    /// pass. The kinetic energy the contact passes change is added to the
-    /// non-conservative work.
+    /// pass. The contacts' work is added to the non-conservative work: in
+    /// the warm start and solve the impulses' work over each sub-step's
+    /// velocity jump ([`contact_impulse_work`]), in the relax and
+    /// restitution passes the kinetic energy they change.
     fn soft_step(&mut self, settings: SoftStepSettings) -> Result<(), SimulationError> {
         let (t0, dt, step) = (self.time, self.dt, self.steps + 1);
         let fail = |source| SimulationError::Contact { step, time: t0, source };
@@ -738,18 +740,24 @@ impl World {
         let h = self.contacts.soft_substep();
         let kinetic = |v: &[f64]| kinetic_energy(bodies, v);
         let mut contact_work = 0.0;
+        // The predicted positions are spent (broadphase): the buffer holds
+        // each sub-step's velocities before its kick.
+        let v_start = &mut q_end;
         let (state, contacts, times) = (&mut self.state, &mut self.contacts, &mut self.times);
         for _ in 0..settings.substeps {
+            v_start.clear();
+            v_start.extend_from_slice(&state.v);
             times.timed(Stage::Integrate, || {
                 for (v, a) in state.v.iter_mut().zip(&acc) {
                     *v += h * a;
                 }
             });
-            let before = kinetic(&state.v);
             times.timed(Stage::ContactSolve, || {
                 contacts.soft_warm_start_and_solve(&mut state.v, settings.iterations);
             });
+            contact_work += contact_impulse_work(bodies, v_start, &acc, h, &state.v);
             times.timed(Stage::Integrate, || contacts.soft_integrate_positions(&mut state.q, &state.v));
+            let before = kinetic(&state.v);
             times.timed(Stage::ContactSolve, || contacts.soft_solve(&mut state.v, true, settings.relax_iterations));
             contact_work += kinetic(&state.v) - before;
         }
@@ -1181,6 +1189,39 @@ impl Dynamics for ForceModel<'_> {
         }
     }
 }
+/// The work of the soft step's contact impulses in one sub-step's warm
+/// start and solve: the sub-step changes each body's velocity from `v_start`
+/// to `v_end` by one combined impulse, the forces' kick m·h·a and the
+/// contacts' P = m·(v_end − (v_start + h·a)), and a velocity jump's impulse
+/// J does work J·(v_start + v_end)/2; the contacts' share is
+/// P·(v_start + v_end)/2 (per coordinate, m the mass or the inertia).
+///
+/// Why not the kinetic energy the contact passes change (their own jump
+/// from the kicked velocity, as the relax and restitution passes are
+/// counted)? A box resting on the floor is kicked to −g·h and stopped again
+/// each sub-step without moving: the kick's ½ m g² h² is the integrator's
+/// splitting, not energy, yet the contacts' jump counted it as work taken,
+/// and the balance of a resting stack grew by ½ m g² h per second (1.7 J
+/// of error against 2.3 J of contact work on `box_stack` after 100 steps).
+/// Here a resting body's contact does no work, a sliding one's friction
+/// does its closed form, and an impact's the kinetic energy it removes to
+/// O(g·h/v) (the kick's share of the jump).
+#[inline(never)]
+fn contact_impulse_work(bodies: &[Body], v_start: &[f64], acceleration: &[f64], h: f64, v_end: &[f64]) -> f64 {
+    let mut work = 0.0;
+    for (((b, v0), a), v1) in bodies.iter().zip(v_start.chunks(3)).zip(acceleration.chunks(3)).zip(v_end.chunks(3)) {
+        if b.fixed {
+            continue;
+        }
+        for k in 0..3 {
+            let inertia = if k < 2 { b.mass } else { b.inertia };
+            let kicked = v0[k] + h * a[k];
+            work += inertia * (v1[k] - kicked) * 0.5 * (v0[k] + v1[k]);
+        }
+    }
+    work
+}
+
 /// The kinetic energy of the moving bodies at velocities `v` (3 per body).
 /// A function of its own, not inlined into the step: inlined, the sum was
 /// kept on the stack, a store and a reload on each body's dependent add.
