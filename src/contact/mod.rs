@@ -298,6 +298,53 @@ pub struct ContactSet {
     pub position_weight: f64,
     /// The soft-step solver's manifolds and buffers.
     soft: soft_step::SoftState,
+    /// The soft step's contacts for output, written on first read.
+    soft_contacts: LazyContacts,
+}
+
+/// The contacts of the last soft step, written from its kept lanes on the
+/// first read after the step and kept until the next step's broadphase
+/// ([`ContactSet::contacts`]): the step itself needs only the impulses and
+/// the largest penetration, so a run that reads no contacts writes none.
+#[derive(Default)]
+struct LazyContacts {
+    /// The finish of a soft step ran and nothing has overwritten its lanes:
+    /// the contacts can be (or have been) written.
+    live: bool,
+    /// The list, once written.
+    list: std::sync::OnceLock<Vec<Contact>>,
+    /// An earlier step's list, to be written over (no allocation per step).
+    spare: std::sync::Mutex<Vec<Contact>>,
+}
+
+impl LazyContacts {
+    /// A soft step finished: its contacts are written on the next read.
+    fn finished(&mut self) {
+        self.expire();
+        self.live = true;
+    }
+
+    /// The lanes are about to be overwritten (a new step's broadphase): the
+    /// list, if written, becomes the spare buffer.
+    fn expire(&mut self) {
+        self.live = false;
+        if let Some(list) = self.list.take() {
+            *self.spare.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = list;
+        }
+    }
+}
+
+impl Clone for LazyContacts {
+    /// The same list (written or not); the spare buffer starts empty.
+    fn clone(&self) -> Self {
+        Self { live: self.live, list: self.list.clone(), spare: Default::default() }
+    }
+}
+
+impl std::fmt::Debug for LazyContacts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyContacts").field("live", &self.live).field("list", &self.list.get()).finish()
+    }
 }
 
 /// Bodies from which the broadphase's per-body pass (boxes, surface pairs)
@@ -389,9 +436,22 @@ impl ContactSet {
         self.settings.enabled
     }
 
-    /// The contacts at the end of the last step.
+    /// The contacts at the end of the last step. With the soft step they
+    /// are written from the step's kept lanes on the first call after the
+    /// step (on the pool for many) and kept until the next step's
+    /// broadphase, so a run that never reads them does not pay for them;
+    /// between that broadphase and the step's end (and after a soft step
+    /// that failed before its finish) the list is empty.
     pub fn contacts(&self) -> &[Contact] {
-        &self.contacts
+        if !self.soft_contacts.live {
+            return &self.contacts;
+        }
+        self.soft_contacts.list.get_or_init(|| {
+            let spare = self.soft_contacts.spare.lock();
+            let mut list = std::mem::take(&mut *spare.unwrap_or_else(std::sync::PoisonError::into_inner));
+            self.soft_write_contacts(&mut list);
+            list
+        })
     }
 
     /// The candidate pairs of the last step.
@@ -462,6 +522,8 @@ impl ContactSet {
         margin: f64,
     ) {
         let slop = margin;
+        // A new step: the last soft step's lanes are about to be rebuilt.
+        self.soft_contacts.expire();
         self.pairs.clear();
         // Per body: its box, its surface pairs (in body order, piece by
         // piece), and the range of bounding radii and whether any body is
