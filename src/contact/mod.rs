@@ -88,7 +88,7 @@ use glam::{DVec2, Vec2};
 use serde::{Deserialize, Serialize};
 
 use crate::body::Body;
-use crate::broadphase::{Aabb, GridBroadphase, SweepAndPrune};
+use crate::broadphase::{Aabb, FatBoxPairs, FatPairStats, GridBroadphase, SweepAndPrune};
 use crate::constraint::ConstraintSet;
 use crate::surface::Surface;
 pub use force::ContactForce;
@@ -289,6 +289,8 @@ pub struct ContactSet {
     joined: Vec<(usize, usize)>,
     grid: Scratch<GridBroadphase>,
     sweep: Scratch<SweepAndPrune>,
+    /// The body–body candidates kept between calls (fat boxes).
+    fat_pairs: Scratch<FatBoxPairs>,
     /// Each body's [`narrowphase::outline_hull`], body frame (built once).
     hulls: Vec<Vec<DVec2>>,
     /// Bumped each time `hulls` is rebuilt: what is derived from the hulls
@@ -357,10 +359,42 @@ const BROADPHASE_PIECES_PER_THREAD: usize = 2;
 /// What the broadphase's per-body pass reads.
 struct BodyPass<'a> {
     bodies: &'a [Body],
-    surfaces: &'a [Surface],
+    /// The surfaces' signed distances, one per surface.
+    surfaces: &'a [SurfaceDistance<'a>],
     q0: &'a [f64],
     q1: &'a [f64],
     slop: f64,
+}
+
+/// A surface's signed distance as the broadphase reads it: a line's unit
+/// normal taken once per call instead of once per body, bit for bit
+/// `SurfaceGeometry::closest(p).distance` (`(p − point)·normal.normalize()`);
+/// other geometries through `closest`.
+enum SurfaceDistance<'a> {
+    /// A line through `point` with unit normal `normal`.
+    Line { point: DVec2, normal: DVec2 },
+    /// Any other geometry.
+    Other(&'a crate::surface::SurfaceGeometry),
+}
+
+impl<'a> SurfaceDistance<'a> {
+    fn of(surface: &'a Surface) -> Self {
+        match &surface.geometry {
+            crate::surface::SurfaceGeometry::Line { point, normal } => {
+                Self::Line { point: *point, normal: normal.normalize() }
+            }
+            other => Self::Other(other),
+        }
+    }
+
+    /// The signed distance of `p` (m): the bits of `closest(p).distance`.
+    #[inline]
+    fn at(&self, p: DVec2) -> f64 {
+        match self {
+            Self::Line { point, normal } => (p - *point).dot(*normal),
+            Self::Other(geometry) => geometry.closest(p).distance,
+        }
+    }
 }
 
 /// The smallest and largest bounding radius of some bodies (+∞ and 0 if
@@ -396,10 +430,24 @@ impl BodyPass<'_> {
             if b.fixed {
                 continue;
             }
-            let reach = radius + slop + 0.5 * (p1 - p0).length();
+            // The pair is kept iff the distance is at most `reach` =
+            // radius + slop + |p1 − p0|/2. `bound` is at least `reach` as
+            // computed (|v| ≤ |vx| + |vy|, and the relative margin 1e-9 is
+            // far above the few roundings of either), so a surface farther
+            // than `bound` is out without the square root; the others are
+            // tested against `reach` itself, as before.
+            let chord = p1 - p0;
+            let base = radius + slop;
+            let half_sides = 0.5 * (chord.x.abs() + chord.y.abs());
+            let bound = base + 1e-9 * base.abs() + half_sides * (1.0 + 1e-9);
             let mid = 0.5 * (p0 + p1);
             for (s, surface) in surfaces.iter().enumerate() {
-                if surface.geometry.closest(mid).distance <= reach {
+                let distance = surface.at(mid);
+                if distance > bound {
+                    continue;
+                }
+                let reach = radius + slop + 0.5 * chord.length();
+                if distance <= reach {
                     out.push(Pair { a: i, b: Partner::Surface(s) });
                 }
             }
@@ -457,6 +505,12 @@ impl ContactSet {
     /// The candidate pairs of the last step.
     pub fn pairs(&self) -> &[Pair] {
         &self.pairs
+    }
+
+    /// What the body–body broadphase's kept pairs did so far (rebuilds,
+    /// updates, bodies placed again; see [`FatBoxPairs`]).
+    pub fn broadphase_stats(&self) -> FatPairStats {
+        self.fat_pairs.0.stats()
     }
 
     /// Impacts recorded since the last call (the list is emptied).
@@ -545,7 +599,8 @@ impl ContactSet {
         }
         // Kept from the last call and written over (every entry below).
         self.aabbs.resize(n, Aabb::new(Vec2::ZERO, Vec2::ZERO));
-        let pass = BodyPass { bodies, surfaces, q0, q1, slop };
+        let distances: Vec<SurfaceDistance<'_>> = surfaces.iter().map(SurfaceDistance::of).collect();
+        let pass = BodyPass { bodies, surfaces: &distances, q0, q1, slop };
         let buffers = &mut self.surface_pairs[..pieces];
         let both = |a: RadiusRange, b: RadiusRange| RadiusRange {
             lo: a.lo.min(b.lo),
@@ -588,13 +643,19 @@ impl ContactSet {
             c => c,
         };
         let mut out = std::mem::take(&mut self.body_pairs);
+        out.clear();
+        // The body–body pairs: the candidates kept from the last call
+        // ([`FatBoxPairs`]), brought up to date for the moved bodies (the
+        // chosen broadphase finds them from scratch on the fat boxes when
+        // many moved) and filtered on the current boxes: the same pairs, in
+        // the same order, as the chosen broadphase on the current boxes.
         if bodies.len() > 1 {
-            match choice {
-                BroadphaseChoice::Grid => self.grid.0.find_pairs(&self.aabbs, &mut out),
-                _ => self.sweep.0.find_pairs(&self.aabbs, &mut out),
-            }
-        } else {
-            out.clear();
+            let (grid, sweep) = (&mut self.grid.0, &mut self.sweep.0);
+            let mut rebuild = |boxes: &[Aabb], pairs: &mut Vec<[u32; 2]>| match choice {
+                BroadphaseChoice::Grid => grid.find_pairs(boxes, pairs),
+                _ => sweep.find_pairs(boxes, pairs),
+            };
+            self.fat_pairs.0.update(&self.aabbs, &mut rebuild);
         }
         // The jointed pairs, sorted, in a buffer kept between calls (the
         // broadphase runs several times a step: no set built per call).
@@ -606,11 +667,16 @@ impl ContactSet {
             );
             joined.sort_unstable();
         }
-        if joined.is_empty() && !range.any_fixed {
+        if bodies.len() < 2 {
+        } else if joined.is_empty() && !range.any_fixed {
             // Nothing to leave out (a pile on the ground): the pairs as
             // found, without reading each pair's two bodies.
-            self.pairs.extend(out.iter().map(|&[i, j]| Pair { a: i as usize, b: Partner::Body(j as usize) }));
+            self.fat_pairs.0.filter_into(&self.aabbs, &mut self.pairs, |[i, j]| Pair {
+                a: i as usize,
+                b: Partner::Body(j as usize),
+            });
         } else {
+            self.fat_pairs.0.filter_into(&self.aabbs, &mut out, |pair| pair);
             for &[i, j] in &out {
                 let (i, j) = (i as usize, j as usize);
                 if (bodies[i].fixed && bodies[j].fixed) || joined.binary_search(&(i, j)).is_ok() {
@@ -688,9 +754,11 @@ pub fn surface_material(s: &Surface) -> Material {
 
 /// The next f32 at or below `x` (per component).
 fn down(x: DVec2) -> Vec2 {
+    // Both candidates computed and one selected (the rounding goes either
+    // way at random: a branch would mispredict about half the time).
     let f = |v: f64| {
         let r = v as f32;
-        if (r as f64) > v { r.next_down() } else { r }
+        select_f32((r as f64) > v, r.next_down(), r)
     };
     Vec2::new(f(x.x), f(x.y))
 }
@@ -699,9 +767,16 @@ fn down(x: DVec2) -> Vec2 {
 fn up(x: DVec2) -> Vec2 {
     let f = |v: f64| {
         let r = v as f32;
-        if (r as f64) < v { r.next_up() } else { r }
+        select_f32((r as f64) < v, r.next_up(), r)
     };
     Vec2::new(f(x.x), f(x.y))
+}
+
+/// `if take { a } else { b }` on the bits, without a branch.
+#[inline]
+fn select_f32(take: bool, a: f32, b: f32) -> f32 {
+    let mask = u32::from(take).wrapping_neg();
+    f32::from_bits((a.to_bits() & mask) | (b.to_bits() & !mask))
 }
 
 /// Inverse masses, 3 per body.
