@@ -842,3 +842,101 @@ fn collide_pair_into(
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shape::Shape;
+    use crate::surface::SurfaceGeometry;
+
+    fn surface(geometry: SurfaceGeometry) -> Surface {
+        Surface {
+            geometry,
+            friction: 0.5,
+            kinetic_friction: None,
+            restitution: 0.0,
+            rolling_resistance: 0.0,
+            material: None,
+        }
+    }
+
+    /// The broadphase's surface pairs are those of the plain test
+    /// `closest(mid).distance ≤ radius + slop + |p1 − p0|/2` (before the
+    /// bound that skips the square root, and the line's normal taken once),
+    /// with thousands of bodies placed at that threshold to within a few
+    /// roundings, on either side, against two lines and a circle.
+    #[test]
+    fn surface_pairs_are_those_of_the_plain_test() {
+        let surfaces = vec![
+            surface(SurfaceGeometry::Line { point: DVec2::new(0.3, -0.1), normal: DVec2::new(0.2, 3.0) }),
+            surface(SurfaceGeometry::Line { point: DVec2::new(-4.0, 0.0), normal: DVec2::new(1.0, 0.0) }),
+            surface(SurfaceGeometry::Circle { center: DVec2::new(5.0, 5.0), radius: 2.0, inside: false }),
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut uniform = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let slop = 0.01;
+        let n0 = DVec2::new(0.2, 3.0).normalize();
+        let (mut bodies, mut q0, mut q1) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..6000 {
+            let half = DVec2::new(0.1 + uniform(), 0.1 + uniform());
+            let shape = Shape::Box { half_extents: half };
+            let radius = shape.bounding_radius();
+            let chord = match i % 4 {
+                0 => DVec2::ZERO,
+                1 => DVec2::new(uniform() - 0.5, uniform() - 0.5) * 1e-3,
+                _ => DVec2::new(uniform() - 0.5, uniform() - 0.5) * 4.0,
+            };
+            let reach = radius + slop + 0.5 * chord.length();
+            // At the first line's threshold, a few roundings either side
+            // (every other body), or anywhere.
+            let mid = if i % 2 == 0 {
+                let off = [0.0, 1e-16, -1e-16, 4e-16, -4e-16, 1e-12, -1e-12][i / 2 % 7] * reach;
+                DVec2::new(0.3, -0.1) + n0 * (reach + off) + n0.perp() * (uniform() - 0.5) * 10.0
+            } else {
+                DVec2::new(uniform() * 14.0 - 7.0, uniform() * 14.0 - 7.0)
+            };
+            let (a, b) = (mid - 0.5 * chord, mid + 0.5 * chord);
+            q0.extend([a.x, a.y, 0.0]);
+            q1.extend([b.x, b.y, 0.0]);
+            let body = Body::builder(format!("b{i}"), shape).fixed(i % 97 == 5).build().expect("body");
+            bodies.push(body);
+        }
+        let mut set = ContactSet::new(ContactSettings { enabled: true, slop: Some(slop), ..Default::default() });
+        set.broadphase(&bodies, &surfaces, &ConstraintSet::default(), &q0, &q1);
+        let got: Vec<Pair> = set.pairs().iter().copied().filter(|p| matches!(p.b, Partner::Surface(_))).collect();
+        let mut want = Vec::new();
+        for (i, b) in bodies.iter().enumerate().filter(|(_, b)| !b.fixed) {
+            let (p0, p1) = (DVec2::new(q0[3 * i], q0[3 * i + 1]), DVec2::new(q1[3 * i], q1[3 * i + 1]));
+            let reach = b.shape.bounding_radius() + slop + 0.5 * (p1 - p0).length();
+            let mid = 0.5 * (p0 + p1);
+            for (s, surface) in surfaces.iter().enumerate() {
+                if surface.geometry.closest(mid).distance <= reach {
+                    want.push(Pair { a: i, b: Partner::Surface(s) });
+                }
+            }
+        }
+        // Of the ~3,000 bodies at the first line's threshold, some in and
+        // some out (the roundings of `reach` and of the distance decide).
+        let at_threshold = want.iter().filter(|p| p.a % 2 == 0 && p.b == Partner::Surface(0)).count();
+        assert!(at_threshold > 500 && at_threshold < 2500, "{at_threshold} of the bodies at the threshold pair");
+        assert!(got == want, "{} surface pairs, {} by the plain test", got.len(), want.len());
+    }
+
+    /// A line's distance as the broadphase takes it is the bits of
+    /// `closest(p).distance`.
+    #[test]
+    fn line_distance_is_that_of_closest() {
+        let geometry = SurfaceGeometry::Line { point: DVec2::new(0.7, -1.3), normal: DVec2::new(-0.3, 2.9) };
+        let s = surface(geometry.clone());
+        let distance = SurfaceDistance::of(&s);
+        for k in 0..1000 {
+            let p = DVec2::new((k as f64 * 0.37).sin() * 50.0, (k as f64 * 0.91).cos() * 50.0);
+            assert_eq!(distance.at(p).to_bits(), geometry.closest(p).distance.to_bits(), "{p}");
+        }
+    }
+}

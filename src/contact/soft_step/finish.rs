@@ -213,3 +213,54 @@ fn contacts_range(inputs: &FinishInputs<'_>, range: std::ops::Range<usize>, cont
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// A 20-row pyramid on the soft step (4 sub-steps, 30 Hz).
+    fn pyramid() -> crate::world::World {
+        let overrides = ["piles[0].rows=20".to_string(), "contacts.solver=SoftStep(substeps: 4, hertz: 30)".into()];
+        let scene = crate::scene::Scene::load(std::path::Path::new("scenes/pyramid.ron"), &overrides).expect("scene");
+        scene.build_world().expect("world")
+    }
+
+    /// The contacts are written when read: two worlds, one read after every
+    /// step and one every third, stay bitwise the same; the list read is
+    /// the same on a second read (kept, not written again), in a clone made
+    /// before or after the read, and in the other world; it is refreshed by
+    /// the next step; the floor's normal impulses carry the pile's weight.
+    #[test]
+    fn contacts_written_when_read_change_nothing() {
+        let (mut every, mut some) = (pyramid(), pyramid());
+        for step in 0..40 {
+            every.step().expect("step");
+            some.step().expect("step");
+            let unread = some.contacts.clone();
+            let listed = every.contacts.contacts().to_vec();
+            assert!(listed.len() > 400, "{} contacts", listed.len());
+            assert!(std::ptr::eq(every.contacts.contacts(), every.contacts.contacts()), "written again");
+            assert!(every.contacts.clone().contacts() == &listed[..]);
+            assert!(unread.contacts() == &listed[..], "step {step}: a clone made before the read");
+            if step % 3 == 0 {
+                assert!(some.contacts.contacts() == &listed[..], "step {step}");
+            }
+            let (q, v) = every.state_vectors();
+            let bits: Vec<u64> = q.iter().chain(v).map(|x| x.to_bits()).collect();
+            let (q, v) = some.state_vectors();
+            assert!(bits == q.iter().chain(v).map(|x| x.to_bits()).collect::<Vec<_>>(), "step {step}: states differ");
+            if step == 39 {
+                let floor: f64 = listed
+                    .iter()
+                    .filter(|c| matches!(c.partner, crate::contact::Partner::Surface(_)))
+                    .map(|c| c.impulse[0])
+                    .sum();
+                let weight: f64 = every.bodies.iter().map(|b| b.mass * 10.0).sum();
+                let ratio = floor / (weight * every.dt);
+                assert!((ratio - 1.0).abs() < 0.05, "floor impulse / (weight·dt) = {ratio}");
+            }
+        }
+        // The next step's contacts replace the list.
+        let before = every.contacts.contacts().to_vec();
+        every.step().expect("step");
+        assert!(every.contacts.contacts() != &before[..], "the list was not refreshed");
+    }
+}
