@@ -35,6 +35,12 @@
 //! per body and one overlap test per candidate; a placed body adds a query
 //! of about nine cells, and a new pair a merge of the list, instead of a
 //! grid and a sort of all pairs every call.
+//!
+//! Measured (100-row pyramid at Box2D's settings, 5,050 boxes, 120 steps):
+//! 3 rebuilds, 99 updates placing 9,048 bodies, 28 merges; 24,600
+//! candidates for 14,850 pairs; the contact stage's broadphase 0.99 → 0.31
+//! ms/step at 2 threads (medians of 8 pairs alternated with main's, load
+//! 3.4–4.4; docs/benchmarks.md, round `broad12`).
 
 use super::Aabb;
 use super::grid::cell_coord;

@@ -1,7 +1,9 @@
 //! The soft step's finish: the impulses kept for the next warm start and
 //! the largest penetration, every step; the contacts for output only when
 //! someone reads them ([`ContactSet::contacts`]). Both written in place on
-//! the pool.
+//! the pool. On the 100-row pyramid (~30,000 contacts a step, none read by
+//! `pyramid_quality`) the finish went from 0.68 to 0.39 ms/step of CPU on
+//! one thread (`perf record`; docs/benchmarks.md, round `broad12`).
 
 use super::WarmImpulses;
 use super::lanes::{LANES, SoftLanes};
