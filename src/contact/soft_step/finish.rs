@@ -249,6 +249,10 @@ mod tests {
             let bits: Vec<u64> = q.iter().chain(v).map(|x| x.to_bits()).collect();
             let (q, v) = some.state_vectors();
             assert!(bits == q.iter().chain(v).map(|x| x.to_bits()).collect::<Vec<_>>(), "step {step}: states differ");
+            // The forces (the reactions output) read the same list.
+            let forces = every.contacts.forces(every.bodies.as_slice(), every.dt);
+            assert_eq!(forces.len(), listed.len(), "step {step}: one force per contact");
+            assert!(forces.iter().zip(&listed).all(|(f, c)| f.normal_force == c.impulse[0] / every.dt));
             if step == 39 {
                 let floor: f64 = listed
                     .iter()
