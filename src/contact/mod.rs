@@ -307,6 +307,8 @@ pub struct ContactSet {
     sweep: Scratch<SweepAndPrune>,
     /// The body–body candidates kept between calls (fat boxes).
     fat_pairs: Scratch<FatBoxPairs>,
+    /// How the broadphase takes each surface's distance (a kept buffer).
+    surface_distances: Vec<SurfaceDistance>,
     /// Each body's [`narrowphase::outline_hull`], body frame (built once).
     hulls: Vec<Vec<DVec2>>,
     /// Bumped each time `hulls` is rebuilt: what is derived from the hulls
@@ -375,8 +377,9 @@ const BROADPHASE_PIECES_PER_THREAD: usize = 2;
 /// What the broadphase's per-body pass reads.
 struct BodyPass<'a> {
     bodies: &'a [Body],
-    /// The surfaces' signed distances, one per surface.
-    surfaces: &'a [SurfaceDistance<'a>],
+    surfaces: &'a [Surface],
+    /// How each surface's signed distance is taken (one per surface).
+    distances: &'a [SurfaceDistance],
     q0: &'a [f64],
     q1: &'a [f64],
     slop: f64,
@@ -385,30 +388,33 @@ struct BodyPass<'a> {
 /// A surface's signed distance as the broadphase reads it: a line's unit
 /// normal taken once per call instead of once per body, bit for bit
 /// `SurfaceGeometry::closest(p).distance` (`(p − point)·normal.normalize()`);
-/// other geometries through `closest`.
-enum SurfaceDistance<'a> {
+/// other geometries through `closest`. Kept in a buffer of the contact set
+/// (no allocation per call).
+#[derive(Clone, Copy, Debug)]
+enum SurfaceDistance {
     /// A line through `point` with unit normal `normal`.
     Line { point: DVec2, normal: DVec2 },
-    /// Any other geometry.
-    Other(&'a crate::surface::SurfaceGeometry),
+    /// Any other geometry: its `closest`.
+    Other,
 }
 
-impl<'a> SurfaceDistance<'a> {
-    fn of(surface: &'a Surface) -> Self {
+impl SurfaceDistance {
+    fn of(surface: &Surface) -> Self {
         match &surface.geometry {
             crate::surface::SurfaceGeometry::Line { point, normal } => {
                 Self::Line { point: *point, normal: normal.normalize() }
             }
-            other => Self::Other(other),
+            _ => Self::Other,
         }
     }
 
-    /// The signed distance of `p` (m): the bits of `closest(p).distance`.
+    /// The signed distance of `p` (m) from `surface` (the one this was
+    /// made of): the bits of `closest(p).distance`.
     #[inline]
-    fn at(&self, p: DVec2) -> f64 {
+    fn at(&self, surface: &Surface, p: DVec2) -> f64 {
         match self {
             Self::Line { point, normal } => (p - *point).dot(*normal),
-            Self::Other(geometry) => geometry.closest(p).distance,
+            Self::Other => surface.geometry.closest(p).distance,
         }
     }
 }
@@ -428,7 +434,7 @@ impl BodyPass<'_> {
     /// slop, into `aabbs`; its surface pairs (its bounding disc swept along
     /// the chord against the signed distance) into `out`, cleared first.
     fn piece(&self, first: usize, aabbs: &mut [Aabb], out: &mut Vec<Pair>) -> RadiusRange {
-        let BodyPass { bodies, surfaces, q0, q1, slop } = *self;
+        let BodyPass { bodies, surfaces, distances, q0, q1, slop } = *self;
         out.clear();
         let mut range = RadiusRange { lo: f64::INFINITY, hi: 0.0, any_fixed: false };
         let pos = |q: &[f64], i: usize| DVec2::new(q[3 * i], q[3 * i + 1]);
@@ -458,7 +464,7 @@ impl BodyPass<'_> {
             let bound = base + 1e-9 * base.abs() + half_sides * (1.0 + 1e-9);
             let mid = 0.5 * (p0 + p1);
             for (s, surface) in surfaces.iter().enumerate() {
-                let distance = surface.at(mid);
+                let distance = distances[s].at(surface, mid);
                 if distance > bound {
                     continue;
                 }
@@ -615,8 +621,9 @@ impl ContactSet {
         }
         // Kept from the last call and written over (every entry below).
         self.aabbs.resize(n, Aabb::new(Vec2::ZERO, Vec2::ZERO));
-        let distances: Vec<SurfaceDistance<'_>> = surfaces.iter().map(SurfaceDistance::of).collect();
-        let pass = BodyPass { bodies, surfaces: &distances, q0, q1, slop };
+        self.surface_distances.clear();
+        self.surface_distances.extend(surfaces.iter().map(SurfaceDistance::of));
+        let pass = BodyPass { bodies, surfaces, distances: &self.surface_distances, q0, q1, slop };
         let buffers = &mut self.surface_pairs[..pieces];
         let both = |a: RadiusRange, b: RadiusRange| RadiusRange {
             lo: a.lo.min(b.lo),
@@ -952,7 +959,7 @@ mod tests {
         let distance = SurfaceDistance::of(&s);
         for k in 0..1000 {
             let p = DVec2::new((k as f64 * 0.37).sin() * 50.0, (k as f64 * 0.91).cos() * 50.0);
-            assert_eq!(distance.at(p).to_bits(), geometry.closest(p).distance.to_bits(), "{p}");
+            assert_eq!(distance.at(&s, p).to_bits(), geometry.closest(p).distance.to_bits(), "{p}");
         }
     }
 }
