@@ -22,9 +22,9 @@
 //!    normal taken once per call; the square root of the swept chord only
 //!    for a body within a bound of the surface). Bodies joined by a
 //!    constraint are skipped unless `collide_connected`. On the 100-row
-//!    pyramid at Box2D's settings (5,050 boxes, 2 threads, load 3.4) the
-//!    stage went from 0.61–0.91 to 0.26–0.27 ms/step (before: 0.53 on an
-//!    idle machine; docs/benchmarks.md, round `broad12`).
+//!    pyramid at Box2D's settings (5,050 boxes, 2 threads, load 1.7) the
+//!    stage went from 0.56 to 0.235 ms/step (medians of 4 pairs alternated
+//!    with main's; docs/benchmarks.md, round `broad12`).
 //! 2. **`impacts`** ([`ContactSet::earliest_impact`] + [`ContactSet::resolve_impacts`]):
 //!    the time of impact on the integrator's own trajectory of the step, see
 //!    [`toi`]. The world advances the **integrator** to the earliest root,
