@@ -12,6 +12,12 @@
 //! * [`SweepAndPrune`]: the classic sort along x and sweep, the reference.
 //! * [`brute_force_pairs`]: all N(N−1)/2 tests, for small N in tests.
 //!
+//! [`FatBoxPairs`] keeps the pairs between calls (Box2D v3's fat boxes): a
+//! superset found by one of the above on boxes grown by a margin, updated
+//! only for the bodies that left their grown box, and filtered each call
+//! down to the pairs of the current boxes — the same pairs in the same
+//! order as a run from scratch (the contact stage's broadphase).
+//!
 //! **Pair semantics.** `[i, j]` with `i < j` is reported iff both boxes are
 //! valid ([`Aabb::is_valid`]: finite-or-infinite but not NaN, `min ≤ max` on
 //! both axes) and their closed intervals intersect on both axes, i.e.
@@ -19,9 +25,11 @@
 //! (touching counts). Every pair is reported once; outputs are sorted
 //! lexicographically.
 
+mod fat;
 mod grid;
 mod sap;
 
+pub use fat::{FAT_MARGIN, FatBoxPairs, FatPairStats, Rebuild};
 pub use grid::{GridBroadphase, GridParams};
 pub use sap::SweepAndPrune;
 

@@ -34,7 +34,7 @@ impl ContactSet {
     /// step of `h` seconds (see the module docs), lever arms from the bodies'
     /// current positions.
     pub fn forces(&self, bodies: &[Body], h: f64) -> Vec<ContactForce> {
-        self.contacts
+        self.contacts()
             .iter()
             .map(|c| {
                 let (n, point) = (c.manifold.normal, c.manifold.point);

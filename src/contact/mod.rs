@@ -8,12 +8,23 @@
 //!    start and at the end, so that a fast body meets what lies across its
 //!    path). Body–body pairs come from [`crate::broadphase`]: the grid when
 //!    the bounding radii spread by less than 4× and the bodies are many
-//!    ([`GRID_MIN_BODIES`]), sweep-and-prune otherwise, or as the scene says. Its [`Aabb`] is f32: every box is rounded
-//!    **outward** to the next f32 and padded by the contact slop, so a pair
-//!    the f64 geometry would keep is never lost. Body–surface pairs are
-//!    tested directly (few surfaces): the body's bounding disc against the
-//!    surface's signed distance. Bodies joined by a constraint are skipped
-//!    unless `collide_connected`.
+//!    ([`GRID_MIN_BODIES`]), sweep-and-prune otherwise, or as the scene
+//!    says, run on *fat* boxes (grown by an eighth of their size) and kept
+//!    from call to call ([`crate::broadphase::FatBoxPairs`], Box2D v3's
+//!    scheme): only a body whose box leaves its fat box is placed again and
+//!    its pairs found again, and each call filters the kept pairs with the
+//!    exact overlap test on the current boxes — the same pairs, in the same
+//!    order, as the chosen broadphase from scratch. Its [`Aabb`] is f32:
+//!    every box is rounded **outward** to the next f32 and padded by the
+//!    contact slop, so a pair the f64 geometry would keep is never lost.
+//!    Body–surface pairs are tested directly (few surfaces): the body's
+//!    bounding disc against the surface's signed distance (a line's unit
+//!    normal taken once per call; the square root of the swept chord only
+//!    for a body within a bound of the surface). Bodies joined by a
+//!    constraint are skipped unless `collide_connected`. On the 100-row
+//!    pyramid at Box2D's settings (5,050 boxes, 2 threads, load 1.7) the
+//!    stage went from 0.56 to 0.235 ms/step (medians of 4 pairs alternated
+//!    with main's; docs/benchmarks.md, round `broad12`).
 //! 2. **`impacts`** ([`ContactSet::earliest_impact`] + [`ContactSet::resolve_impacts`]):
 //!    the time of impact on the integrator's own trajectory of the step, see
 //!    [`toi`]. The world advances the **integrator** to the earliest root,
@@ -50,6 +61,11 @@
 //! (`integrate` and `contact_solve` in `stage_ms`), and a restitution pass.
 //! Fast on tall stacks, at the price of soft contacts (a stack sags by the
 //! springs' deflection), no exact impact times, and no joints (refused).
+//! The step itself keeps only the impulses for the next warm start and the
+//! largest penetration; the contacts for output ([`ContactSet::contacts`]:
+//! the contacts CSV, reactions, tests) are written from the step's kept
+//! lanes on the first read after the step, so a run that reads none pays
+//! for none (Box2D stores the impulses only, too).
 //!
 //! # Contacts and joints
 //!
@@ -88,7 +104,7 @@ use glam::{DVec2, Vec2};
 use serde::{Deserialize, Serialize};
 
 use crate::body::Body;
-use crate::broadphase::{Aabb, GridBroadphase, SweepAndPrune};
+use crate::broadphase::{Aabb, FatBoxPairs, FatPairStats, GridBroadphase, SweepAndPrune};
 use crate::constraint::ConstraintSet;
 use crate::surface::Surface;
 pub use force::ContactForce;
@@ -289,6 +305,10 @@ pub struct ContactSet {
     joined: Vec<(usize, usize)>,
     grid: Scratch<GridBroadphase>,
     sweep: Scratch<SweepAndPrune>,
+    /// The body–body candidates kept between calls (fat boxes).
+    fat_pairs: Scratch<FatBoxPairs>,
+    /// How the broadphase takes each surface's distance (a kept buffer).
+    surface_distances: Vec<SurfaceDistance>,
     /// Each body's [`narrowphase::outline_hull`], body frame (built once).
     hulls: Vec<Vec<DVec2>>,
     /// Bumped each time `hulls` is rebuilt: what is derived from the hulls
@@ -298,6 +318,53 @@ pub struct ContactSet {
     pub position_weight: f64,
     /// The soft-step solver's manifolds and buffers.
     soft: soft_step::SoftState,
+    /// The soft step's contacts for output, written on first read.
+    soft_contacts: LazyContacts,
+}
+
+/// The contacts of the last soft step, written from its kept lanes on the
+/// first read after the step and kept until the next step's broadphase
+/// ([`ContactSet::contacts`]): the step itself needs only the impulses and
+/// the largest penetration, so a run that reads no contacts writes none.
+#[derive(Default)]
+struct LazyContacts {
+    /// The finish of a soft step ran and nothing has overwritten its lanes:
+    /// the contacts can be (or have been) written.
+    live: bool,
+    /// The list, once written.
+    list: std::sync::OnceLock<Vec<Contact>>,
+    /// An earlier step's list, to be written over (no allocation per step).
+    spare: std::sync::Mutex<Vec<Contact>>,
+}
+
+impl LazyContacts {
+    /// A soft step finished: its contacts are written on the next read.
+    fn finished(&mut self) {
+        self.expire();
+        self.live = true;
+    }
+
+    /// The lanes are about to be overwritten (a new step's broadphase): the
+    /// list, if written, becomes the spare buffer.
+    fn expire(&mut self) {
+        self.live = false;
+        if let Some(list) = self.list.take() {
+            *self.spare.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner) = list;
+        }
+    }
+}
+
+impl Clone for LazyContacts {
+    /// The same list (written or not); the spare buffer starts empty.
+    fn clone(&self) -> Self {
+        Self { live: self.live, list: self.list.clone(), spare: Default::default() }
+    }
+}
+
+impl std::fmt::Debug for LazyContacts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyContacts").field("live", &self.live).field("list", &self.list.get()).finish()
+    }
 }
 
 /// Bodies from which the broadphase's per-body pass (boxes, surface pairs)
@@ -311,9 +378,45 @@ const BROADPHASE_PIECES_PER_THREAD: usize = 2;
 struct BodyPass<'a> {
     bodies: &'a [Body],
     surfaces: &'a [Surface],
+    /// How each surface's signed distance is taken (one per surface).
+    distances: &'a [SurfaceDistance],
     q0: &'a [f64],
     q1: &'a [f64],
     slop: f64,
+}
+
+/// A surface's signed distance as the broadphase reads it: a line's unit
+/// normal taken once per call instead of once per body, bit for bit
+/// `SurfaceGeometry::closest(p).distance` (`(p − point)·normal.normalize()`);
+/// other geometries through `closest`. Kept in a buffer of the contact set
+/// (no allocation per call).
+#[derive(Clone, Copy, Debug)]
+enum SurfaceDistance {
+    /// A line through `point` with unit normal `normal`.
+    Line { point: DVec2, normal: DVec2 },
+    /// Any other geometry: its `closest`.
+    Other,
+}
+
+impl SurfaceDistance {
+    fn of(surface: &Surface) -> Self {
+        match &surface.geometry {
+            crate::surface::SurfaceGeometry::Line { point, normal } => {
+                Self::Line { point: *point, normal: normal.normalize() }
+            }
+            _ => Self::Other,
+        }
+    }
+
+    /// The signed distance of `p` (m) from `surface` (the one this was
+    /// made of): the bits of `closest(p).distance`.
+    #[inline]
+    fn at(&self, surface: &Surface, p: DVec2) -> f64 {
+        match self {
+            Self::Line { point, normal } => (p - *point).dot(*normal),
+            Self::Other => surface.geometry.closest(p).distance,
+        }
+    }
 }
 
 /// The smallest and largest bounding radius of some bodies (+∞ and 0 if
@@ -331,7 +434,7 @@ impl BodyPass<'_> {
     /// slop, into `aabbs`; its surface pairs (its bounding disc swept along
     /// the chord against the signed distance) into `out`, cleared first.
     fn piece(&self, first: usize, aabbs: &mut [Aabb], out: &mut Vec<Pair>) -> RadiusRange {
-        let BodyPass { bodies, surfaces, q0, q1, slop } = *self;
+        let BodyPass { bodies, surfaces, distances, q0, q1, slop } = *self;
         out.clear();
         let mut range = RadiusRange { lo: f64::INFINITY, hi: 0.0, any_fixed: false };
         let pos = |q: &[f64], i: usize| DVec2::new(q[3 * i], q[3 * i + 1]);
@@ -349,10 +452,24 @@ impl BodyPass<'_> {
             if b.fixed {
                 continue;
             }
-            let reach = radius + slop + 0.5 * (p1 - p0).length();
+            // The pair is kept iff the distance is at most `reach` =
+            // radius + slop + |p1 − p0|/2. `bound` is at least `reach` as
+            // computed (|v| ≤ |vx| + |vy|, and the relative margin 1e-9 is
+            // far above the few roundings of either), so a surface farther
+            // than `bound` is out without the square root; the others are
+            // tested against `reach` itself, as before.
+            let chord = p1 - p0;
+            let base = radius + slop;
+            let half_sides = 0.5 * (chord.x.abs() + chord.y.abs());
+            let bound = base + 1e-9 * base.abs() + half_sides * (1.0 + 1e-9);
             let mid = 0.5 * (p0 + p1);
             for (s, surface) in surfaces.iter().enumerate() {
-                if surface.geometry.closest(mid).distance <= reach {
+                let distance = distances[s].at(surface, mid);
+                if distance > bound {
+                    continue;
+                }
+                let reach = radius + slop + 0.5 * chord.length();
+                if distance <= reach {
                     out.push(Pair { a: i, b: Partner::Surface(s) });
                 }
             }
@@ -389,14 +506,33 @@ impl ContactSet {
         self.settings.enabled
     }
 
-    /// The contacts at the end of the last step.
+    /// The contacts at the end of the last step. With the soft step they
+    /// are written from the step's kept lanes on the first call after the
+    /// step (on the pool for many) and kept until the next step's
+    /// broadphase, so a run that never reads them does not pay for them;
+    /// between that broadphase and the step's end (and after a soft step
+    /// that failed before its finish) the list is empty.
     pub fn contacts(&self) -> &[Contact] {
-        &self.contacts
+        if !self.soft_contacts.live {
+            return &self.contacts;
+        }
+        self.soft_contacts.list.get_or_init(|| {
+            let spare = self.soft_contacts.spare.lock();
+            let mut list = std::mem::take(&mut *spare.unwrap_or_else(std::sync::PoisonError::into_inner));
+            self.soft_write_contacts(&mut list);
+            list
+        })
     }
 
     /// The candidate pairs of the last step.
     pub fn pairs(&self) -> &[Pair] {
         &self.pairs
+    }
+
+    /// What the body–body broadphase's kept pairs did so far (rebuilds,
+    /// updates, bodies placed again; see [`FatBoxPairs`]).
+    pub fn broadphase_stats(&self) -> FatPairStats {
+        self.fat_pairs.0.stats()
     }
 
     /// Impacts recorded since the last call (the list is emptied).
@@ -462,6 +598,8 @@ impl ContactSet {
         margin: f64,
     ) {
         let slop = margin;
+        // A new step: the last soft step's lanes are about to be rebuilt.
+        self.soft_contacts.expire();
         self.pairs.clear();
         // Per body: its box, its surface pairs (in body order, piece by
         // piece), and the range of bounding radii and whether any body is
@@ -483,7 +621,9 @@ impl ContactSet {
         }
         // Kept from the last call and written over (every entry below).
         self.aabbs.resize(n, Aabb::new(Vec2::ZERO, Vec2::ZERO));
-        let pass = BodyPass { bodies, surfaces, q0, q1, slop };
+        self.surface_distances.clear();
+        self.surface_distances.extend(surfaces.iter().map(SurfaceDistance::of));
+        let pass = BodyPass { bodies, surfaces, distances: &self.surface_distances, q0, q1, slop };
         let buffers = &mut self.surface_pairs[..pieces];
         let both = |a: RadiusRange, b: RadiusRange| RadiusRange {
             lo: a.lo.min(b.lo),
@@ -526,13 +666,19 @@ impl ContactSet {
             c => c,
         };
         let mut out = std::mem::take(&mut self.body_pairs);
+        out.clear();
+        // The body–body pairs: the candidates kept from the last call
+        // ([`FatBoxPairs`]), brought up to date for the moved bodies (the
+        // chosen broadphase finds them from scratch on the fat boxes when
+        // many moved) and filtered on the current boxes: the same pairs, in
+        // the same order, as the chosen broadphase on the current boxes.
         if bodies.len() > 1 {
-            match choice {
-                BroadphaseChoice::Grid => self.grid.0.find_pairs(&self.aabbs, &mut out),
-                _ => self.sweep.0.find_pairs(&self.aabbs, &mut out),
-            }
-        } else {
-            out.clear();
+            let (grid, sweep) = (&mut self.grid.0, &mut self.sweep.0);
+            let mut rebuild = |boxes: &[Aabb], pairs: &mut Vec<[u32; 2]>| match choice {
+                BroadphaseChoice::Grid => grid.find_pairs(boxes, pairs),
+                _ => sweep.find_pairs(boxes, pairs),
+            };
+            self.fat_pairs.0.update(&self.aabbs, &mut rebuild);
         }
         // The jointed pairs, sorted, in a buffer kept between calls (the
         // broadphase runs several times a step: no set built per call).
@@ -544,11 +690,16 @@ impl ContactSet {
             );
             joined.sort_unstable();
         }
-        if joined.is_empty() && !range.any_fixed {
+        if bodies.len() < 2 {
+        } else if joined.is_empty() && !range.any_fixed {
             // Nothing to leave out (a pile on the ground): the pairs as
             // found, without reading each pair's two bodies.
-            self.pairs.extend(out.iter().map(|&[i, j]| Pair { a: i as usize, b: Partner::Body(j as usize) }));
+            self.fat_pairs.0.filter_into(&self.aabbs, &mut self.pairs, |[i, j]| Pair {
+                a: i as usize,
+                b: Partner::Body(j as usize),
+            });
         } else {
+            self.fat_pairs.0.filter_into(&self.aabbs, &mut out, |pair| pair);
             for &[i, j] in &out {
                 let (i, j) = (i as usize, j as usize);
                 if (bodies[i].fixed && bodies[j].fixed) || joined.binary_search(&(i, j)).is_ok() {
@@ -626,9 +777,11 @@ pub fn surface_material(s: &Surface) -> Material {
 
 /// The next f32 at or below `x` (per component).
 fn down(x: DVec2) -> Vec2 {
+    // Both candidates computed and one selected (the rounding goes either
+    // way at random: a branch would mispredict about half the time).
     let f = |v: f64| {
         let r = v as f32;
-        if (r as f64) > v { r.next_down() } else { r }
+        select_f32((r as f64) > v, r.next_down(), r)
     };
     Vec2::new(f(x.x), f(x.y))
 }
@@ -637,9 +790,16 @@ fn down(x: DVec2) -> Vec2 {
 fn up(x: DVec2) -> Vec2 {
     let f = |v: f64| {
         let r = v as f32;
-        if (r as f64) < v { r.next_up() } else { r }
+        select_f32((r as f64) < v, r.next_up(), r)
     };
     Vec2::new(f(x.x), f(x.y))
+}
+
+/// `if take { a } else { b }` on the bits, without a branch.
+#[inline]
+fn select_f32(take: bool, a: f32, b: f32) -> f32 {
+    let mask = u32::from(take).wrapping_neg();
+    f32::from_bits((a.to_bits() & mask) | (b.to_bits() & !mask))
 }
 
 /// Inverse masses, 3 per body.
@@ -703,5 +863,103 @@ fn collide_pair_into(
             margin,
             out,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shape::Shape;
+    use crate::surface::SurfaceGeometry;
+
+    fn surface(geometry: SurfaceGeometry) -> Surface {
+        Surface {
+            geometry,
+            friction: 0.5,
+            kinetic_friction: None,
+            restitution: 0.0,
+            rolling_resistance: 0.0,
+            material: None,
+        }
+    }
+
+    /// The broadphase's surface pairs are those of the plain test
+    /// `closest(mid).distance ≤ radius + slop + |p1 − p0|/2` (before the
+    /// bound that skips the square root, and the line's normal taken once),
+    /// with thousands of bodies placed at that threshold to within a few
+    /// roundings, on either side, against two lines and a circle.
+    #[test]
+    fn surface_pairs_are_those_of_the_plain_test() {
+        let surfaces = vec![
+            surface(SurfaceGeometry::Line { point: DVec2::new(0.3, -0.1), normal: DVec2::new(0.2, 3.0) }),
+            surface(SurfaceGeometry::Line { point: DVec2::new(-4.0, 0.0), normal: DVec2::new(1.0, 0.0) }),
+            surface(SurfaceGeometry::Circle { center: DVec2::new(5.0, 5.0), radius: 2.0, inside: false }),
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut uniform = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let slop = 0.01;
+        let n0 = DVec2::new(0.2, 3.0).normalize();
+        let (mut bodies, mut q0, mut q1) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..6000 {
+            let half = DVec2::new(0.1 + uniform(), 0.1 + uniform());
+            let shape = Shape::Box { half_extents: half };
+            let radius = shape.bounding_radius();
+            let chord = match i % 4 {
+                0 => DVec2::ZERO,
+                1 => DVec2::new(uniform() - 0.5, uniform() - 0.5) * 1e-3,
+                _ => DVec2::new(uniform() - 0.5, uniform() - 0.5) * 4.0,
+            };
+            let reach = radius + slop + 0.5 * chord.length();
+            // At the first line's threshold, a few roundings either side
+            // (every other body), or anywhere.
+            let mid = if i % 2 == 0 {
+                let off = [0.0, 1e-16, -1e-16, 4e-16, -4e-16, 1e-12, -1e-12][i / 2 % 7] * reach;
+                DVec2::new(0.3, -0.1) + n0 * (reach + off) + n0.perp() * (uniform() - 0.5) * 10.0
+            } else {
+                DVec2::new(uniform() * 14.0 - 7.0, uniform() * 14.0 - 7.0)
+            };
+            let (a, b) = (mid - 0.5 * chord, mid + 0.5 * chord);
+            q0.extend([a.x, a.y, 0.0]);
+            q1.extend([b.x, b.y, 0.0]);
+            let body = Body::builder(format!("b{i}"), shape).fixed(i % 97 == 5).build().expect("body");
+            bodies.push(body);
+        }
+        let mut set = ContactSet::new(ContactSettings { enabled: true, slop: Some(slop), ..Default::default() });
+        set.broadphase(&bodies, &surfaces, &ConstraintSet::default(), &q0, &q1);
+        let got: Vec<Pair> = set.pairs().iter().copied().filter(|p| matches!(p.b, Partner::Surface(_))).collect();
+        let mut want = Vec::new();
+        for (i, b) in bodies.iter().enumerate().filter(|(_, b)| !b.fixed) {
+            let (p0, p1) = (DVec2::new(q0[3 * i], q0[3 * i + 1]), DVec2::new(q1[3 * i], q1[3 * i + 1]));
+            let reach = b.shape.bounding_radius() + slop + 0.5 * (p1 - p0).length();
+            let mid = 0.5 * (p0 + p1);
+            for (s, surface) in surfaces.iter().enumerate() {
+                if surface.geometry.closest(mid).distance <= reach {
+                    want.push(Pair { a: i, b: Partner::Surface(s) });
+                }
+            }
+        }
+        // Of the ~3,000 bodies at the first line's threshold, some in and
+        // some out (the roundings of `reach` and of the distance decide).
+        let at_threshold = want.iter().filter(|p| p.a % 2 == 0 && p.b == Partner::Surface(0)).count();
+        assert!(at_threshold > 500 && at_threshold < 2500, "{at_threshold} of the bodies at the threshold pair");
+        assert!(got == want, "{} surface pairs, {} by the plain test", got.len(), want.len());
+    }
+
+    /// A line's distance as the broadphase takes it is the bits of
+    /// `closest(p).distance`.
+    #[test]
+    fn line_distance_is_that_of_closest() {
+        let geometry = SurfaceGeometry::Line { point: DVec2::new(0.7, -1.3), normal: DVec2::new(-0.3, 2.9) };
+        let s = surface(geometry.clone());
+        let distance = SurfaceDistance::of(&s);
+        for k in 0..1000 {
+            let p = DVec2::new((k as f64 * 0.37).sin() * 50.0, (k as f64 * 0.91).cos() * 50.0);
+            assert_eq!(distance.at(&s, p).to_bits(), geometry.closest(p).distance.to_bits(), "{p}");
+        }
     }
 }
