@@ -425,17 +425,8 @@ fn clip_box(
     for side in [-1.0, 1.0] {
         let d0 = side * pts[0].0.x + h.x;
         let d1 = side * pts[1].0.x + h.x;
-        if d0 < 0.0 && d1 < 0.0 {
+        if !clip_to_plane(&mut pts, d0, d1) {
             return;
-        }
-        if d0 < 0.0 || d1 < 0.0 {
-            let s = d0 / (d0 - d1);
-            let p = pts[0].0 + (pts[1].0 - pts[0].0) * s;
-            if d0 < 0.0 {
-                pts[0] = (p, pts[0].1);
-            } else {
-                pts[1] = (p, pts[1].1);
-            }
         }
     }
     let rotation = face_rotation(edge, frame.rotation);
@@ -522,19 +513,8 @@ fn clip(
     for (dir, offset) in planes {
         let d0 = pts[0].0.dot(dir) - offset;
         let d1 = pts[1].0.dot(dir) - offset;
-        if d0 < 0.0 && d1 < 0.0 {
+        if !clip_to_plane(&mut pts, d0, d1) {
             return;
-        }
-        if d0 < 0.0 || d1 < 0.0 {
-            let s = d0 / (d0 - d1);
-            let p = pts[0].0 + (pts[1].0 - pts[0].0) * s;
-            if d0 < 0.0 {
-                // The clipped point keeps the identity of the vertex it
-                // replaces: clipping or not must not change it (warm start).
-                pts[0] = (p, pts[0].1);
-            } else {
-                pts[1] = (p, pts[1].1);
-            }
         }
     }
     let (normal, mark) = if reversed { (-n, 0x4000_0000) } else { (n, 0) };
@@ -549,6 +529,26 @@ fn clip(
             });
         }
     }
+}
+
+/// Clips the segment `pts` (points with their feature ids) to the side of a
+/// plane where the signed distances `d0`, `d1` of its ends are ≥ 0: false if
+/// both ends are outside. A clipped point keeps the identity of the vertex
+/// it replaces: clipping or not must not change it (warm start).
+fn clip_to_plane(pts: &mut [(DVec2, u32); 2], d0: f64, d1: f64) -> bool {
+    if d0 < 0.0 && d1 < 0.0 {
+        return false;
+    }
+    if d0 < 0.0 || d1 < 0.0 {
+        let s = d0 / (d0 - d1);
+        let p = pts[0].0 + (pts[1].0 - pts[0].0) * s;
+        if d0 < 0.0 {
+            pts[0] = (p, pts[0].1);
+        } else {
+            pts[1] = (p, pts[1].1);
+        }
+    }
+    true
 }
 
 #[cfg(test)]
