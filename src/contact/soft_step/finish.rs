@@ -19,7 +19,7 @@ impl ContactSet {
     /// pair order for the next warm start. A non-finite impulse or gap is an
     /// error naming the pair. The contacts for output are not written here
     /// but on the first read of [`ContactSet::contacts`] after the step
-    /// ([`ContactSet::soft_write_contacts`], from the lanes the step leaves
+    /// (`ContactSet::soft_write_contacts`, from the lanes the step leaves
     /// as they are): a step nobody reads the contacts of writes none (~30,000
     /// records of 128 bytes per step on the 100-row pyramid). Each manifold's
     /// impulses are a function of that manifold alone: written on the pool
