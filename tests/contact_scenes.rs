@@ -203,3 +203,35 @@ fn nan_in_a_contact_stops_the_step_naming_the_bodies() {
         assert!(text.contains("step 1") && text.contains("contact between 'left' and "), "{solver}: {text}");
     }
 }
+
+/// The broadphase's automatic choice (issue 7: "automatic by size spread and
+/// overridable in the scene"): 4,096 equal discs use the grid, 4,096 discs
+/// whose radii spread 10× and 4,095 equal ones use sweep-and-prune, and the
+/// scene's `broadphase` overrides either way.
+#[test]
+fn the_broadphase_is_chosen_by_count_and_spread_and_the_scene_overrides_it() {
+    use mx2d::contact::BroadphaseChoice::{Grid, SweepAndPrune};
+    let scene = |count: usize, shapes: &str, broadphase: &str| {
+        format!(
+            "Scene(name: \"b\", gravity: (0.0, -9.81), dt: 0.016666666666666666,
+              contacts: Contacts(broadphase: {broadphase}, solver: SoftStep()),
+              drops: [Drop(prefix: \"d\", count: {count}, columns: 64, origin: (0.0, 1.0), spacing: 1.2,
+                           shapes: [{shapes}])],
+              surfaces: [Surface(geometry: Line(point: (0.0, 0.0), normal: (0.0, 1.0)))])"
+        )
+    };
+    let equal = "Circle(radius: 0.5)";
+    let spread = "Circle(radius: 0.05), Circle(radius: 0.5)";
+    for (count, shapes, broadphase, expected) in [
+        (4096, equal, "Auto", Grid),
+        (4096, spread, "Auto", SweepAndPrune),
+        (4095, equal, "Auto", SweepAndPrune),
+        (4096, equal, "SweepAndPrune", SweepAndPrune),
+        (100, spread, "Grid", Grid),
+    ] {
+        let text = scene(count, shapes, broadphase);
+        let mut world = Scene::parse(&text, "b.ron").unwrap_or_else(|e| panic!("{e}")).build_world().unwrap();
+        world.step().unwrap();
+        assert_eq!(world.contacts.broadphase_used(), expected, "{count} bodies of {shapes}, {broadphase}");
+    }
+}

@@ -282,6 +282,8 @@ pub struct ContactSet {
     pub settings: ContactSettings,
     /// Candidate pairs of the current step.
     pairs: Vec<Pair>,
+    /// The body–body broadphase the last call used ([`ContactSet::broadphase_used`]).
+    broadphase_used: BroadphaseChoice,
     /// Contacts at the end of the last step.
     contacts: Vec<Contact>,
     /// Impulses by contact identity, for warm starting.
@@ -524,6 +526,13 @@ impl ContactSet {
         })
     }
 
+    /// The body–body broadphase the last call used: `Grid` or
+    /// `SweepAndPrune` (`Auto` resolved by the bodies' count and radii, or
+    /// the scene's choice); `Auto` before the first call.
+    pub fn broadphase_used(&self) -> BroadphaseChoice {
+        self.broadphase_used
+    }
+
     /// The candidate pairs of the last step.
     pub fn pairs(&self) -> &[Pair] {
         &self.pairs
@@ -665,6 +674,7 @@ impl ContactSet {
             }
             c => c,
         };
+        self.broadphase_used = choice;
         let mut out = std::mem::take(&mut self.body_pairs);
         out.clear();
         // The body–body pairs: the candidates kept from the last call
