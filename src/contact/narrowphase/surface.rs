@@ -125,38 +125,28 @@ pub fn collide_polygon_surface(
                 gap: c.distance,
                 feature: i as u32,
             };
-            match best {
-                [None, _] => best[0] = Some(p),
-                [Some(b0), None] => {
-                    if p.gap < b0.gap {
-                        best = [Some(p), Some(b0)];
-                    } else {
-                        best[1] = Some(p);
-                    }
-                }
-                [Some(b0), Some(b1)] => {
-                    if p.gap < b0.gap {
-                        best = [Some(p), Some(b0)];
-                    } else if p.gap < b1.gap {
-                        best[1] = Some(p);
-                    }
-                }
-            }
+            keep_two_deepest(&mut best, p);
         }
         // A polyline's ridge pressing into a side (between the vertices).
         if let Some(p) = deepest_ridge_of_polygon(h, pose, surface, margin) {
-            match best {
-                [None, _] => best[0] = Some(p),
-                [Some(b0), b1] => {
-                    if p.gap < b0.gap {
-                        best = [Some(p), Some(b0)];
-                    } else if b1.is_none_or(|b1| p.gap < b1.gap) {
-                        best[1] = Some(p);
-                    }
-                }
-            }
+            keep_two_deepest(&mut best, p);
         }
         out.extend(best.into_iter().flatten());
+    }
+}
+
+/// Keeps in `best` the two points of smallest gap met so far, deepest first
+/// (a later point replaces an earlier one only when strictly deeper).
+fn keep_two_deepest(best: &mut [Option<ManifoldPoint>; 2], p: ManifoldPoint) {
+    match *best {
+        [None, _] => best[0] = Some(p),
+        [Some(b0), b1] => {
+            if p.gap < b0.gap {
+                *best = [Some(p), Some(b0)];
+            } else if b1.is_none_or(|b1| p.gap < b1.gap) {
+                best[1] = Some(p);
+            }
+        }
     }
 }
 
