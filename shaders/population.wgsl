@@ -519,8 +519,9 @@ fn solve_ball(i: u32, stabilise: bool) {
         if ball_id[j] < ball_id[i] {
             continue;
         }
-        let a = min(i, j);
-        let b = max(i, j);
+        // The pair's roles by id, not by slot (see solve_velocities).
+        let a = i;
+        let b = j;
         let sum_r = ang[a].z + ang[b].z;
         var extra = 0.0;
         if !stabilise {
@@ -634,10 +635,19 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
     var domega = 0.0;
     var roll = 0.0;
     var worst = 0.0;
+    let id_i = ball_id[i];
     for (var k = 0u; k < neighbour_count[i]; k++) {
         let j = neighbours[i * MAX_NEIGHBOURS + k];
-        let a = min(i, j);
-        let b = max(i, j);
+        // The pair's roles by ball id (the twin's owner), never by slot: a
+        // compiler may fuse `c_a w_a + c_b w_b` into fma(c_a, w_a, c_b w_b),
+        // which is not symmetric in a and b, so roles by slot made a
+        // re-sort change the results on an NVIDIA H200 (population_resort).
+        var a = i;
+        var b = j;
+        if ball_id[j] < id_i {
+            a = j;
+            b = i;
+        }
         let sum_r = ang[a].z + ang[b].z;
         let s = pair_normal(pred[a].xy + dx[a], pred[b].xy + dx[b]);
         worst = max(worst, (sum_r - s.x) / min(ang[a].z, ang[b].z));

@@ -127,9 +127,42 @@ pub fn scene_suite(sizes: &[usize]) -> Vec<(String, Vec<Aabb>)> {
     scenes
 }
 
+/// One test at a time on the GPU in a test process (see [`gpu`]).
+static GPU_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+thread_local! {
+    /// The turn this test thread holds until it ends (libtest gives each test
+    /// a thread; with `--test-threads=1` the main thread keeps it throughout).
+    static GPU_TURN_HELD: std::cell::RefCell<Option<std::sync::MutexGuard<'static, ()>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// A GPU context, or None (with the reason printed) when there is no adapter
 /// and `MX2D_REQUIRE_GPU` is not `1`.
+///
+/// The test takes the process's GPU turn first and keeps it until it ends:
+/// on an NVIDIA H200 (driver 580.159, 27 Nov 2026) `gpu_broadphase` and
+/// `render_balls` never finished with their tests on their own devices at
+/// once (libtest's default), and passed in 3 s each one at a time
+/// (docs/benchmarks.md, "On a lent GPU machine"). `MX2D_TEST_GPU_TURN`
+/// = `create` serialises only the context's creation, `none` nothing: the
+/// diagnosis's variants.
 pub fn gpu(options: mx2d::gpu::GpuOptions) -> Option<mx2d::gpu::GpuContext> {
+    let turn = std::env::var("MX2D_TEST_GPU_TURN").unwrap_or_default();
+    let lock = || GPU_TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _creating = match turn.as_str() {
+        "none" => None,
+        "create" => Some(lock()),
+        _ => {
+            GPU_TURN_HELD.with(|held| {
+                let mut held = held.borrow_mut();
+                if held.is_none() {
+                    *held = Some(lock());
+                }
+            });
+            None
+        }
+    };
     match mx2d::gpu::GpuContext::with_options(options) {
         Ok(ctx) => {
             eprintln!("GPU: {}", ctx.summary());
