@@ -37,7 +37,7 @@ fi
 
 # SMALL=1: a dry run of this script on small sizes (lavapipe, the development machine).
 # PARTS picks what runs (all by default); SIZES, RUNS, BIG, PEER_NS, PEER_BIG size it.
-PARTS="${PARTS:-probe bench runs gpu_tests peers pool_tests}"
+PARTS="${PARTS:-probe turns bench runs gpu_tests peers pool_tests}"
 SIZES="${SIZES:-1000,10000,100000,1000000,10000000}"; RUNS="${RUNS:-100000 1000000}"; BIG="${BIG:-10000000}"
 PEER_NS="${PEER_NS:-10000 100000}"; PEER_BIG="${PEER_BIG:-1000000}"
 [[ -n "${SMALL:-}" ]] && { GPU_TESTS=population_memory; POOL_TESTS=population_cpu; SIZES=1000,2000; RUNS="1000"; BIG=2000; PEER_NS="1000"; PEER_BIG=2000; }
@@ -93,6 +93,17 @@ if part probe; then
   # The test binary one test at a time: which tests end, and how.
   left 60 && MX2D_GPU_TIMEOUT_S=8 timeout "${PROBE_TEST_S:-120}" "$B/t/gpu_broadphase" --test-threads=1 --nocapture > "$W/test_gpu_broadphase_serial.log" 2>&1
   echo "gpu_broadphase, one test at a time: exit $? $(grep -h '^test result' "$W/test_gpu_broadphase_serial.log")" >> "$W/probe.txt"
+fi
+
+if part turns; then
+  say "GPU tests on their own devices at once (tests/common gpu(): MX2D_TEST_GPU_TURN)"
+  for turn in test create none; do
+    for t in gpu_broadphase render_balls; do
+      left 60 || break
+      MX2D_TEST_GPU_TURN=$turn MX2D_GPU_TIMEOUT_S=8 timeout 40 "$B/t/$t" --test-threads=4 > "$W/turn_${turn}_$t.log" 2>&1
+      echo "$t, turn $turn, 4 test threads: exit $? $(grep -h '^test result' "$W/turn_${turn}_$t.log")" >> "$W/probe.txt"
+    done
+  done
 fi
 
 if part bench; then

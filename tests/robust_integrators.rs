@@ -157,9 +157,11 @@ fn orders_of_the_new_integrators_on_a_constrained_pendulum() {
 }
 
 /// Adaptive runs: the error is proportional to the tolerance, within a
-/// factor 10 over two decades (tolerance 1e-6 … 1e-8, dt = 1 s the largest
-/// step), and at tolerance 1e-5 not above that proportion. The error is
-/// |Δposition| / L at T = 1 s against the reference. At 1e-5 it may fall
+/// factor 10 over four decades (tolerance 1e-6 … 1e-10, dt = 1 s the largest
+/// step; measured spread 1.5×: sdirk3 0.87–1.28, dopri5 0.18–0.23), and at
+/// tolerance 1e-5 not above that proportion. The error is |Δposition| / L at
+/// T = 1 s against the reference, whose own error (against h/2) is checked
+/// to be below 1 % of the smallest error measured. At 1e-5 it may fall
 /// below it: since the adaptive methods project onto the pin between their
 /// substeps (issue 10, `tests/robust_singular_passage.rs`) the pin's drift is
 /// no part of the error, and `dopri5`'s error at 1e-5 equals its error at
@@ -167,12 +169,15 @@ fn orders_of_the_new_integrators_on_a_constrained_pendulum() {
 #[test]
 fn adaptive_error_is_proportional_to_the_tolerance() {
     let reference = bar_pendulum(Method::Rk4, 1.0 / 8192.0, f64::INFINITY);
+    let reference_error = (bar_pendulum(Method::Rk4, 1.0 / 16384.0, f64::INFINITY) - reference).length() / 1.2;
+    let tolerances = [1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10];
     for method in [Method::Sdirk3, Method::Dopri5] {
-        let ratios: Vec<f64> = [1e-5, 1e-6, 1e-7, 1e-8]
-            .iter()
-            .map(|&tol| (bar_pendulum(method, 1.0, tol) - reference).length() / 1.2 / tol)
-            .collect();
-        eprintln!("{method}: error/tolerance {ratios:?}");
+        let errors: Vec<f64> =
+            tolerances.iter().map(|&tol| (bar_pendulum(method, 1.0, tol) - reference).length() / 1.2).collect();
+        let ratios: Vec<f64> = errors.iter().zip(&tolerances).map(|(e, tol)| e / tol).collect();
+        eprintln!("{method}: error/tolerance {ratios:?}; the reference's error {reference_error:e}");
+        let smallest = errors.iter().copied().fold(f64::INFINITY, f64::min);
+        assert!(reference_error <= 0.01 * smallest, "{method}: reference error {reference_error:e}, errors {errors:?}");
         let (lo, hi) = ratios[1..].iter().fold((f64::INFINITY, 0.0f64), |(l, h), &r| (l.min(r), h.max(r)));
         assert!(hi / lo <= 10.0, "{method}: error/tolerance {ratios:?}");
         assert!(ratios[0] <= 10.0 * hi, "{method}: error/tolerance {ratios:?}");
