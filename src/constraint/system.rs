@@ -86,6 +86,8 @@ pub struct ConstraintSystem {
     /// (and keeps its values identity, which lets the solver reuse a factor).
     jac_from_rotations: bool,
     inv_mass: Vec<[f64; 3]>,
+    /// ((generation, length) of a constraint set, its number of pins).
+    pins_counted: Option<((u64, usize), usize)>,
     rank_weights: Vec<[f64; 3]>,
     /// What `inv_mass` and `rank_weights` were computed from, per body.
     body_keys: Vec<BodyKey>,
@@ -143,7 +145,7 @@ impl ConstraintSystem {
     /// single cost of a small loop mechanism's step (issue 10).
     pub fn assemble(&mut self, scene: Scene, t: f64, q: &[f64], v: &[f64]) -> Result<(), SolverError> {
         let items = scene.constraints.as_slice();
-        let pins = items.iter().filter(|c| matches!(c.kind, super::ConstraintKind::Revolute { .. })).count();
+        let pins = self.pin_count(scene.constraints);
         let mut rotations_changed = false;
         // a rotation per body pays when the pins' ends outnumber the bodies
         if 2 * pins >= scene.bodies.len() {
@@ -206,6 +208,28 @@ impl ConstraintSystem {
         self.fill_jacobian(scene)?;
         self.jac_from_rotations = all_pins;
         Ok(())
+    }
+
+    /// The number of pins (revolute joints) in `set`, counted once per
+    /// generation of the set (a scan of the constraint list's kinds at every
+    /// assembly was ≈ 1 % of a small linkage's step, issue 10).
+    fn pin_count(&mut self, set: &ConstraintSet) -> usize {
+        let key = (set.generation(), set.len());
+        match self.pins_counted {
+            Some((k, pins)) if k == key => pins,
+            _ => {
+                let pins = set.iter().filter(|c| matches!(c.kind, super::ConstraintKind::Revolute { .. })).count();
+                self.pins_counted = Some((key, pins));
+                pins
+            }
+        }
+    }
+
+    /// The inverse masses `(1/m, 1/m, 1/J)` of the bodies as of the last
+    /// [`assemble`](Self::assemble) (zeros for fixed bodies; bitwise
+    /// [`Body::inverse_mass`]). Empty before the first assembly.
+    pub fn inverse_masses(&self) -> &[[f64; 3]] {
+        &self.inv_mass
     }
 
     /// Whether J was built for this constraint set and body count and every
