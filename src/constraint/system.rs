@@ -10,7 +10,10 @@
 //! body's rotation (kept while its angle's bits do not change), inverse mass and
 //! rank weights (kept while its mass, inertia, shape and fixedness do not) — is
 //! not recomputed (issue 10: a ~100-body linkage assembles about six times per
-//! RK4 step).
+//! RK4 step). A system of pins reassembled at the very positions of its last
+//! fill — the first RK stage of a step, at the positions the projections ended
+//! on, with the projected velocities — evaluates only the velocity-dependent γ:
+//! J and C are those in place.
 
 use std::collections::BTreeSet;
 

@@ -498,6 +498,8 @@ impl BlockSparseSymmetric {
         // a reduction the compiler vectorises, where the nested iterator's
         // was a scalar loop, ≈ 1 % of a small linkage's step)
         let flat: &[f64] = bytemuck::cast_slice(inv_mass);
+        // `&`, not the short-circuiting `contains`: no branch per value
+        #[allow(clippy::manual_range_contains)]
         let valid = flat.iter().fold(true, |ok, &v| ok & (v >= 0.0) & (v <= f64::MAX));
         if !valid {
             return Err(SolverError::NonFinite("inverse mass (must be finite and >= 0)"));
