@@ -1155,12 +1155,23 @@ impl Dynamics for ForceModel<'_> {
         power += self.solve_constraints(t, q, v, a);
         let constraints_done = Instant::now();
         self.times.add(Stage::SolveConstraints, constraints_done - loads_done);
-        // a = M⁻¹ F (fixed bodies: zero inverse mass, zero acceleration).
-        for (b, ai) in self.bodies.iter().zip(a.chunks_mut(3)) {
-            let inv = b.inverse_mass();
-            ai[0] *= inv[0];
-            ai[1] *= inv[1];
-            ai[2] *= inv[2];
+        // a = M⁻¹ F (fixed bodies: zero inverse mass, zero acceleration);
+        // with constraints, the inverse masses their assembly just refreshed
+        // for these bodies (the same values: no division per body and stage)
+        let cached = self.system.inverse_masses();
+        if !self.constraints.is_empty() && cached.len() == self.bodies.len() {
+            for (inv, ai) in cached.iter().zip(a.chunks_mut(3)) {
+                ai[0] *= inv[0];
+                ai[1] *= inv[1];
+                ai[2] *= inv[2];
+            }
+        } else {
+            for (b, ai) in self.bodies.iter().zip(a.chunks_mut(3)) {
+                let inv = b.inverse_mass();
+                ai[0] *= inv[0];
+                ai[1] *= inv[1];
+                ai[2] *= inv[2];
+            }
         }
         self.times.add(Stage::ApplyLoads, constraints_done.elapsed());
         power

@@ -53,13 +53,40 @@ pub fn write_block(
         None => (DVec2::ZERO, anchor_b, 0.0),
     };
     let c = pa - pb;
-    let gamma = -ra * (va[2] * va[2]) + rb * (wb * wb);
+    let gamma = centripetal(ra, va[2], rb, wb);
     out.rows = 2;
     out.jac[0] = [[1.0, 0.0, -ra.y], [0.0, 1.0, ra.x], [0.0; 3]];
     out.jac[1] = if b.is_some() { [[-1.0, 0.0, rb.y], [0.0, -1.0, -rb.x], [0.0; 3]] } else { [[0.0; 3]; 3] };
     out.value = [c.x, c.y, 0.0];
     out.holonomic = [true, true, false];
     out.velocity_bias = [0.0; 3];
+    out.gamma = [gamma.x, gamma.y, 0.0];
+}
+
+/// γ = −r_a ω_a² + r_b ω_b² of a pin whose anchors are at r_a and r_b
+/// (world-frame offsets from the centres of mass; r_b zero for a world pin).
+#[inline(always)]
+fn centripetal(ra: DVec2, wa: f64, rb: DVec2, wb: f64) -> DVec2 {
+    -ra * (wa * wa) + rb * (wb * wb)
+}
+
+/// The velocity-dependent part of [`write_block`]'s rows (γ; a pin's
+/// velocity bias is zero) at the positions `out` was written at, with the
+/// angular velocities `wa` and `wb` (`None`: a world pin): bitwise the γ
+/// [`write_block`] writes there, for an assembly at unchanged positions.
+pub fn write_gamma(
+    anchor_a: DVec2,
+    anchor_b: DVec2,
+    (rot_a, wa): (DVec2, f64),
+    b: Option<(DVec2, f64)>,
+    out: &mut RowBlock,
+) {
+    let ra = rot_a.rotate(anchor_a);
+    let (rb, wb) = match b {
+        Some((rot_b, wb)) => (rot_b.rotate(anchor_b), wb),
+        None => (DVec2::ZERO, 0.0),
+    };
+    let gamma = centripetal(ra, wa, rb, wb);
     out.gamma = [gamma.x, gamma.y, 0.0];
 }
 

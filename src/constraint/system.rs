@@ -10,7 +10,10 @@
 //! body's rotation (kept while its angle's bits do not change), inverse mass and
 //! rank weights (kept while its mass, inertia, shape and fixedness do not) — is
 //! not recomputed (issue 10: a ~100-body linkage assembles about six times per
-//! RK4 step).
+//! RK4 step). A system of pins reassembled at the very positions of its last
+//! fill — the first RK stage of a step, at the positions the projections ended
+//! on, with the projected velocities — evaluates only the velocity-dependent γ:
+//! J and C are those in place.
 
 use std::collections::BTreeSet;
 
@@ -85,7 +88,12 @@ pub struct ConstraintSystem {
     /// rotations alone, so while no angle changes J need not be written again
     /// (and keeps its values identity, which lets the solver reuse a factor).
     jac_from_rotations: bool,
+    /// The positions (bits) at which the rows in `blocks` were evaluated,
+    /// while `jac_from_rotations` holds.
+    filled_at: Vec<u64>,
     inv_mass: Vec<[f64; 3]>,
+    /// ((generation, length) of a constraint set, its number of pins).
+    pins_counted: Option<((u64, usize), usize)>,
     rank_weights: Vec<[f64; 3]>,
     /// What `inv_mass` and `rank_weights` were computed from, per body.
     body_keys: Vec<BodyKey>,
@@ -143,7 +151,7 @@ impl ConstraintSystem {
     /// single cost of a small loop mechanism's step (issue 10).
     pub fn assemble(&mut self, scene: Scene, t: f64, q: &[f64], v: &[f64]) -> Result<(), SolverError> {
         let items = scene.constraints.as_slice();
-        let pins = items.iter().filter(|c| matches!(c.kind, super::ConstraintKind::Revolute { .. })).count();
+        let pins = self.pin_count(scene.constraints);
         let mut rotations_changed = false;
         // a rotation per body pays when the pins' ends outnumber the bodies
         if 2 * pins >= scene.bodies.len() {
@@ -170,6 +178,30 @@ impl ConstraintSystem {
             rotations_changed = true;
             self.rotations.clear();
             self.rotation_angles.clear();
+        }
+        // pins only, at the positions of the last fill (the first RK stage of
+        // a step, at the positions the projections ended on, with the
+        // projected velocities): J and C are those in place, only γ depends on
+        // the velocities (issue 10: a full evaluation of the rows was ≈ 4 % of
+        // a small linkage's step)
+        let all_pins = pins == items.len() && !self.rotations.is_empty();
+        if all_pins
+            && !rotations_changed
+            && self.jac_from_rotations
+            && self.blocks.len() == items.len()
+            && self.jac_fits(scene)
+            && bytemuck::cast_slice::<f64, u64>(q) == self.filled_at.as_slice()
+        {
+            let rotations = &self.rotations;
+            for (out, c) in self.blocks.iter_mut().zip(items) {
+                if let super::ConstraintKind::Revolute { anchor_a, anchor_b } = c.kind {
+                    let a = c.body_a.0;
+                    let b = c.body_b.map(|h| (rotations[h.0], v[3 * h.0 + 2]));
+                    super::revolute::write_gamma(anchor_a, anchor_b, (rotations[a], v[3 * a + 2]), b, out);
+                }
+            }
+            self.update_body_weights(scene.bodies);
+            return Ok(());
         }
         let rotations = &self.rotations;
         let eval = |c: &super::Constraint, out: &mut RowBlock| {
@@ -198,14 +230,44 @@ impl ConstraintSystem {
         // pins only, no body turned since the last fill (the first stage of a
         // step, at the positions the projections ended on): J is bit for bit
         // the one in place (the generation check: the same constraints)
-        let all_pins = pins == items.len() && !self.rotations.is_empty();
         if all_pins && !rotations_changed && self.jac_from_rotations && self.jac_fits(scene) {
+            self.record_fill_positions(q);
             return Ok(());
         }
         self.jac_from_rotations = false;
         self.fill_jacobian(scene)?;
         self.jac_from_rotations = all_pins;
+        self.record_fill_positions(q);
         Ok(())
+    }
+
+    /// Keeps the positions (bits) of the rows just evaluated, for the
+    /// γ-only assembly at the same positions.
+    fn record_fill_positions(&mut self, q: &[f64]) {
+        self.filled_at.clear();
+        self.filled_at.extend_from_slice(bytemuck::cast_slice(q));
+    }
+
+    /// The number of pins (revolute joints) in `set`, counted once per
+    /// generation of the set (a scan of the constraint list's kinds at every
+    /// assembly was ≈ 1 % of a small linkage's step, issue 10).
+    fn pin_count(&mut self, set: &ConstraintSet) -> usize {
+        let key = (set.generation(), set.len());
+        match self.pins_counted {
+            Some((k, pins)) if k == key => pins,
+            _ => {
+                let pins = set.iter().filter(|c| matches!(c.kind, super::ConstraintKind::Revolute { .. })).count();
+                self.pins_counted = Some((key, pins));
+                pins
+            }
+        }
+    }
+
+    /// The inverse masses `(1/m, 1/m, 1/J)` of the bodies as of the last
+    /// [`assemble`](Self::assemble) (zeros for fixed bodies; bitwise
+    /// [`Body::inverse_mass`]). Empty before the first assembly.
+    pub fn inverse_masses(&self) -> &[[f64; 3]] {
+        &self.inv_mass
     }
 
     /// Whether J was built for this constraint set and body count and every
@@ -761,6 +823,47 @@ mod tests {
         other.assemble(scene, 0.0, &turned, &v2).expect("assembly");
         other.apply_forces(scene, &v2, &mut f_fresh, None).expect("forces");
         assert_eq!(bits(system.lambda()), bits(other.lambda()));
+    }
+
+    /// A system of pins reassembled at the positions of its last fill (the
+    /// first RK stage after the projections) evaluates only γ: its rows are
+    /// bitwise those of a fresh system's full evaluation at the new
+    /// velocities — world pins included — and a move of a body's centre that
+    /// keeps every angle (so no rotation changes) is not taken for the same
+    /// positions.
+    #[test]
+    fn pins_at_the_last_positions_update_gamma_only() {
+        let (bodies, set) = four_bar();
+        let scene = Scene { bodies: &bodies, constraints: &set, surfaces: &[] };
+        let q = closed(0.7);
+        let (v1, v2) = (disturbed(&[0.0; 9], 0.2), disturbed(&[0.0; 9], -0.5));
+        let bits = |b: &[RowBlock]| {
+            b.iter()
+                .flat_map(|r| {
+                    let jac = r.jac.iter().flatten().flatten();
+                    jac.chain(&r.value).chain(&r.velocity_bias).chain(&r.gamma).map(|x| x.to_bits()).collect::<Vec<_>>()
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut system = ConstraintSystem::default();
+        system.assemble(scene, 0.0, &q, &v1).expect("assembly");
+        system.assemble(scene, 0.0, &q, &v2).expect("assembly at the same positions");
+        let mut fresh = ConstraintSystem::default();
+        fresh.assemble(scene, 0.0, &q, &v2).expect("assembly");
+        assert_eq!(bits(system.blocks()), bits(fresh.blocks()));
+        assert_ne!(bits(system.blocks()), {
+            let mut other = ConstraintSystem::default();
+            other.assemble(scene, 0.0, &q, &v1).expect("assembly");
+            bits(other.blocks())
+        });
+        // the coupler moved, no angle changed: C changes, and must be evaluated
+        let mut moved = q.clone();
+        moved[3] += 1e-3;
+        system.assemble(scene, 0.0, &moved, &v2).expect("assembly");
+        let mut fresh = ConstraintSystem::default();
+        fresh.assemble(scene, 0.0, &moved, &v2).expect("assembly");
+        assert_eq!(bits(system.blocks()), bits(fresh.blocks()));
+        assert!(system.max_error() > 5e-4, "the move shows in C: {:e}", system.max_error());
     }
 
     /// `project_positions` leaves the system assembled at the projected q, so

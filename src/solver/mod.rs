@@ -135,17 +135,26 @@
 //!   weights need ρ_min exactly (`ratio_cap`). Bitwise the same (trace, energy
 //!   and reaction CSVs, eight integrators and 13 other scenes).
 //!
+//! * Around the solver (linkage13): the constraint system counts its pins once
+//!   per constraint-set generation, the world's `a = M⁻¹F` takes the inverse
+//!   masses the assembly just refreshed instead of three divisions per body and
+//!   stage, A's inverse-mass check is a vectorised fold over the flat slice,
+//!   and pins reassembled at the positions of the last fill (the first RK stage,
+//!   after the projections) re-evaluate only γ
+//!   (`constraint::revolute::write_gamma`). Bitwise the same; ≈ 83 → 78.5 µs
+//!   (docs/benchmarks.md, "linkage13").
+//!
 //! Each of these changed no result, bitwise (the shipped scenes' CSVs compared
 //! byte for byte); the RK4 step of `scenes/linkage_loops.ron` (99 bars, 132
-//! pins) measured ≈ 124 µs before the first and ≈ 82 µs after the last (the
+//! pins) measured ≈ 124 µs before the first and ≈ 78.5 µs after the last (the
 //! machine's state moved the same binary by up to 25 % between days). The
 //! issue's 50 µs is not met: what is left runs at its operation counts (the
 //! four factorisations and assemblies of A an RK4 step with projection needs,
 //! the joint rows and their `sincos`), so it needs fewer factorisations per
 //! step, which changes results. Every round, with its method, and what was
 //! tried and not kept (two interleaved elimination fronts, a closed-form
-//! inverse of the pivot blocks, pin-specialised products), is in
-//! docs/benchmarks.md.
+//! inverse of the pivot blocks, pin-specialised products, A's off-diagonal
+//! blocks assembled straight into L's slots), is in docs/benchmarks.md.
 //!
 //! The convenience entry point is [`ConstraintSolver`]:
 //!
