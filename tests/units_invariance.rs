@@ -390,3 +390,64 @@ fn mechanism_tier_does_not_depend_on_units_or_mass_scale() {
         }
     }
 }
+
+/// Inverse kinematics (the double pendulum's tip reaches a point) and
+/// inverse dynamics (the slider-crank's motor torque over 50 steps). The
+/// IK settings are lengths (`max_step`, and `tolerance` on max |C| in m)
+/// with no scene field to derive them from, so the caller scales them (the
+/// defaults are for SI: `docs/requirements.md`); the IK step is mass-weighted,
+/// so masses × k change nothing. Torques scale as μ s²/τ². Powers of two:
+/// bitwise; powers of ten: 1e-9 (IK converges quadratically to round-off;
+/// the torques come from the same smooth run as the mechanism test).
+#[test]
+fn inverse_problems_do_not_depend_on_units_or_mass_scale() {
+    use mx2d::body::BodyHandle;
+    use mx2d::constraint::ConstraintHandle;
+    use mx2d::inverse::{IkSettings, inverse_kinematics, joint_torques};
+    let ik = |u: &Units| {
+        let mut w = world(&mechanism(true, "Rk4", None, 1e-3)(u));
+        let settings = IkSettings { max_step: u.l(0.1), tolerance: u.l(1e-12), max_iterations: 200 };
+        let report = inverse_kinematics(
+            &mut w,
+            BodyHandle(1),
+            glam::DVec2::new(u.l(0.5), 0.0),
+            glam::DVec2::new(u.l(-4.2), u.l(-1.5)),
+            &settings,
+        )
+        .unwrap_or_else(|e| panic!("{u:?}: {e}"));
+        assert!(report.converged, "{u:?}: IK did not converge: {:?}", report.residuals);
+        w.bodies.iter().map(|b| (b.position, b.angle)).collect::<Vec<_>>()
+    };
+    let id = |u: &Units| {
+        let mut w = world(&mechanism(false, "Rk4", None, 2e-3)(u));
+        let torques = joint_torques(&mut w, &[ConstraintHandle(4)], 50).unwrap_or_else(|e| panic!("{u:?}: {e}"));
+        torques.into_iter().map(|t| t[0]).collect::<Vec<_>>()
+    };
+    let (ik_si, id_si) = (ik(&SI), id(&SI));
+    assert!(id_si.iter().any(|t| t.abs() > 0.1), "the motor does no work: {id_si:?}");
+    let torque_unit = |u: &Units| u.mass * u.length * u.length / (u.time * u.time);
+    for (u, label) in binary_units() {
+        if u.time == 1.0 {
+            for ((p, a), (q, b)) in ik_si.iter().zip(ik(&u)) {
+                assert_eq!(q, *p * u.length, "IK, {label}: position");
+                assert_eq!(b, *a, "IK, {label}: angle");
+            }
+        }
+        for (t, s) in id_si.iter().zip(id(&u)) {
+            assert_eq!(s, t * torque_unit(&u), "ID, {label}: torque");
+        }
+    }
+    for (u, label) in decimal_units() {
+        if u.time == 1.0 {
+            for ((p, a), (q, b)) in ik_si.iter().zip(ik(&u)) {
+                let d = (q / u.length - *p).length().max((b - a).abs());
+                assert!(d <= 1e-9, "IK, {label}: differs by {d:e} m");
+            }
+        }
+        let largest = id_si.iter().fold(0.0f64, |m, t| m.max(t.abs()));
+        for (t, s) in id_si.iter().zip(id(&u)) {
+            let d = (s / torque_unit(&u) - t).abs();
+            assert!(d <= 1e-9 * largest, "ID, {label}: torque differs by {d:e} N·m");
+        }
+    }
+}
