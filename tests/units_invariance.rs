@@ -331,7 +331,7 @@ fn mechanism(pendulum: bool, method: &str, tolerance: Option<f64>, dt: f64) -> i
                 pp = p(1.811291, 0.0),
                 o = p(0.0, 0.0),
                 pin = p(0.353553, 0.353553),
-                w = u.rate(6.283185),
+                w = u.rate(std::f64::consts::TAU),
             )
         };
         format!(
@@ -449,5 +449,40 @@ fn inverse_problems_do_not_depend_on_units_or_mass_scale() {
             let d = (s / torque_unit(&u) - t).abs();
             assert!(d <= 1e-9 * largest, "ID, {label}: torque differs by {d:e} N·m");
         }
+    }
+}
+
+/// The population tier (CPU twin, f32) in time units × 1024: dt × 1024, g
+/// / 2^20, spawn speeds / 1024 (lengths and masses are covered by
+/// `t/population_cpu.rs` `results_do_not_depend_on_units_or_mass_scale`).
+/// The resting speed (2|g|dt) and every length follow the scene, and the
+/// population has no time constant of its own, so the f32 results are the
+/// same bits: positions equal, velocities and spins / 1024.
+#[test]
+fn population_does_not_depend_on_the_time_unit() {
+    let scene = |u: &Units| {
+        format!(
+            "Scene(name: \"u\", gravity: (0.0, {g}), dt: {dt},
+               population: Population(radius: 0.5, density: 1.0, restitution: 0.5, friction: 0.3, rolling_resistance: 0.01,
+                 spawn: [Grid(origin: (1.0, 1.0), count: 12, columns: 6, spacing: 1.25, velocity_jitter: {j}, seed: 3)],
+                 container: GridBox(floor: 0.0, left: -1.0, right_margin: 1.0)))",
+            g = u.acceleration(-9.81),
+            dt = u.t(1.0 / 60.0),
+            j = u.speed(2.0),
+        )
+    };
+    let run = |u: &Units| {
+        let mut w = world(&scene(u));
+        for _ in 0..60 {
+            w.step().unwrap_or_else(|e| panic!("{e}"));
+        }
+        w.population.expect("a population")
+    };
+    let (base, slow) = (run(&SI), run(&Units { time: 1024.0, ..SI }));
+    assert!(base.omega.iter().any(|w| *w != 0.0), "no contact with friction happened");
+    for i in 0..base.len() {
+        assert_eq!(slow.position[i], base.position[i], "ball {i}: position");
+        assert_eq!(slow.velocity[i], base.velocity[i] / 1024.0, "ball {i}: velocity");
+        assert_eq!(slow.omega[i], base.omega[i] / 1024.0, "ball {i}: spin");
     }
 }
