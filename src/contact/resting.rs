@@ -203,9 +203,9 @@ impl ContactSet {
                 // contact only when it penetrates deeper than the slop.
                 let pressing = self.contacts[k].impulse[0] > 0.0;
                 // Zero within round-off: 1e-15 of the body's size (a fixed
-                // 1e-15 m would depend on the length unit).
-                let zero = 1e-15 * bodies[blocks[k].body_a].shape.bounding_radius();
-                if g.abs() <= zero || (!pressing && g >= -slop) {
+                // 1e-15 m would depend on the length unit; the size is
+                // looked up only for the contacts that may move).
+                if (!pressing && g >= -slop) || g.abs() <= 1e-15 * bodies[blocks[k].body_a].shape.bounding_radius() {
                     continue;
                 }
                 let kn = pgs::effective_mass(&blocks[k], &inv)[0][0];
