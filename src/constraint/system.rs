@@ -47,15 +47,23 @@ pub struct Stabilization {
     /// Baumgarte: add −2α Ċ − α² C to the acceleration condition (critically
     /// damped drift with rate α, 1/s); `None` turns it off.
     pub baumgarte: Option<f64>,
-    /// Projection stops when max |C| ≤ this (m or rad).
+    /// Projection stops when max(|C|/`length_scale` over the rows in
+    /// length, |C| over the rows in angle) ≤ this (unit-free).
     pub tolerance: f64,
     /// Projection gives up after this many Newton iterations.
     pub max_iterations: usize,
+    /// The length (m) that makes the rows' errors unit-free: a row whose
+    /// Jacobian has a translation part is a length (a pin, a distance), one
+    /// without is an angle (a motor, a weld's or a prismatic's angle). 1 by
+    /// default; a scene sets the smallest dynamic body's bounding radius, so
+    /// that the projection stops at the same point in any length unit
+    /// (`docs/requirements.md`, "Units and mass scale").
+    pub length_scale: f64,
 }
 
 impl Default for Stabilization {
     fn default() -> Self {
-        Self { projection: true, baumgarte: None, tolerance: 1e-12, max_iterations: 20 }
+        Self { projection: true, baumgarte: None, tolerance: 1e-12, max_iterations: 20, length_scale: 1.0 }
     }
 }
 
@@ -427,11 +435,27 @@ impl ConstraintSystem {
             .fold(0.0, f64::max)
     }
 
+    /// max |C| made unit-free: rows in length (their Jacobian moves a body's
+    /// centre) over `length`, rows in angle (it only turns bodies) as they
+    /// are. Equal to [`max_error`](Self::max_error) at `length` = 1.
+    fn max_unit_free_error(&self, length: f64) -> f64 {
+        self.blocks
+            .iter()
+            .flat_map(|b| {
+                (0..b.rows).filter(|&r| b.holonomic[r]).map(move |r| {
+                    let angle_row = b.jac.iter().all(|slot| slot[r][0] == 0.0 && slot[r][1] == 0.0);
+                    if angle_row { b.value[r].abs() } else { b.value[r].abs() / length }
+                })
+            })
+            .fold(0.0, f64::max)
+    }
+
     /// Newton–Raphson projection of `q` onto C(q, t) = 0 (seed 003 §IV-C):
     /// q ← q + M⁻¹J₀ᵀμ with A μ = −C, J₀ the Jacobian at the start of the
     /// projection and one factorisation of A for all iterations (a chord
     /// Newton: linear convergence with a tiny rate). Velocity rows take a zero
-    /// right-hand side: the correction does not slip. Returns the final max |C|.
+    /// right-hand side: the correction does not slip. Stops at the unit-free
+    /// error of [`Stabilization::tolerance`]; returns the final max |C|.
     ///
     /// The factorisation is the one the solver already holds when it is of a
     /// J with the same pattern (after an integrator step: the last stage's, at
@@ -455,9 +479,10 @@ impl ConstraintSystem {
         settings: &Stabilization,
     ) -> Result<f64, SolverError> {
         self.assemble(scene, t, q, v)?;
-        let mut err = self.max_error();
+        let length = settings.length_scale;
+        let mut err = self.max_unit_free_error(length);
         if err <= settings.tolerance {
-            return Ok(err);
+            return Ok(self.max_error());
         }
         let mut on_held_factor = self.held_factor == Some(self.pattern());
         if !on_held_factor {
@@ -500,7 +525,7 @@ impl ConstraintSystem {
                         *qi = q0i + step * d;
                     }
                     self.assemble(scene, t, q, v)?;
-                    let new_err = self.max_error();
+                    let new_err = self.max_unit_free_error(length);
                     if new_err < err {
                         err = new_err;
                         improved = true;
@@ -531,7 +556,8 @@ impl ConstraintSystem {
         self.scratch_dq = dq;
         self.scratch_q = q0;
         self.scratch_jac = jac0;
-        result
+        // Reported in the rows' own units (m or rad); the stop above is unit-free.
+        result.map(|err| if length == 1.0 { err } else { self.max_error() })
     }
 
     /// The drift projection of a state: `q` onto the position constraints

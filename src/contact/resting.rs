@@ -202,7 +202,10 @@ impl ContactSet {
                 // and it is resting, so it belongs on the surface. Any other
                 // contact only when it penetrates deeper than the slop.
                 let pressing = self.contacts[k].impulse[0] > 0.0;
-                if g.abs() <= 1e-15 * (1.0 + g.abs()) || (!pressing && g >= -slop) {
+                // Zero within round-off: 1e-15 of the body's size (a fixed
+                // 1e-15 m would depend on the length unit; the size is
+                // looked up only for the contacts that may move).
+                if (!pressing && g >= -slop) || g.abs() <= 1e-15 * bodies[blocks[k].body_a].shape.bounding_radius() {
                     continue;
                 }
                 let kn = pgs::effective_mass(&blocks[k], &inv)[0][0];

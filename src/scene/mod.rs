@@ -433,6 +433,20 @@ impl Scene {
         }
         world.stabilization.projection = f.stabilization.projection;
         world.stabilization.baumgarte = f.stabilization.baumgarte;
+        // The projection's stop is unit-free: lengths over the smallest
+        // dynamic body's bounding radius (the contact slop's length; points,
+        // of radius 0, do not count), so that a scene in millimetres stops
+        // where the one in metres does.
+        let smallest = world
+            .bodies
+            .iter()
+            .filter(|b| !b.fixed)
+            .map(|b| b.shape.bounding_radius())
+            .filter(|&r| r > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        if smallest.is_finite() {
+            world.stabilization.length_scale = smallest;
+        }
         for (i, c) in f.constraints.iter().enumerate() {
             let constraint = self.build_constraint(&world, i, c)?;
             world.add_constraint(constraint).map_err(|m| self.error_at(&format!("constraints[{i}]"), m))?;

@@ -21,6 +21,9 @@
 //!    "soft step": bias rate ω/(2ζ + hω), mass scale hω(2ζ + hω)/(1 + hω(2ζ + hω)),
 //!    impulse scale 1/(1 + hω(2ζ + hω)), ω = 2π·hertz), so that penetration
 //!    is pushed out at a bounded speed (`push_speed`) instead of at once;
+//!    both derive from the scene by default (units, `docs/requirements.md`
+//!    "Units and mass scale"): `hertz` an eighth of the sub-step rate,
+//!    `push_speed` 10 slops per step (`settings.rs`);
 //!    a positive gap s only lets the contact approach by s/h (speculative);
 //! 4. **integrate positions**: x += h·v, φ += h·ω;
 //! 5. **relax** (`relax_iterations` sweeps, no bias, rigid): the velocity

@@ -654,12 +654,12 @@ impl ContactSet {
         // A spring stiffer than a quarter of the sub-step rate is not
         // resolved by the sub-step (Box2D v3.0's cap; v3.1 caps at an
         // eighth, where docs/benchmarks.md finds the pyramid's stability limit).
-        let hertz = settings.hertz.min(0.25 / h);
+        let hertz = settings.contact_hertz(h).min(0.25 / h);
         let mut soft = std::mem::take(&mut self.soft);
         soft.h = h;
         soft.soft = Softness::new(hertz, settings.damping_ratio, h);
         soft.static_soft = Softness::new(2.0 * hertz, settings.damping_ratio, h);
-        soft.push_speed = settings.push_speed;
+        soft.push_speed = settings.contact_push_speed(slop, dt);
         soft.relax_iterations = settings.relax_iterations;
         soft.q0.clear();
         soft.q0.extend_from_slice(q);
