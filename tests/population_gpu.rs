@@ -345,7 +345,8 @@ fn balls_box_1000_settles_on_the_gpu() {
 /// The test at its size, 10⁴ balls, on a hardware adapter (seconds
 /// there). On a software adapter it is skipped with a note unless
 /// `MX2D_GPU_SETTLE_10K=1`: on lavapipe here (2 cores) the 600 steps cost
-/// 385 s of CPU (881 s wall at load 10–19, 27 Nov 2026). What makes it slow
+/// 380–385 s of CPU (passed in 598 s wall at load 6–8, 27 Nov 2026; an
+/// `mx2d run` of the same steps took 881 s at load 10–19). What makes it slow
 /// is the shaders' arithmetic on a CPU, not the step's structure: the
 /// run's stage times (`mx2d run … --backend gpu --set population.count=10000`)
 /// put 59 % in `solve`, 24 % in `velocities`, 10 % in `predict`; a colour

@@ -10,8 +10,13 @@
 //!   stage boundary ([`StageClock::lap`]); inside the substeps' team loop it
 //!   first waits for the stage's last phase to complete (the wait its next
 //!   phase would make anyway), so a stage's time is its wall time on the
-//!   whole team, every thread's chunks included. About 5 clock reads per
-//!   substep and 6 per step: no timer per ball or per chunk.
+//!   whole team, every thread's chunks included. About 4 clock reads per
+//!   substep and 7 per step (≈ 70 at 16 substeps, ≈ 2 µs against a step of
+//!   ≈ 30 ms of CPU at 10⁴ balls): no timer per ball or per chunk. Measured,
+//!   balls_box 10⁴, 150 steps, 2 threads, 5 pairs alternated with main's
+//!   binary (27 Nov 2026 20:26–20:31 UTC, load 4.9–7.2): process CPU 4.44 s
+//!   before, 4.11 s with the timers (medians; pairs differ by ±10 % both
+//!   ways), population wall 39.7 → 38.7 ms/step — no cost above the noise.
 //! - **GPU**: timestamp queries around one pass per stage, resolved in the
 //!   step's own submission into a slot of a buffer that is read with the
 //!   balls (a readback the run makes anyway, never inside a step); see
