@@ -7,7 +7,7 @@
 //! `stabilise`, `predict`, `solve`, `velocities`, and last `bounds`.
 //!
 //! - **CPU twin**: the thread that starts the step reads the clock at each
-//!   stage boundary ([`StageClock::lap`]); inside the substeps' team loop it
+//!   stage boundary (`StageClock::lap`); inside the substeps' team loop it
 //!   first waits for the stage's last phase to complete (the wait its next
 //!   phase would make anyway), so a stage's time is its wall time on the
 //!   whole team, every thread's chunks included. About 4 clock reads per
