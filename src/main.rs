@@ -379,6 +379,21 @@ fn run(args: RunArgs) -> ExitCode {
             if let Err(code) = say(&line) {
                 return code;
             }
+            if let Some(p) = &s.population {
+                let stages: Vec<String> = p.stage_ms_per_step.iter().map(|(n, ms)| format!("{n} {ms:.4}")).collect();
+                let line = format!(
+                    "  population: {} balls on the {} in {:.4} ms/step; stages, ms/step over {} timed steps ({}): {}",
+                    p.balls,
+                    p.backend,
+                    p.ms_per_step,
+                    p.stage_timed_steps,
+                    p.stage_timing,
+                    if stages.is_empty() { "-".to_string() } else { stages.join(", ") }
+                );
+                if let Err(code) = say(&line) {
+                    return code;
+                }
+            }
             if s.substeps != s.steps || s.newton_iterations > 0 {
                 let line = format!(
                     "  {} integrator steps ({} rejected), {} Newton iterations, {} Jacobians (tolerance {:e})",

@@ -240,6 +240,16 @@ pub struct PopulationSummary {
     pub backend: String,
     /// Mean wall time of the population stage per step (ms).
     pub ms_per_step: f64,
+    /// Mean time per timed step of each stage that ran (ms), in step order,
+    /// under the names of `mx2d bench --scene NAME --passes`
+    /// ([`crate::population::stage_times`]); empty when the stages were not
+    /// timed (`stage_timing` says why).
+    pub stage_ms_per_step: Vec<(String, f64)>,
+    /// How the stages were timed (CPU clock, GPU timestamps, or why none).
+    pub stage_timing: String,
+    /// Steps whose stages were timed (all on the CPU twin; on the GPU the
+    /// first [`crate::gpu::timing::RECORDED_STEPS`] after each readback).
+    pub stage_timed_steps: u64,
     /// Substeps per step.
     pub substeps: u32,
     /// Position iterations per substep.

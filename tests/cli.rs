@@ -290,7 +290,40 @@ fn bench_scene_times_the_population_step_on_both_backends() {
             }
         }
     }
-    let out = mx2d().args(["bench", "--scene", "no_such_scene"]).output().expect("runs");
+}
+
+/// `mx2d bench --scene balls_box --plot FILE.png` draws the population bench
+/// (a PNG of the plot's size, decoded, with both backends' lines when a GPU
+/// ran); the scene is found from any working directory; a name that is not a
+/// scene fails before any measurement, naming `--scene`, the name and the
+/// places looked in.
+#[test]
+fn bench_scene_plot_and_a_missing_scene_named_with_where_it_looked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let png = dir.path().join("population.png");
+    let out = mx2d()
+        .current_dir(dir.path())
+        .args(["bench", "--scene", "balls_box", "--sizes", "100,300", "--repeats", "1", "--plot"])
+        .arg(&png)
+        .output()
+        .expect("runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let image = mx2d::render::png::Image::read_png(&png).expect("a PNG");
+    assert_eq!((image.width, image.height), (960, 640));
+    // The CPU twin's line in the plot's first colour (31, 119, 180).
+    let blue = image.rgba.chunks(4).filter(|p| p[..3] == [31, 119, 180]).count();
+    assert!(blue >= 50, "the cpu line: {blue} pixels");
+
+    let out = mx2d().current_dir(dir.path()).args(["bench", "--scene", "no_such_scene"]).output().expect("runs");
     assert_ne!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("no_such_scene"), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let looked_here = dir.path().join("scenes").join("no_such_scene.ron");
+    assert!(stderr.contains("--scene no_such_scene"), "{stderr}");
+    assert!(stderr.contains(&looked_here.display().to_string()), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("cpu ms/step"), "measured before failing");
+    let missing = dir.path().join("missing.ron");
+    let out = mx2d().args(["bench", "--scene"]).arg(&missing).output().expect("runs");
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
 }

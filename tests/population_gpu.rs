@@ -298,7 +298,7 @@ fn two_prefix_sums_share_one_submission() {
     assert_eq!(out, (0..600).collect::<Vec<u32>>());
 }
 
-/// balls_box 10³ settles on the GPU with the CPU twin's assertions
+/// balls_box settles on the GPU with the CPU twin's assertions
 /// (`population_cpu.rs::settles`): KE/ball over the tenth second below 1e-3
 /// of the initial, overlap at 10 s below 2 % of r, every ball in the box. The
 /// GPU's trajectory drifts from the twin's (ulps, amplified by collisions),
@@ -308,10 +308,7 @@ fn two_prefix_sums_share_one_submission() {
 /// with the Jacobi solve and the atomic order it was ignored (4 of 7 runs
 /// passed); with the Gauss–Seidel sweeps 3 of 3 runs passed (53–70 s on
 /// lavapipe under load).
-#[test]
-fn balls_box_1000_settles_on_the_gpu() {
-    let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
-    let count = 1000;
+fn settles_on_the_gpu(ctx: mx2d::gpu::GpuContext, count: u64) {
     let mut pop = balls_box(count);
     let initial = pop.stats();
     let mut gpu = GpuPopulation::new(Arc::new(ctx), &pop).unwrap();
@@ -326,16 +323,47 @@ fn balls_box_1000_settles_on_the_gpu() {
     let last = pop.stats();
     assert!(
         tenth_second < 1e-3 * initial.kinetic_per_ball,
-        "kinetic energy per ball {tenth_second} J in the tenth second, initial {} J",
+        "{count} balls: kinetic energy per ball {tenth_second} J in the tenth second, initial {} J",
         initial.kinetic_per_ball
     );
-    assert!(last.max_overlap_ratio < 0.02, "overlap {} of r", last.max_overlap_ratio);
+    assert!(last.max_overlap_ratio < 0.02, "{count} balls: overlap {} of r", last.max_overlap_ratio);
     assert!(f64::from(pop.max_overlap_seen) >= last.max_overlap_ratio - 1e-6, "seen {}", pop.max_overlap_seen);
     assert_eq!((last.escaped, last.alive), (0, count));
     let right = mx2d::population::spawn::ceil_sqrt(count) as f32 * 1.25 + 1.0;
     for p in &pop.position {
         assert!(p.y > 0.49 && p.x > -1.0 + 0.49 && p.x < right - 0.49, "ball outside the box at {p}");
     }
+}
+
+/// 10³ balls: on every adapter, lavapipe included (53–70 s there under load).
+#[test]
+fn balls_box_1000_settles_on_the_gpu() {
+    let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
+    settles_on_the_gpu(ctx, 1000);
+}
+
+/// The issue's test at its size, 10⁴ balls, on a hardware adapter (seconds
+/// there). On a software adapter it is skipped with a note unless
+/// `MX2D_GPU_SETTLE_10K=1`: on lavapipe here (2 cores) the 600 steps cost
+/// 380–385 s of CPU (passed in 598 s wall at load 6–8, 27 Nov 2026; an
+/// `mx2d run` of the same steps took 881 s at load 10–19). What makes it slow
+/// is the shaders' arithmetic on a CPU, not the step's structure: the
+/// run's stage times (`mx2d run … --backend gpu --set population.count=10000`)
+/// put 59 % in `solve`, 24 % in `velocities`, 10 % in `predict`; a colour
+/// sweep's dispatch costs 1.8 ms at 10⁴ against 0.16 ms at 10³ (grows with
+/// the balls: work, not dispatch overhead); the one submission per step
+/// and the 60 readbacks of the last second are below 1 %.
+#[test]
+fn balls_box_10000_settles_on_the_gpu() {
+    let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
+    if ctx.is_software() && std::env::var("MX2D_GPU_SETTLE_10K").as_deref() != Ok("1") {
+        eprintln!(
+            "skipped on the software adapter {} (≈ 6.5 CPU-minutes): MX2D_GPU_SETTLE_10K=1 runs it",
+            ctx.summary()
+        );
+        return;
+    }
+    settles_on_the_gpu(ctx, 10_000);
 }
 
 /// The envelope of `common::twin` is loose on a chaotic pile (it bounds

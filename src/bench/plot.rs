@@ -43,9 +43,44 @@ fn series(rows: &[BenchRow]) -> Vec<(String, Vec<(f64, f64)>)> {
     series
 }
 
+/// One series per backend of `mx2d bench --scene`: the CPU twin's and the
+/// GPU's whole population step, (name, points (balls, ms per step)).
+fn population_series(rows: &[super::population::PopulationRow]) -> Vec<(String, Vec<(f64, f64)>)> {
+    let points = |ms: &dyn Fn(&super::population::PopulationRow) -> Option<f64>| -> Vec<(f64, f64)> {
+        rows.iter().filter_map(|r| ms(r).filter(|&m| m > 0.0 && m.is_finite()).map(|m| (r.n as f64, m))).collect()
+    };
+    [("cpu twin step", points(&|r| Some(r.cpu_ms))), ("gpu step", points(&|r| r.gpu_ms))]
+        .into_iter()
+        .filter(|(_, p)| !p.is_empty())
+        .map(|(name, p)| (name.to_string(), p))
+        .collect()
+}
+
 /// Writes the plot of `rows` to `path`.
 pub(super) fn write_plot(path: &Path, rows: &[BenchRow], adapter: &str) -> anyhow::Result<()> {
-    let series = series(rows);
+    draw(path, &series(rows), &format!("mx2d bench: {adapter}"), "n (bodies)", "time (ms)")
+}
+
+/// Writes the plot of `mx2d bench --scene NAME` (ms per population step
+/// against the number of balls, one line per backend) to `path`.
+pub(super) fn write_population_plot(
+    path: &Path,
+    rows: &[super::population::PopulationRow],
+    scene: &str,
+    adapter: &str,
+) -> anyhow::Result<()> {
+    let title = format!("mx2d bench --scene {scene}: {adapter}");
+    draw(path, &population_series(rows), &title, "n (balls)", "time per step (ms)")
+}
+
+/// Draws `series` on log-log axes with a legend on the right into `path`.
+fn draw(
+    path: &Path,
+    series: &[(String, Vec<(f64, f64)>)],
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+) -> anyhow::Result<()> {
     // Whole decades around the data (1e3..1e6 ns and 1e-2..1e3 ms when empty).
     let points = || series.iter().flat_map(|(_, p)| p.iter().copied());
     let decade = |v: f64, up: bool| 10f64.powf(if up { v.log10().ceil() } else { v.log10().floor() });
@@ -66,7 +101,7 @@ pub(super) fn write_plot(path: &Path, rows: &[BenchRow], adapter: &str) -> anyho
         let err = |e: DrawingAreaErrorKind<_>| anyhow::anyhow!("{e:?}");
         root.fill(&WHITE).map_err(err)?;
         let (plot_area, legend_area) = root.split_horizontally(WIDTH - LEGEND);
-        let title: String = format!("mx2d bench: {adapter}").chars().take(80).collect();
+        let title: String = title.chars().take(80).collect();
         let mut chart = ChartBuilder::on(&plot_area)
             .caption(title, ("sans-serif", 16))
             .margin(14)
@@ -76,8 +111,8 @@ pub(super) fn write_plot(path: &Path, rows: &[BenchRow], adapter: &str) -> anyho
             .map_err(err)?;
         chart
             .configure_mesh()
-            .x_desc("n (bodies)")
-            .y_desc("time (ms)")
+            .x_desc(x_desc)
+            .y_desc(y_desc)
             .x_label_formatter(&|v| format!("{v:.0e}"))
             .y_label_formatter(&|v| format!("{v:.0e}"))
             .label_style(("sans-serif", 15))

@@ -131,9 +131,44 @@ fn build(path: &str, n: usize) -> anyhow::Result<Population> {
     world.population.with_context(|| format!("{path} has no population section"))
 }
 
-/// Runs the population bench for `--scene NAME` (a name under `scenes/` or a path).
+/// The scene file of `--scene NAME`: a path to a `.ron` file (or any
+/// existing file) as given, else `scenes/NAME.ron` under the working
+/// directory, else under the source tree mx2d was built from. When none
+/// exists the error names `--scene`, the name and every place looked in.
+pub fn resolve_scene(name: &str) -> Result<std::path::PathBuf, String> {
+    let given = std::path::Path::new(name);
+    if name.ends_with(".ron") || given.is_file() {
+        return if given.is_file() {
+            Ok(given.to_path_buf())
+        } else {
+            Err(format!("--scene {name}: no such scene file {}", absolute(given).display()))
+        };
+    }
+    let file = format!("{name}.ron");
+    let places = [
+        std::path::Path::new("scenes").join(&file),
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(&file),
+    ];
+    if let Some(found) = places.iter().find(|p| p.is_file()) {
+        return Ok(found.clone());
+    }
+    let looked: Vec<String> = places.iter().map(|p| absolute(p).display().to_string()).collect();
+    Err(format!(
+        "--scene {name}: no scene named {name:?}; looked for {} (give a scene name under scenes/ or a path to a .ron file)",
+        looked.join(" and ")
+    ))
+}
+
+/// `path` made absolute against the working directory (for messages).
+fn absolute(path: &std::path::Path) -> std::path::PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Runs the population bench for `--scene NAME` (a name under `scenes/` or a
+/// path, see [`resolve_scene`]); with `--plot FILE.png`, draws both
+/// backends' ms per step against N.
 pub fn run(args: &super::BenchArgs, scene: &str) -> anyhow::Result<()> {
-    let path = if scene.ends_with(".ron") { scene.to_string() } else { format!("scenes/{scene}.ron") };
+    let path = resolve_scene(scene).map_err(anyhow::Error::msg)?.display().to_string();
     let repeats = args.repeats.max(1);
     let ctx = if args.no_gpu {
         None
@@ -240,6 +275,10 @@ pub fn run(args: &super::BenchArgs, scene: &str) -> anyhow::Result<()> {
     println!("scene {path}; cpu: {threads} rayon threads; adapter: {adapter}");
     println!("bytes per ball: cpu {CPU_BYTES_PER_BALL}, gpu {GPU_BYTES_PER_BALL} (+4 per grid cell)");
     print!("{}", stage_table(&rows));
+    if let Some(p) = &args.plot {
+        super::plot::write_population_plot(p, &rows, scene, &adapter)
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
     if let Some(p) = &args.json {
         let doc = serde_json::json!({ "adapter": adapter, "cpu_threads": threads, "rows": rows });
         std::fs::write(p, serde_json::to_string_pretty(&doc)?).with_context(|| format!("writing {}", p.display()))?;

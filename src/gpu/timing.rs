@@ -14,6 +14,11 @@
 //!
 //! A disabled profiler ([`PassProfiler::disabled`]) records nothing and
 //! splits nothing: the production path pays for no query.
+//!
+//! A run's own steps are timed by a [`StepStageRecorder`] (issue 8, the
+//! summary's per-stage times): the same profiler with timestamps, its ticks
+//! copied by each step's submission into a slot of a buffer that is read
+//! only when the caller reads back anyway — never a wait inside a step.
 
 use super::context::{GpuContext, GpuError, TimingSource};
 use std::time::Instant;
@@ -79,12 +84,15 @@ pub struct PassProfiler {
     mode: Mode,
     names: Vec<&'static str>,
     ticks: Vec<u64>,
+    /// Where [`resolve`](Self::resolve) copies the ticks when not to its own
+    /// read buffer: a slot of a [`StepStageRecorder`]'s buffer.
+    copy_to: Option<(wgpu::Buffer, u64)>,
 }
 
 impl PassProfiler {
     /// A profiler that records nothing (the production path).
     pub fn disabled() -> Self {
-        Self { mode: Mode::Off, names: Vec::new(), ticks: Vec::new() }
+        Self { mode: Mode::Off, names: Vec::new(), ticks: Vec::new(), copy_to: None }
     }
 
     /// A profiler timing with GPU timestamps when the adapter has them, else
@@ -113,14 +121,14 @@ impl PassProfiler {
         } else {
             Mode::Wall { last: None, times: Vec::new() }
         };
-        Self { mode, names: Vec::new(), ticks: Vec::new() }
+        Self { mode, names: Vec::new(), ticks: Vec::new(), copy_to: None }
     }
 
     /// A profiler timing with the host clock whatever the adapter offers
     /// (each pass submitted and waited for on its own): the fallback of
     /// adapters without timestamp queries, available everywhere for tests.
     pub fn wall_clock() -> Self {
-        Self { mode: Mode::Wall { last: None, times: Vec::new() }, names: Vec::new(), ticks: Vec::new() }
+        Self { mode: Mode::Wall { last: None, times: Vec::new() }, names: Vec::new(), ticks: Vec::new(), copy_to: None }
     }
 
     /// Whether this profiler records anything.
@@ -199,7 +207,8 @@ impl PassProfiler {
             let count = self.names.len().min(MAX_PASSES as usize) as u32;
             if count > 0 {
                 encoder.resolve_query_set(set, 0..2 * count, resolve, 0);
-                encoder.copy_buffer_to_buffer(resolve, 0, read, 0, u64::from(2 * count) * 8);
+                let (target, offset) = self.copy_to.as_ref().map_or((read, 0), |(b, o)| (b, *o));
+                encoder.copy_buffer_to_buffer(resolve, 0, target, offset, u64::from(2 * count) * 8);
             }
         }
     }
@@ -289,6 +298,90 @@ impl<'p> StagedPasses<'p> {
         self.close(ctx)?;
         self.profiler.resolve(&mut self.encoder);
         Ok(self.encoder.finish())
+    }
+}
+
+/// Steps whose stages a [`StepStageRecorder`] times between two drains.
+pub const RECORDED_STEPS: usize = 256;
+
+/// Bytes of one step's slot: the ticks of [`MAX_PASSES`] passes.
+const SLOT_BYTES: u64 = 2 * MAX_PASSES as u64 * 8;
+
+/// Times the stages of a kernel's production steps with timestamp queries
+/// and no readback of its own: each step's passes are timed by a
+/// [`PassProfiler`] whose ticks the step's own submission resolves and
+/// copies into the next free slot of a buffer; [`drain`](Self::drain) reads
+/// the slots when the caller reads back anyway (the population's balls),
+/// after the wait that readback makes. The first [`RECORDED_STEPS`] steps
+/// after each drain are timed; later ones run untimed (one pass, the
+/// production encoding) until the next drain frees the slots.
+pub struct StepStageRecorder {
+    profiler: PassProfiler,
+    slots: wgpu::Buffer,
+    /// Each used slot's pass names, in submission order.
+    names: Vec<Vec<&'static str>>,
+    ticks: Vec<u64>,
+    period_ns: f64,
+}
+
+impl StepStageRecorder {
+    /// A recorder when the adapter has timestamp queries, else `None`.
+    pub fn new(ctx: &GpuContext, label: &'static str) -> Option<Self> {
+        if !ctx.has_timestamps() {
+            return None;
+        }
+        let slots = ctx.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: SLOT_BYTES * RECORDED_STEPS as u64,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        Some(Self {
+            profiler: PassProfiler::new(ctx, label),
+            slots,
+            names: Vec::new(),
+            ticks: Vec::new(),
+            period_ns: f64::from(ctx.queue.get_timestamp_period()),
+        })
+    }
+
+    /// The profiler of the next step, its ticks copied into the next slot;
+    /// `None` when every slot is used (the step then runs untimed).
+    pub fn next_step(&mut self) -> Option<&mut PassProfiler> {
+        if self.names.len() >= RECORDED_STEPS {
+            return None;
+        }
+        self.profiler.copy_to = Some((self.slots.clone(), SLOT_BYTES * self.names.len() as u64));
+        Some(&mut self.profiler)
+    }
+
+    /// Marks the slot of the step just encoded with [`next_step`]'s profiler
+    /// as used (call after its submission).
+    ///
+    /// [`next_step`]: Self::next_step
+    pub fn step_submitted(&mut self) {
+        let names = self.profiler.names.iter().copied().take(MAX_PASSES as usize).collect();
+        self.names.push(names);
+    }
+
+    /// Reads the used slots (the submitted steps must be complete: call after
+    /// a wait), calls `add(pass, ms)` for every timed pass, frees the slots
+    /// and returns the number of steps read.
+    pub fn drain(&mut self, ctx: &GpuContext, mut add: impl FnMut(&'static str, f64)) -> Result<u64, GpuError> {
+        let used = self.names.len();
+        if used == 0 {
+            return Ok(0);
+        }
+        let per_slot = (SLOT_BYTES / 8) as usize;
+        super::buffers::map_read(ctx, &self.slots, used * per_slot, &mut self.ticks)?;
+        for (slot, names) in self.names.iter().enumerate() {
+            let ticks = &self.ticks[slot * per_slot..];
+            for (k, &name) in names.iter().enumerate() {
+                add(name, ticks[2 * k + 1].saturating_sub(ticks[2 * k]) as f64 * self.period_ns * 1e-6);
+            }
+        }
+        self.names.clear();
+        Ok(used as u64)
     }
 }
 

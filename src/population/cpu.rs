@@ -17,6 +17,7 @@ use glam::Vec2;
 use rayon::prelude::*;
 
 use super::obstacle::{Obstacle, kind};
+use super::stage_times::{PopulationStage, StageClock};
 use super::substep::{SideImpulse, SweepBall};
 use super::{GridSpec, MAX_NEIGHBOURS, MAX_OBSTACLES, Population, PopulationError, PopulationStats, state};
 use crate::gpu::GpuField;
@@ -120,13 +121,23 @@ pub fn step(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     // one hand-over to the pool per step instead of one per loop, which is
     // most of a step's cost when the live range is a few balls (one chunk,
     // run in place) — an emitter's first balls, a Galton board.
-    if rayon::current_thread_index().is_none() {
-        return rayon::scope(|_| step_in_pool(pop, dt));
-    }
-    step_in_pool(pop, dt)
+    // The clock starts here: the hand-over to the pool is charged to the
+    // first stage (`release`)
+    // and the return from it to the last (`bounds`), so that the stages
+    // add up to the whole step.
+    let mut clock = StageClock::start(pop.stage_times);
+    let result = if rayon::current_thread_index().is_none() {
+        rayon::scope(|_| step_in_pool(pop, dt, &mut clock))
+    } else {
+        step_in_pool(pop, dt, &mut clock)
+    };
+    clock.lap(PopulationStage::Bounds);
+    clock.times.timed_steps += 1;
+    pop.stage_times = clock.times;
+    result
 }
 
-fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
+fn step_in_pool(pop: &mut Population, dt: f32, clock: &mut StageClock) -> Result<(), PopulationError> {
     let n = pop.len();
     let s = &mut pop.scratch;
     for v in [&mut s.acc, &mut s.v_pre, &mut s.x_pred, &mut s.dx] {
@@ -141,8 +152,10 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     // the first ball still in the world), indexing the arrays by ball.
     let live = pop.open_window(pop.steps + 1);
     release(&mut pop.state[live.clone()], &pop.release_step[live.clone()], pop.steps + 1);
+    clock.lap(PopulationStage::Release);
     if pop.resort_due() {
         resort(pop, &live);
+        clock.lap(PopulationStage::Resort);
     }
     apply_fields(
         &pop.fields,
@@ -155,7 +168,9 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
         &mut pop.scratch.acc,
         &live,
     );
+    clock.lap(PopulationStage::Fields);
     build_grid(&pop.grid, &pop.position, &pop.state, &pop.ball_id, &mut pop.scratch, &live);
+    clock.lap(PopulationStage::Grid);
     pop.list_overflow += find_neighbours(pop, dt, &live);
     owned_pairs(&pop.ball_id, &mut pop.scratch, &live);
     sweep_order_pairs(&mut pop.scratch, &live);
@@ -164,10 +179,12 @@ fn step_in_pool(pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
     let substeps = pop.params.substeps;
     let h = dt / substeps as f32;
     let resting = pop.resting_speed(dt);
-    super::substep::run(pop, h, resting, &live);
+    clock.lap(PopulationStage::Neighbours);
+    super::substep::run(pop, h, resting, &live, clock);
     pop.steps += 1;
     let result = check_bounds(pop, &live);
     pop.close_window();
+    clock.lap(PopulationStage::Bounds);
     result
 }
 

@@ -18,10 +18,11 @@ use bytemuck::{Pod, Zeroable};
 use glam::{Vec2, Vec4};
 
 use super::cpu::COLOURS;
+use super::stage_times::StageTiming;
 use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Obstacle, Population, PopulationError};
 use crate::gpu::buffers::{GrowableBuffer, Readback};
 use crate::gpu::prefix_sum::PrefixSum;
-use crate::gpu::timing::{PassProfiler, PassTimings, StagedPasses, add_by_name};
+use crate::gpu::timing::{PassProfiler, PassTimings, StagedPasses, StepStageRecorder, add_by_name};
 use crate::gpu::{GpuContext, GpuError, GpuField};
 
 /// Bytes per ball on the GPU: ball 16, properties 16, state 4, release
@@ -114,6 +115,10 @@ pub struct GpuPopulation {
     readback: Readback,
     n: u32,
     cells: u64,
+    /// Times the stages of the production steps ([`Self::time_stages`]).
+    stage_recorder: Option<StepStageRecorder>,
+    /// How the stages are timed (written into the population at each readback).
+    stage_timing: StageTiming,
 }
 
 impl std::fmt::Debug for GpuPopulation {
@@ -350,6 +355,8 @@ impl GpuPopulation {
             readback: Readback::new(),
             n: n as u32,
             cells,
+            stage_recorder: None,
+            stage_timing: StageTiming::GpuNotAsked,
         };
         gpu.bind_groups = vec![gpu.bind_group()];
         Ok(gpu)
@@ -428,7 +435,29 @@ impl GpuPopulation {
     /// host-side `pop` keeps the parameters, obstacles and step count; its
     /// balls are stale until [`read_back`](Self::read_back).
     pub fn step(&mut self, pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
-        self.step_staged(pop, dt, &mut PassProfiler::disabled())
+        let mut recorder = self.stage_recorder.take();
+        let result = match recorder.as_mut().and_then(StepStageRecorder::next_step) {
+            Some(profiler) => self.step_staged(pop, dt, profiler).map(|()| true),
+            None => self.step_staged(pop, dt, &mut PassProfiler::disabled()).map(|()| false),
+        };
+        if let (Ok(true), Some(r)) = (&result, recorder.as_mut()) {
+            r.step_submitted();
+        }
+        self.stage_recorder = recorder;
+        result.map(|_| ())
+    }
+
+    /// From now on, times each stage of the steps with GPU timestamp queries
+    /// (one pass per stage, the same kernels in the same order: the same
+    /// bits), read with the balls at each [`read_back`](Self::read_back)
+    /// into [`Population::stage_times`] — no readback of its own. Returns
+    /// whether the adapter has timestamp queries; without them the steps
+    /// stay untimed and the population's stage times say so.
+    pub fn time_stages(&mut self) -> bool {
+        self.stage_recorder = StepStageRecorder::new(&self.ctx, "population stage times");
+        self.stage_timing =
+            if self.stage_recorder.is_some() { StageTiming::GpuTimestamps } else { StageTiming::GpuNoTimestamps };
+        self.stage_recorder.is_some()
     }
 
     /// One step like [`step`](Self::step), each stage in a pass of its own
@@ -621,6 +650,17 @@ impl GpuPopulation {
         }
         pop.list_overflow = u64::from(counters[0]);
         pop.close_window();
+        // The steps are complete (the reads above waited): their stage times.
+        pop.stage_times.timing = self.stage_timing;
+        if let Some(recorder) = &mut self.stage_recorder {
+            let times = &mut pop.stage_times;
+            let steps = recorder
+                .drain(&ctx, |name, ms| {
+                    times.add_named(name, std::time::Duration::from_secs_f64(ms.max(0.0) * 1e-3));
+                })
+                .map_err(gpu_error)?;
+            times.timed_steps += steps;
+        }
         // counters[2]: the largest overlap ratio of any substep, f32 bits.
         pop.max_overlap_seen = pop.max_overlap_seen.max(f32::from_bits(counters[2]));
         if counters[1] != u32::MAX {

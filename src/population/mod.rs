@@ -198,6 +198,7 @@ pub mod gpu;
 pub mod obstacle;
 pub mod snapshot;
 pub mod spawn;
+pub mod stage_times;
 mod substep;
 
 use glam::{DVec2, Vec2};
@@ -439,6 +440,9 @@ pub struct Population {
     /// obstacles; reduced in the velocity pass on either backend, read back
     /// from the GPU with the balls).
     pub max_overlap_seen: f32,
+    /// Time per stage of the steps so far (CPU twin: every step; GPU: the
+    /// steps timed with timestamp queries, added at each readback).
+    pub stage_times: stage_times::PopulationStageTimes,
     /// The release cursor and the first ball not yet out: the step's kernels
     /// visit only `window.0..window.1` ([`Population::live_range`]).
     window: (usize, usize),
@@ -713,6 +717,7 @@ impl Population {
             max_radius: max_radius as f32,
             list_overflow: 0,
             max_overlap_seen: 0.0,
+            stage_times: stage_times::PopulationStageTimes::default(),
             window: (0, 0),
             ball_visits: 0,
             scratch: cpu::Scratch::default(),
@@ -824,6 +829,7 @@ impl Population {
             max_radius: self.max_radius,
             list_overflow: self.list_overflow,
             max_overlap_seen: self.max_overlap_seen,
+            stage_times: self.stage_times,
             // The window's bounds are slots of the sorted arrays: the copy
             // is for reading; stepping it visits every ball.
             window: (0, self.window.1.max(self.window.0)),

@@ -25,6 +25,7 @@ use glam::Vec2;
 
 use super::contact::{self, LANES, Material, PairInputs, PairLaneImpulses, VelocityContact};
 use super::cpu::{ACTIVE_SLOP, CELL_CHUNK, CHUNK, FAR_MARGIN, NO_MIRROR, SweepPair, obstacle_in_reach, pair_normal};
+use super::stage_times::{PopulationStage, StageClock};
 use super::{MAX_NEIGHBOURS, MAX_OBSTACLES, Population, state};
 use crate::team::{Participant, Schedule, Shared, balanced_chunk};
 
@@ -216,7 +217,9 @@ fn team_size(pool: usize, balls: usize) -> usize {
 
 /// Runs the step's `substeps` substeps of length `h` over the balls of
 /// `live` (see the module doc).
-pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize>) {
+/// The calling thread charges each stage's time to `clock` (see
+/// [`super::stage_times`]); the helpers time nothing.
+pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize>, clock: &mut StageClock) {
     let take2 = |v: &mut Vec<Vec2>| std::mem::take(v);
     let take1 = |v: &mut Vec<f32>| std::mem::take(v);
     let (mut position, mut velocity) = (take2(&mut pop.position), take2(&mut pop.velocity));
@@ -253,7 +256,7 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
         };
         let schedule = Schedule::new(work.phase_count());
         if work.threads <= 1 {
-            work.walk(&mut schedule.participant())
+            work.walk(&mut schedule.participant(), Some(clock))
         } else {
             // One helper per other worker of the pool; the caller walks the
             // whole list itself, the helpers join when a worker is free
@@ -262,12 +265,12 @@ pub(crate) fn run(pop: &mut Population, h: f32, resting: f32, live: &Range<usize
             let mine = rayon::scope(|scope| {
                 for _ in 1..work.threads {
                     scope.spawn(|_| {
-                        let worst = work.walk(&mut schedule.participant());
+                        let worst = work.walk(&mut schedule.participant(), None);
                         let mut all = helpers.lock().unwrap_or_else(|e| e.into_inner());
                         *all = all.max(worst);
                     });
                 }
-                work.walk(&mut schedule.participant())
+                work.walk(&mut schedule.participant(), Some(&mut *clock))
             });
             // max is exact and order-free: the same at every pool size.
             mine.max(helpers.into_inner().unwrap_or_else(|e| e.into_inner()))
@@ -295,20 +298,34 @@ impl Substeps<'_> {
 
     /// One participant's walk through the step's phases; returns the largest
     /// overlap ratio seen by the velocity chunks it ran.
-    fn walk(&self, t: &mut Participant<'_>) -> f32 {
+    ///
+    /// With `clock` (the calling thread's walk), each stage ends with a wait
+    /// for its last phase to complete — the wait the next phase makes first
+    /// anyway — and a lap of the clock: the stage's wall time on the team.
+    fn walk(&self, t: &mut Participant<'_>, mut clock: Option<&mut StageClock>) -> f32 {
+        let mut lap = |t: &mut Participant<'_>, stage: PopulationStage| {
+            if let Some(clock) = clock.as_deref_mut() {
+                t.finish();
+                clock.lap(stage);
+            }
+        };
         let mut worst = 0.0f32;
         for substep in 0..self.pop.params.substeps {
             if self.pop.params.stabilises(substep) {
                 self.per_chunk(t, |balls| unsafe { self.start_stabilisation(balls) });
                 self.sweep(t, Sweep::Stabilise);
+                lap(t, PopulationStage::Stabilise);
             }
             self.per_chunk(t, |balls| unsafe { self.predict(balls) });
             self.per_chunk(t, |balls| unsafe { self.count_contacts(balls) });
+            lap(t, PopulationStage::Predict);
             for _ in 0..self.pop.params.iterations {
                 self.sweep(t, Sweep::Solve);
             }
+            lap(t, PopulationStage::Solve);
             self.per_chunk(t, |balls| worst = worst.max(unsafe { self.pair_impulses(balls) }));
             self.per_chunk(t, |balls| worst = worst.max(unsafe { self.finish_substep(balls) }));
+            lap(t, PopulationStage::Velocities);
         }
         t.finish();
         worst

@@ -283,8 +283,11 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         _ => None,
     };
     let adapter = match population_gpu {
-        Some(Ok(gpu)) => {
+        Some(Ok(mut gpu)) => {
             let name = gpu.adapter();
+            // Per-stage times for the summary: timestamps where the adapter
+            // has them (the summary says when it has not).
+            gpu.time_stages();
             world.set_population_gpu(Some(gpu))?;
             name
         }

@@ -227,6 +227,14 @@ impl Session {
                     balls: pop.len(),
                     backend: world.population_backend().into(),
                     ms_per_step: if taken > 0 { stage / taken as f64 } else { 0.0 },
+                    stage_ms_per_step: pop
+                        .stage_times
+                        .ms_per_step()
+                        .into_iter()
+                        .map(|(name, ms)| (name.to_string(), ms))
+                        .collect(),
+                    stage_timing: pop.stage_times.timing.describe().to_string(),
+                    stage_timed_steps: pop.stage_times.timed_steps,
                     substeps: pop.params.substeps,
                     iterations: pop.params.iterations,
                     initial,
