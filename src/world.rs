@@ -747,11 +747,14 @@ impl World {
         times.add(Stage::ContactSolve, started.elapsed().saturating_sub(substeps.integrate));
         let mut contact_work = substeps.contact_work;
         let before = substeps.kinetic_end;
-        let finished = times.timed(Stage::ContactSolve, || {
-            contacts.soft_restitution(&mut state.v, rest);
-            contacts.soft_finish(bodies)
+        let (restituted, finished) = times.timed(Stage::ContactSolve, || {
+            let restituted = contacts.soft_restitution(&mut state.v, rest);
+            (restituted, contacts.soft_finish(bodies))
         });
-        contact_work += kinetic(&state.v) - before;
+        // A skipped restitution pass changes no velocity: its work is 0.
+        if restituted {
+            contact_work += kinetic(&state.v) - before;
+        }
         state.work += power * dt + contact_work;
         contacts.soft_put_buffers(acc, q_end);
         self.integrator.reset();

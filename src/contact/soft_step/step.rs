@@ -303,7 +303,7 @@ impl ContactSet {
                         let len = lens[c];
                         let groups = len.div_ceil(LANES);
                         let size = chunk_groups(c, len, groups);
-                        team.phase(groups.div_ceil(size), |k| {
+                        team.phase_from_ends(groups.div_ceil(size), |k| {
                             let range = k * size..((k + 1) * size).min(groups);
                             let manifolds = LANES * range.start..(LANES * range.end).min(len);
                             // SAFETY: the chunks of a phase are disjoint
@@ -329,9 +329,9 @@ impl ContactSet {
             for s in 0..substeps {
                 // An empty phase: waits for the previous one (the caller's
                 // clock then times only the kick).
-                team.phase(0, |_| {});
+                team.phase_from_ends(0, |_| {});
                 let started = caller.then(Instant::now);
-                team.phase(pieces, |k| {
+                team.phase_from_ends(pieces, |k| {
                     let piece_bodies = k * piece..((k + 1) * piece).min(body_count);
                     let entries = 3 * piece_bodies.start..3 * piece_bodies.end;
                     // SAFETY: each piece's entries are its own in this phase;
@@ -351,13 +351,13 @@ impl ContactSet {
                     integrate += t.elapsed();
                 }
                 sweeps(team, &passes);
-                team.phase(0, |_| {});
+                team.phase_from_ends(0, |_| {});
                 let started = caller.then(Instant::now);
                 // The sums first (claimed first, the longest chunks), then
                 // the pieces; the kinetic energy after the previous relax is
                 // that of this sub-step's `v_start`.
                 let sums = if s > 0 { 3 } else { 2 };
-                team.phase(sums + pieces, |k| {
+                team.phase_from_ends(sums + pieces, |k| {
                     // SAFETY: in this phase the velocities and `v_start` are
                     // only read; each sum's slot, each piece's positions and
                     // motions are written by the one chunk that holds them.
@@ -399,7 +399,7 @@ impl ContactSet {
         rayon::scope(|scope| {
             for _ in 1..threads {
                 scope.spawn(|_| {
-                    walk(&mut schedule.participant(), false);
+                    walk(&mut schedule.participant_from_back(), false);
                 });
             }
             integrate = walk(&mut schedule.participant(), true);
@@ -460,13 +460,16 @@ impl ContactSet {
     }
 
     /// After the sub-steps: Newton's restitution for points that approached
-    /// faster than `threshold` at the start of the step.
-    pub fn soft_restitution(&mut self, v: &mut [f64], threshold: f64) {
+    /// faster than `threshold` at the start of the step. Returns whether the
+    /// pass ran (when it did not, the velocities are untouched).
+    pub fn soft_restitution(&mut self, v: &mut [f64], threshold: f64) -> bool {
         // Skipped when the prepare found no point approaching faster than
         // its resting speed (a larger threshold selects fewer points still).
-        if self.soft.bouncy || threshold < self.soft.resting_speed {
+        let runs = self.soft.bouncy || threshold < self.soft.resting_speed;
+        if runs {
             self.soft_passes(&[Pass::Restitution], v, threshold);
         }
+        runs
     }
 
     /// Integrates positions over one sub-step (q += h·v, every body, fixed
