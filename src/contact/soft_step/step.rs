@@ -611,6 +611,35 @@ mod tests {
         })
     }
 
+    /// A 50-row pyramid stepped 8 times on pools of 1, 2 and 3 threads: on
+    /// 2 and 3 one team walks each step's sub-steps (some colour is shared:
+    /// checked), on 1 they run stage by stage; the positions, velocities,
+    /// the contacts' impulses and the non-conservative work (the energy sums
+    /// run as chunks inside the team) are the same bits. Fails when a kick,
+    /// a position piece or an energy sum is missed, run twice or run on the
+    /// wrong velocities.
+    #[test]
+    fn substeps_in_one_team_give_the_bits_of_one_thread() {
+        let run = |threads: usize| {
+            pyramid_on_pool(50, 8, threads, |world| {
+                let largest = world.contacts.soft_largest_colour();
+                let work = world.energy().work;
+                let (q, v) = world.state_vectors();
+                let mut bits: Vec<u64> = q.iter().chain(v).map(|x| x.to_bits()).collect();
+                bits.extend(world.contacts.contacts().iter().flat_map(|c| c.impulse.map(f64::to_bits)));
+                (largest, work, bits)
+            })
+        };
+        let (_, work, one) = run(1);
+        assert!(work.is_finite() && work != 0.0, "work {work}");
+        for threads in [2, 3] {
+            let (largest, other_work, other) = run(threads);
+            assert!(largest >= crate::solver::pgs::PARALLEL_COLOUR_MIN, "{largest}: the team path is not taken");
+            assert_eq!(work.to_bits(), other_work.to_bits(), "work {work} on 1 thread, {other_work} on {threads}");
+            assert!(one == other, "the state or the impulses differ between 1 and {threads} threads");
+        }
+    }
+
     /// A 50-row pyramid (1,275 boxes, over [`super::super::finish::FINISH_MANIFOLDS_MIN`]
     /// manifolds) stepped 8 times on pools of 1 and 3 threads: on 3 the
     /// finish writes its pieces on the pool, and every output contact
