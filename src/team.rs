@@ -36,7 +36,7 @@
 //! phase's last chunk notifies. A pure spin would burn the time slice that the
 //! thread it waits for needs on an oversubscribed machine.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
@@ -55,6 +55,9 @@ const PARK: Duration = Duration::from_millis(2);
 struct PhaseCounters {
     claimed: AtomicUsize,
     done: AtomicUsize,
+    /// Claims from both ends ([`Participant::phase_from_ends`]): the chunks
+    /// taken from the front in the low 32 bits, from the back in the high.
+    ends: AtomicU64,
 }
 
 /// Length of the chunks that cut `items` into `parts` chunks, within
@@ -92,7 +95,14 @@ impl Schedule {
 
     /// A participant at the start of the list.
     pub(crate) fn participant(&self) -> Participant<'_> {
-        Participant { schedule: self, next: 0, previous_chunks: 0 }
+        Participant { schedule: self, next: 0, previous_chunks: 0, from_back: false }
+    }
+
+    /// A participant at the start of the list that takes the chunks of
+    /// [`Participant::phase_from_ends`] from the back (the one from
+    /// [`Schedule::participant`] takes them from the front).
+    pub(crate) fn participant_from_back(&self) -> Participant<'_> {
+        Participant { schedule: self, next: 0, previous_chunks: 0, from_back: true }
     }
 
     fn is_complete(&self, phase: usize, chunks: usize) -> bool {
@@ -165,6 +175,8 @@ pub(crate) struct Participant<'a> {
     schedule: &'a Schedule,
     next: usize,
     previous_chunks: usize,
+    /// Takes the chunks of `phase_from_ends` from the back.
+    from_back: bool,
 }
 
 impl Participant<'_> {
@@ -184,6 +196,49 @@ impl Participant<'_> {
                 if k >= chunks {
                     break;
                 }
+                let poison = Poison(schedule);
+                work(k);
+                std::mem::forget(poison);
+                if counters.done.fetch_add(1, Ordering::SeqCst) + 1 == chunks {
+                    schedule.notify();
+                }
+            }
+        }
+        self.previous_chunks = chunks;
+        self.next += 1;
+    }
+
+    /// As [`Participant::phase`], but the chunks are claimed from both ends:
+    /// the front participant takes 0, 1, 2, … and the others n − 1, n − 2, …
+    /// until they meet. With two threads each one then takes the same end of
+    /// every phase, so that when consecutive phases' chunks cover the same
+    /// data in the same order (the colours of a sweep over bodies in key
+    /// order, the body pieces), each thread finds its part in its own cache
+    /// instead of fetching what the other thread wrote a phase before.
+    ///
+    /// Exactly `chunks` claims succeed and no chunk is taken twice: a claim
+    /// adds 1 to its end's count in one atomic word, and succeeds when the
+    /// sum of both counts before it is below `chunks` (each successful claim
+    /// sees a different sum; the front ones take indices 0..f, the back ones
+    /// n − b..n, with f + b = n at the end).
+    pub(crate) fn phase_from_ends(&mut self, chunks: usize, mut work: impl FnMut(usize)) {
+        let schedule = self.schedule;
+        if self.next > 0 {
+            schedule.wait(self.next - 1, self.previous_chunks);
+        }
+        let counters = &schedule.phases[self.next];
+        let (step, shift) = if self.from_back { (1u64 << 32, 32) } else { (1, 0) };
+        let taken = |ends: u64| (ends & 0xffff_ffff) as usize + (ends >> 32) as usize;
+        assert!(chunks < 1 << 31, "too many chunks for a phase claimed from both ends");
+        // An empty phase, or one already claimed: nothing to take.
+        if taken(counters.ends.load(Ordering::Relaxed)) < chunks {
+            loop {
+                let before = counters.ends.fetch_add(step, Ordering::Relaxed);
+                if taken(before) >= chunks {
+                    break;
+                }
+                let mine = ((before >> shift) & 0xffff_ffff) as usize;
+                let k = if self.from_back { chunks - 1 - mine } else { mine };
                 let poison = Poison(schedule);
                 work(k);
                 std::mem::forget(poison);
@@ -310,6 +365,52 @@ mod tests {
             });
             for (p, r) in runs.iter().enumerate() {
                 assert_eq!(r.load(Ordering::SeqCst), sizes[p], "phase {p} at {threads} threads");
+            }
+        }
+    }
+
+    /// Phases claimed from both ends: every chunk runs exactly once, after
+    /// the previous phase, at 1, 2, 3 and 7 threads (one front participant,
+    /// the others from the back); and with two participants each takes
+    /// chunks from its own end only (the front one a prefix, the back one
+    /// the rest).
+    #[test]
+    fn phases_from_both_ends_run_every_chunk_once_in_order() {
+        for threads in [1, 2, 3, 7] {
+            let sizes = [5usize, 0, 17, 1, 0, 0, 40, 3, 2];
+            let runs: Vec<Vec<AtomicUsize>> =
+                sizes.iter().map(|&n| (0..n).map(|_| AtomicUsize::new(0)).collect()).collect();
+            // Per phase and chunk: 1 + whether a back participant ran it.
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+            let schedule = Schedule::new(sizes.len());
+            let program = |t: &mut Participant<'_>| {
+                let back = t.from_back;
+                for (p, &chunks) in sizes.iter().enumerate() {
+                    t.phase_from_ends(chunks, |k| {
+                        if let Some(q) = (0..p).rev().find(|&q| sizes[q] > 0) {
+                            let done: usize = runs[q].iter().map(|r| usize::from(r.load(Ordering::SeqCst) > 0)).sum();
+                            assert_eq!(done, sizes[q], "phase {p} started early");
+                        }
+                        let old = runs[p][k].swap(1 + usize::from(back), Ordering::SeqCst);
+                        assert_eq!(old, 0, "phase {p} chunk {k} ran twice");
+                    });
+                }
+                t.finish();
+            };
+            pool.install(|| {
+                rayon::scope(|scope| {
+                    for _ in 1..threads {
+                        scope.spawn(|_| program(&mut schedule.participant_from_back()));
+                    }
+                    program(&mut schedule.participant());
+                })
+            });
+            for (p, chunks) in runs.iter().enumerate() {
+                let by: Vec<usize> = chunks.iter().map(|r| r.load(Ordering::SeqCst)).collect();
+                assert!(by.iter().all(|&b| b > 0), "phase {p} at {threads} threads: a chunk did not run");
+                // The front participant's chunks are a prefix.
+                let front = by.iter().take_while(|&&b| b == 1).count();
+                assert!(by[front..].iter().all(|&b| b == 2), "phase {p} at {threads} threads: {by:?}");
             }
         }
     }

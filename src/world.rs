@@ -737,36 +737,24 @@ impl World {
             self.contacts.soft_put_buffers(acc, q_end);
             return Err(fail(e));
         }
-        let h = self.contacts.soft_substep();
         let kinetic = |v: &[f64]| kinetic_energy(bodies, v);
-        let mut contact_work = 0.0;
         // The predicted positions are spent (broadphase): the buffer holds
         // each sub-step's velocities before its kick.
-        let v_start = &mut q_end;
         let (state, contacts, times) = (&mut self.state, &mut self.contacts, &mut self.times);
-        for _ in 0..settings.substeps {
-            v_start.clear();
-            v_start.extend_from_slice(&state.v);
-            times.timed(Stage::Integrate, || {
-                for (v, a) in state.v.iter_mut().zip(&acc) {
-                    *v += h * a;
-                }
-            });
-            times.timed(Stage::ContactSolve, || {
-                contacts.soft_warm_start_and_solve(&mut state.v, settings.iterations);
-            });
-            contact_work += contact_impulse_work(bodies, v_start, &acc, h, &state.v);
-            times.timed(Stage::Integrate, || contacts.soft_integrate_positions(&mut state.q, &state.v));
-            let before = kinetic(&state.v);
-            times.timed(Stage::ContactSolve, || contacts.soft_solve(&mut state.v, true, settings.relax_iterations));
+        let started = Instant::now();
+        let substeps = contacts.soft_substeps(bodies, &mut state.q, &mut state.v, &acc, &mut q_end, &settings);
+        times.add(Stage::Integrate, substeps.integrate);
+        times.add(Stage::ContactSolve, started.elapsed().saturating_sub(substeps.integrate));
+        let mut contact_work = substeps.contact_work;
+        let before = substeps.kinetic_end;
+        let (restituted, finished) = times.timed(Stage::ContactSolve, || {
+            let restituted = contacts.soft_restitution(&mut state.v, rest);
+            (restituted, contacts.soft_finish(bodies))
+        });
+        // A skipped restitution pass changes no velocity: its work is 0.
+        if restituted {
             contact_work += kinetic(&state.v) - before;
         }
-        let before = kinetic(&state.v);
-        let finished = times.timed(Stage::ContactSolve, || {
-            contacts.soft_restitution(&mut state.v, rest);
-            contacts.soft_finish(bodies)
-        });
-        contact_work += kinetic(&state.v) - before;
         state.work += power * dt + contact_work;
         contacts.soft_put_buffers(acc, q_end);
         self.integrator.reset();
@@ -1218,7 +1206,13 @@ impl Dynamics for ForceModel<'_> {
 /// does its closed form, and an impact's the kinetic energy it removes to
 /// O(g·h/v) (the kick's share of the jump).
 #[inline(never)]
-fn contact_impulse_work(bodies: &[Body], v_start: &[f64], acceleration: &[f64], h: f64, v_end: &[f64]) -> f64 {
+pub(crate) fn contact_impulse_work(
+    bodies: &[Body],
+    v_start: &[f64],
+    acceleration: &[f64],
+    h: f64,
+    v_end: &[f64],
+) -> f64 {
     let mut work = 0.0;
     for (((b, v0), a), v1) in bodies.iter().zip(v_start.chunks(3)).zip(acceleration.chunks(3)).zip(v_end.chunks(3)) {
         if b.fixed {
@@ -1237,7 +1231,7 @@ fn contact_impulse_work(bodies: &[Body], v_start: &[f64], acceleration: &[f64], 
 /// A function of its own, not inlined into the step: inlined, the sum was
 /// kept on the stack, a store and a reload on each body's dependent add.
 #[inline(never)]
-fn kinetic_energy(bodies: &[Body], v: &[f64]) -> f64 {
+pub(crate) fn kinetic_energy(bodies: &[Body], v: &[f64]) -> f64 {
     bodies
         .iter()
         .zip(v.chunks(3))

@@ -110,11 +110,19 @@
 //! only the impulses (`WarmImpulses`, 40 bytes per manifold, key order) are
 //! kept for the next warm start.
 //!
-//! The sweeps of a stage (a sub-step's warm start and soft solve; its relax
-//! sweeps) are walked by one team of threads (`src/team.rs`, shared with
-//! the population tier): one phase per colour and pass, instead of one rayon
-//! join per colour and pass (8 team scopes per step at 4 sub-steps instead
-//! of one join per colour in each of 12 passes). A colour of at least
+//! The sub-steps of a step are walked by one team of threads (`src/team.rs`,
+//! shared with the population tier; `ContactSet::soft_substeps`): one phase
+//! per colour and pass, and per sub-step one phase of body pieces for the
+//! kick (v += h·a, the velocities before it kept) and one for the positions,
+//! where the world's energy sums (the impulses' work, the kinetic energy
+//! before and after each relax) run as chunks beside the pieces, since that
+//! phase only reads the velocities. One team scope per step (before: one
+//! per sub-step's warm start and solve, one per its relax, a rayon loop for
+//! its positions, and the sums on the calling thread between them while the
+//! pool waited); the same values, summed in the same order. The chunks of a
+//! phase are claimed from both ends (`Participant::phase_from_ends`): with
+//! two threads each takes the same end of every colour and body range, so
+//! that the velocities it writes stay in its own cache from phase to phase. A colour of at least
 //! [`crate::solver::pgs::PARALLEL_COLOUR_MIN`] manifolds is cut into two
 //! chunks per thread (at least 64 manifolds), claimed as threads come free;
 //! a smaller colour is one chunk. Each manifold reads and writes only its own

@@ -5,6 +5,7 @@
 use super::lanes::{LANES, SoftLanes, SweepInputs, sweep};
 use super::manifold::{MAX_COLOURS, Pass, Shared, SoftTotals};
 use crate::team::{Participant, Schedule, Shared as TeamShared, balanced_chunk};
+use std::time::{Duration, Instant};
 
 use super::SoftStepSettings;
 use crate::contact::ContactSet;
@@ -33,6 +34,18 @@ const MAX_PASSES: usize = 16;
 /// Chunks per thread of a shared colour: a few, so that a thread that the
 /// machine delays leaves its share to the others instead of holding the phase.
 const CHUNKS_PER_THREAD: usize = 2;
+
+/// What [`ContactSet::soft_substeps`] hands back to the world.
+pub(crate) struct SoftSubsteps {
+    /// The contacts' work over the sub-steps (J): each sub-step's impulse
+    /// work over its velocity jump, then the kinetic energy its relax changed.
+    pub contact_work: f64,
+    /// The kinetic energy after the last sub-step (J).
+    pub kinetic_end: f64,
+    /// The calling thread's time in the kicks and position updates (the
+    /// `integrate` stage; the rest is the `contact_solve` stage).
+    pub integrate: Duration,
+}
 
 impl ContactSet {
     /// The soft-step settings, when that is the contact solver.
@@ -137,6 +150,275 @@ impl ContactSet {
         self.soft.totals_by_colour = totals_by_colour;
     }
 
+    /// The step's sub-steps (after the prepare, before the restitution):
+    /// for each, the velocities kicked by the start-of-step accelerations
+    /// (`v += h·a`, the velocities before the kick kept in `v_start`), the warm
+    /// start and `iterations` soft solve sweeps, the positions (q += h·v), and
+    /// `relax_iterations` relax sweeps; with the contacts' work over them
+    /// (the impulses' work over each sub-step's velocity jump, the kinetic
+    /// energy each relax changes, as [`crate::world`]'s energy bookkeeping).
+    ///
+    /// When some colour is shared by the pool (as in `soft_passes`), one team
+    /// of threads walks the whole step, sub-steps included: the kicks and the
+    /// position updates are phases of body pieces, and the energy sums run as
+    /// chunks of the position phase beside its pieces (they only read the
+    /// velocities, which no one writes in that phase; the kinetic energy after
+    /// a relax is that of the next sub-step's `v_start`, the velocities before
+    /// its kick). One team per step instead of two per sub-step and a rayon
+    /// loop for the positions, and no sequential sums between them while the
+    /// pool waits. Every value is computed by the same function over the same
+    /// inputs as on one thread, and the work is added up after the team in
+    /// the same order: the same bits at every pool size.
+    pub(crate) fn soft_substeps(
+        &mut self,
+        bodies: &[crate::body::Body],
+        q: &mut [f64],
+        v: &mut [f64],
+        acceleration: &[f64],
+        v_start: &mut Vec<f64>,
+        settings: &SoftStepSettings,
+    ) -> SoftSubsteps {
+        let threads = rayon::current_num_threads();
+        let colours = self.soft.by_colour.iter().rposition(|c| !c.is_empty()).map_or(0, |c| c + 1);
+        let shareable = threads > 1
+            && settings.relax_iterations > 0
+            && self.soft.totals_by_colour[..colours]
+                .iter()
+                .take(MAX_COLOURS as usize)
+                .any(|m| m.len() >= crate::solver::pgs::PARALLEL_COLOUR_MIN);
+        if shareable {
+            self.soft_substeps_in_team(bodies, q, v, acceleration, v_start, settings)
+        } else {
+            self.soft_substeps_one_by_one(bodies, q, v, acceleration, v_start, settings)
+        }
+    }
+
+    /// [`ContactSet::soft_substeps`] stage by stage (one thread, or no colour
+    /// worth sharing).
+    fn soft_substeps_one_by_one(
+        &mut self,
+        bodies: &[crate::body::Body],
+        q: &mut [f64],
+        v: &mut [f64],
+        acceleration: &[f64],
+        v_start: &mut Vec<f64>,
+        settings: &SoftStepSettings,
+    ) -> SoftSubsteps {
+        let h = self.soft.h;
+        let kinetic = |v: &[f64]| crate::world::kinetic_energy(bodies, v);
+        let mut integrate = Duration::ZERO;
+        let mut contact_work = 0.0;
+        let mut kinetic_end = None;
+        for _ in 0..settings.substeps {
+            let started = Instant::now();
+            v_start.clear();
+            v_start.extend_from_slice(v);
+            for (v, a) in v.iter_mut().zip(acceleration) {
+                *v += h * a;
+            }
+            integrate += started.elapsed();
+            self.soft_warm_start_and_solve(v, settings.iterations);
+            contact_work += crate::world::contact_impulse_work(bodies, v_start, acceleration, h, v);
+            let started = Instant::now();
+            self.soft_integrate_positions(q, v);
+            integrate += started.elapsed();
+            let before = kinetic(v);
+            self.soft_solve(v, true, settings.relax_iterations);
+            let after = kinetic(v);
+            contact_work += after - before;
+            kinetic_end = Some(after);
+        }
+        SoftSubsteps { contact_work, kinetic_end: kinetic_end.unwrap_or_else(|| kinetic(v)), integrate }
+    }
+
+    /// [`ContactSet::soft_substeps`] as one team of threads.
+    fn soft_substeps_in_team(
+        &mut self,
+        bodies: &[crate::body::Body],
+        q: &mut [f64],
+        v: &mut [f64],
+        acceleration: &[f64],
+        v_start: &mut Vec<f64>,
+        settings: &SoftStepSettings,
+    ) -> SoftSubsteps {
+        let threads = rayon::current_num_threads();
+        let h = self.soft.h;
+        let substeps = settings.substeps;
+        let body_count = v.len() / 3;
+        v_start.resize(v.len(), 0.0);
+        let mut delta = std::mem::take(&mut self.soft.delta);
+        let mut by_colour = std::mem::take(&mut self.soft.by_colour);
+        let mut totals_by_colour = std::mem::take(&mut self.soft.totals_by_colour);
+        let st = &self.soft;
+        let colours = by_colour.iter().rposition(|c| !c.is_empty()).map_or(0, |c| c + 1);
+        let independent = |c: usize| c < MAX_COLOURS as usize;
+        let parallel =
+            |c: usize, len: usize| threads > 1 && independent(c) && len >= crate::solver::pgs::PARALLEL_COLOUR_MIN;
+        // As `soft_passes`: a shared colour in a few chunks per thread, a
+        // small or the overflow colour in one.
+        let chunk_groups = |c: usize, len: usize, groups: usize| {
+            if parallel(c, len) {
+                balanced_chunk(groups, CHUNKS_PER_THREAD * threads, 16, usize::MAX)
+            } else {
+                groups.max(1)
+            }
+        };
+        let lens: [usize; MAX_COLOURS as usize + 1] =
+            std::array::from_fn(|c| totals_by_colour.get(c).map_or(0, Vec::len));
+        let mut constraints = by_colour.iter_mut();
+        let constraints: [TeamShared<SoftLanes>; MAX_COLOURS as usize + 1] =
+            std::array::from_fn(|_| TeamShared::new(constraints.next().map_or(&mut [][..], |c| &mut c[..])));
+        let mut totals = totals_by_colour.iter_mut();
+        let totals: [TeamShared<SoftTotals>; MAX_COLOURS as usize + 1] =
+            std::array::from_fn(|_| TeamShared::new(totals.next().map_or(&mut [][..], |c| &mut c[..])));
+        // Body pieces of the kick and position phases.
+        let piece = body_count.div_ceil(INTEGRATE_PIECES_PER_THREAD * threads).max(1);
+        let pieces = body_count.div_ceil(piece);
+        // Per sub-step: the impulses' work, the kinetic energy before the
+        // relax and after it (the last one's after the team).
+        let mut impulse_work = vec![0.0; substeps];
+        let mut before_relax = vec![0.0; substeps];
+        let mut after_relax = vec![0.0; substeps];
+        let shared = Shared { ptr: v.as_mut_ptr(), len: v.len() };
+        let q_team = TeamShared::new(q);
+        let delta_team = TeamShared::new(&mut delta);
+        let v_start_team = TeamShared::new(v_start);
+        let work_team = TeamShared::new(&mut impulse_work);
+        let before_team = TeamShared::new(&mut before_relax);
+        let after_team = TeamShared::new(&mut after_relax);
+        let mut passes: Vec<Pass> = vec![Pass::WarmStart];
+        passes.extend(std::iter::repeat_n(Pass::Solve, settings.iterations));
+        let relax_passes: Vec<Pass> = (0..settings.relax_iterations)
+            .map(|k| if k + 1 == settings.relax_iterations { Pass::RelaxAccumulate } else { Pass::Relax })
+            .collect();
+        // Phases per sub-step: a sync point and the kick, the sweeps' colours,
+        // a sync point and the positions.
+        let phases = substeps * (4 + (passes.len() + relax_passes.len()) * colours);
+        let schedule = Schedule::new(phases);
+        let walk = |team: &mut Participant<'_>, caller: bool| -> Duration {
+            let mut integrate = Duration::ZERO;
+            let sweeps = |team: &mut Participant<'_>, passes: &[Pass]| {
+                for &pass in passes {
+                    for c in 0..colours {
+                        let len = lens[c];
+                        let groups = len.div_ceil(LANES);
+                        let size = chunk_groups(c, len, groups);
+                        team.phase_from_ends(groups.div_ceil(size), |k| {
+                            let range = k * size..((k + 1) * size).min(groups);
+                            let manifolds = LANES * range.start..(LANES * range.end).min(len);
+                            // SAFETY: the chunks of a phase are disjoint
+                            // ranges of one colour, each run by one thread;
+                            // nothing else touches the colour in the phase,
+                            // and no one writes the motions in a sweep phase.
+                            let (ms, ts, delta) = unsafe {
+                                (constraints[c].range_mut(range), totals[c].range_mut(manifolds), delta_team.all())
+                            };
+                            let inputs = SweepInputs {
+                                pass,
+                                v: &shared,
+                                delta,
+                                st,
+                                threshold: 0.0,
+                                independent: independent(c),
+                            };
+                            sweep(ms, ts, &inputs);
+                        });
+                    }
+                }
+            };
+            for s in 0..substeps {
+                // An empty phase: waits for the previous one (the caller's
+                // clock then times only the kick).
+                team.phase_from_ends(0, |_| {});
+                let started = caller.then(Instant::now);
+                team.phase_from_ends(pieces, |k| {
+                    let piece_bodies = k * piece..((k + 1) * piece).min(body_count);
+                    let entries = 3 * piece_bodies.start..3 * piece_bodies.end;
+                    // SAFETY: each piece's entries are its own in this phase;
+                    // no one else reads the velocities in it.
+                    let (v, v0) = unsafe {
+                        (
+                            std::slice::from_raw_parts_mut(shared.ptr.add(entries.start), entries.len()),
+                            v_start_team.range_mut(entries.clone()),
+                        )
+                    };
+                    v0.copy_from_slice(v);
+                    for (v, a) in v.iter_mut().zip(&acceleration[entries]) {
+                        *v += h * a;
+                    }
+                });
+                if let Some(t) = started {
+                    integrate += t.elapsed();
+                }
+                sweeps(team, &passes);
+                team.phase_from_ends(0, |_| {});
+                let started = caller.then(Instant::now);
+                // The sums first (claimed first, the longest chunks), then
+                // the pieces; the kinetic energy after the previous relax is
+                // that of this sub-step's `v_start`.
+                let sums = if s > 0 { 3 } else { 2 };
+                team.phase_from_ends(sums + pieces, |k| {
+                    // SAFETY: in this phase the velocities and `v_start` are
+                    // only read; each sum's slot, each piece's positions and
+                    // motions are written by the one chunk that holds them.
+                    unsafe {
+                        let v = std::slice::from_raw_parts(shared.ptr, shared.len);
+                        match k {
+                            0 => work_team.set(
+                                s,
+                                crate::world::contact_impulse_work(bodies, v_start_team.all(), acceleration, h, v),
+                            ),
+                            1 => before_team.set(s, crate::world::kinetic_energy(bodies, v)),
+                            _ if k < sums => {
+                                after_team.set(s - 1, crate::world::kinetic_energy(bodies, v_start_team.all()))
+                            }
+                            _ => {
+                                let k = k - sums;
+                                let piece_bodies = k * piece..((k + 1) * piece).min(body_count);
+                                let entries = 3 * piece_bodies.start..3 * piece_bodies.end;
+                                integrate_positions(
+                                    h,
+                                    delta_team.range_mut(piece_bodies),
+                                    q_team.range_mut(entries.clone()),
+                                    &v[entries.clone()],
+                                    &st.q0[entries],
+                                );
+                            }
+                        }
+                    }
+                });
+                if let Some(t) = started {
+                    integrate += t.elapsed();
+                }
+                sweeps(team, &relax_passes);
+            }
+            team.finish();
+            integrate
+        };
+        let mut integrate = Duration::ZERO;
+        rayon::scope(|scope| {
+            for _ in 1..threads {
+                scope.spawn(|_| {
+                    walk(&mut schedule.participant_from_back(), false);
+                });
+            }
+            integrate = walk(&mut schedule.participant(), true);
+        });
+        self.soft.delta = delta;
+        self.soft.by_colour = by_colour;
+        self.soft.totals_by_colour = totals_by_colour;
+        let kinetic_end = crate::world::kinetic_energy(bodies, v);
+        if let Some(last) = after_relax.last_mut() {
+            *last = kinetic_end;
+        }
+        let mut contact_work = 0.0;
+        for s in 0..substeps {
+            contact_work += impulse_work[s];
+            contact_work += after_relax[s] - before_relax[s];
+        }
+        SoftSubsteps { contact_work, kinetic_end, integrate }
+    }
+
     /// Sub-step passes: the stored impulses applied again (warm start),
     /// then `sweeps` soft solve sweeps (with bias).
     pub fn soft_warm_start_and_solve(&mut self, v: &mut [f64], sweeps: usize) {
@@ -178,13 +460,16 @@ impl ContactSet {
     }
 
     /// After the sub-steps: Newton's restitution for points that approached
-    /// faster than `threshold` at the start of the step.
-    pub fn soft_restitution(&mut self, v: &mut [f64], threshold: f64) {
+    /// faster than `threshold` at the start of the step. Returns whether the
+    /// pass ran (when it did not, the velocities are untouched).
+    pub fn soft_restitution(&mut self, v: &mut [f64], threshold: f64) -> bool {
         // Skipped when the prepare found no point approaching faster than
         // its resting speed (a larger threshold selects fewer points still).
-        if self.soft.bouncy || threshold < self.soft.resting_speed {
+        let runs = self.soft.bouncy || threshold < self.soft.resting_speed;
+        if runs {
             self.soft_passes(&[Pass::Restitution], v, threshold);
         }
+        runs
     }
 
     /// Integrates positions over one sub-step (q += h·v, every body, fixed
@@ -324,6 +609,35 @@ mod tests {
             }
             read(&mut world)
         })
+    }
+
+    /// A 50-row pyramid stepped 8 times on pools of 1, 2 and 3 threads: on
+    /// 2 and 3 one team walks each step's sub-steps (some colour is shared:
+    /// checked), on 1 they run stage by stage; the positions, velocities,
+    /// the contacts' impulses and the non-conservative work (the energy sums
+    /// run as chunks inside the team) are the same bits. Fails when a kick,
+    /// a position piece or an energy sum is missed, run twice or run on the
+    /// wrong velocities.
+    #[test]
+    fn substeps_in_one_team_give_the_bits_of_one_thread() {
+        let run = |threads: usize| {
+            pyramid_on_pool(50, 8, threads, |world| {
+                let largest = world.contacts.soft_largest_colour();
+                let work = world.energy().work;
+                let (q, v) = world.state_vectors();
+                let mut bits: Vec<u64> = q.iter().chain(v).map(|x| x.to_bits()).collect();
+                bits.extend(world.contacts.contacts().iter().flat_map(|c| c.impulse.map(f64::to_bits)));
+                (largest, work, bits)
+            })
+        };
+        let (_, work, one) = run(1);
+        assert!(work.is_finite() && work != 0.0, "work {work}");
+        for threads in [2, 3] {
+            let (largest, other_work, other) = run(threads);
+            assert!(largest >= crate::solver::pgs::PARALLEL_COLOUR_MIN, "{largest}: the team path is not taken");
+            assert_eq!(work.to_bits(), other_work.to_bits(), "work {work} on 1 thread, {other_work} on {threads}");
+            assert!(one == other, "the state or the impulses differ between 1 and {threads} threads");
+        }
     }
 
     /// A 50-row pyramid (1,275 boxes, over [`super::super::finish::FINISH_MANIFOLDS_MIN`]
