@@ -247,8 +247,9 @@ pub struct PopulationSummary {
     pub stage_ms_per_step: Vec<(String, f64)>,
     /// How the stages were timed (CPU clock, GPU timestamps, or why none).
     pub stage_timing: String,
-    /// Steps whose stages were timed (all on the CPU twin; on the GPU the
-    /// first [`crate::gpu::timing::RECORDED_STEPS`] after each readback).
+    /// Steps whose stages were timed (all on the CPU twin; on the GPU one in
+    /// [`crate::gpu::timing::TIMED_STEP_STRIDE`] of the first
+    /// [`crate::gpu::timing::RECORDED_STEPS`] after each readback).
     pub stage_timed_steps: u64,
     /// Substeps per step.
     pub substeps: u32,

@@ -25,8 +25,10 @@
 //!   10³, 40 steps, 7 pairs alternated with main's binary (27 Nov 2026
 //!   20:43–20:46 UTC, load 3.6–4.6): population wall 41.3 → 38.5 ms/step
 //!   (medians; noise ±15 %), process CPU 2.15 → 2.23 s (+4 %: the
-//!   timestamps and ~70 passes a step instead of one). Not yet measured on
-//!   a hardware adapter, where the pass boundaries may cost more.
+//!   timestamps and ~70 passes a step instead of one). On an NVIDIA H200 at
+//!   10⁶ balls a timed step costs 5.7 % more (`mx2d bench --scene
+//!   balls_box --passes`: 13.62 against 12.89 ms/step), so only one step
+//!   in [`crate::gpu::timing::TIMED_STEP_STRIDE`] (8) is timed.
 //!
 //! What each CPU stage holds (the GPU's passes of the same name hold the
 //! same work): `release` the hand-over of the step to the rayon pool (when
