@@ -273,7 +273,13 @@ fn run_summary_times_each_population_stage_on_both_backends() {
                 assert!(sum <= total * (1.0 + 1e-9) && sum >= 0.9 * total, "cpu: stages {sum} ms of {total} ms");
             }
             Backend::Gpu => {
-                assert!(sum > 0.0 && sum <= 1.05 * total, "gpu: stages {sum} ms of {total} ms");
+                // One step in eight is timed (30 steps: 4), each stage in a pass
+                // of its own, which makes a timed step slower than the mean the
+                // total is over: 5.7 % on an H200, 16.5 % here on lavapipe
+                // (27 Nov 2026), hence 1.3, not 1.05; the steps timed, exactly.
+                let timed = steps.div_ceil(mx2d::gpu::timing::TIMED_STEP_STRIDE);
+                assert_eq!(p.stage_timed_steps, timed);
+                assert!(sum > 0.0 && sum <= 1.3 * total, "gpu: stages {sum} ms of {total} ms");
                 if s.adapter.contains("llvmpipe") {
                     assert!(sum >= 0.5 * total, "lavapipe: stages {sum} ms of {total} ms");
                 }

@@ -27,7 +27,7 @@ pub struct SoftStepSettings {
     /// Damping ratio of the contact spring (Box2D: 10).
     pub damping_ratio: f64,
     /// Largest speed at which penetration is pushed out (m/s). `None`:
-    /// [`PUSH_SLOPS_PER_STEP`] slops per step ([`Self::contact_push_speed`];
+    /// `PUSH_SLOPS_PER_STEP` (10) slops per step ([`Self::contact_push_speed`];
     /// Box2D's 3 m/s at its slop of 5 mm and its 60 Hz step).
     pub push_speed: Option<f64>,
     /// Biased sweeps per sub-step (Box2D: 1).
@@ -56,7 +56,7 @@ impl Default for SoftStepSettings {
 impl SoftStepSettings {
     /// The contact frequency (Hz) for the sub-step `h` (s), before the cap
     /// of a quarter of the sub-step rate: `hertz`, or by default
-    /// [`HERTZ_PER_SUBSTEP_RATE`] of the sub-step rate. A frequency is a
+    /// `HERTZ_PER_SUBSTEP_RATE` (1/8) of the sub-step rate. A frequency is a
     /// time constant: a fixed default (Box2D's 30 Hz) would make a scene in
     /// milliseconds 1000 times stiffer against its own step, so the default
     /// is derived from the step the scene gives.
@@ -65,7 +65,7 @@ impl SoftStepSettings {
     }
 
     /// The largest push-out speed for a scene of this `slop` (m) and step
-    /// `dt` (s): `push_speed`, or by default [`PUSH_SLOPS_PER_STEP`] slops
+    /// `dt` (s): `push_speed`, or by default `PUSH_SLOPS_PER_STEP` (10) slops
     /// per step. A speed carries the units of length and time: Box2D's
     /// fixed 3 m/s is 3 mm/s in a scene in millimetres (a thousand times
     /// slower against the bodies) and 3000 m/s against millisecond steps; the

@@ -98,21 +98,8 @@ impl ContactSet {
             // the constraints of a colour share no dynamic body, so any
             // split and any thread gives the same bits. A small colour, or
             // the overflow colour, is one chunk (sequential).
-            let chunk_groups = |c: usize, len: usize, groups: usize| {
-                if parallel(c, len) {
-                    balanced_chunk(groups, CHUNKS_PER_THREAD * threads, 16, usize::MAX)
-                } else {
-                    groups.max(1)
-                }
-            };
-            let lens: [usize; MAX_COLOURS as usize + 1] =
-                std::array::from_fn(|c| totals_by_colour.get(c).map_or(0, Vec::len));
-            let mut constraints = by_colour.iter_mut();
-            let constraints: [TeamShared<SoftLanes>; MAX_COLOURS as usize + 1] =
-                std::array::from_fn(|_| TeamShared::new(constraints.next().map_or(&mut [][..], |c| &mut c[..])));
-            let mut totals = totals_by_colour.iter_mut();
-            let totals: [TeamShared<SoftTotals>; MAX_COLOURS as usize + 1] =
-                std::array::from_fn(|_| TeamShared::new(totals.next().map_or(&mut [][..], |c| &mut c[..])));
+            let chunk_groups = |c: usize, len: usize, groups: usize| chunk_groups(parallel(c, len), groups, threads);
+            let ColourShares { lens, constraints, totals } = ColourShares::new(&mut by_colour, &mut totals_by_colour);
             let schedule = Schedule::new(passes.len() * colours);
             let walk = |team: &mut Participant<'_>| {
                 for &pass in passes {
@@ -256,21 +243,8 @@ impl ContactSet {
             |c: usize, len: usize| threads > 1 && independent(c) && len >= crate::solver::pgs::PARALLEL_COLOUR_MIN;
         // As `soft_passes`: a shared colour in a few chunks per thread, a
         // small or the overflow colour in one.
-        let chunk_groups = |c: usize, len: usize, groups: usize| {
-            if parallel(c, len) {
-                balanced_chunk(groups, CHUNKS_PER_THREAD * threads, 16, usize::MAX)
-            } else {
-                groups.max(1)
-            }
-        };
-        let lens: [usize; MAX_COLOURS as usize + 1] =
-            std::array::from_fn(|c| totals_by_colour.get(c).map_or(0, Vec::len));
-        let mut constraints = by_colour.iter_mut();
-        let constraints: [TeamShared<SoftLanes>; MAX_COLOURS as usize + 1] =
-            std::array::from_fn(|_| TeamShared::new(constraints.next().map_or(&mut [][..], |c| &mut c[..])));
-        let mut totals = totals_by_colour.iter_mut();
-        let totals: [TeamShared<SoftTotals>; MAX_COLOURS as usize + 1] =
-            std::array::from_fn(|_| TeamShared::new(totals.next().map_or(&mut [][..], |c| &mut c[..])));
+        let chunk_groups = |c: usize, len: usize, groups: usize| chunk_groups(parallel(c, len), groups, threads);
+        let ColourShares { lens, constraints, totals } = ColourShares::new(&mut by_colour, &mut totals_by_colour);
         // Body pieces of the kick and position phases.
         let piece = body_count.div_ceil(INTEGRATE_PIECES_PER_THREAD * threads).max(1);
         let pieces = body_count.div_ceil(piece);
@@ -743,5 +717,32 @@ mod tests {
         assert_eq!(one_filled, 1);
         assert!(three_filled > 3, "{three_filled} chunks hold points on 3 threads");
         assert!(one == three, "the state or the contact impulses differ between 1 and 3 threads");
+    }
+}
+
+/// Lane groups per chunk of a colour's phase: a shared colour in a few
+/// chunks per thread (at least 16 groups each), claimed as threads come
+/// free; a small or the overflow colour in one chunk (sequential).
+fn chunk_groups(shared: bool, groups: usize, threads: usize) -> usize {
+    if shared { balanced_chunk(groups, CHUNKS_PER_THREAD * threads, 16, usize::MAX) } else { groups.max(1) }
+}
+
+/// Each colour's lanes and totals, handed to a team (one slot per colour,
+/// empty past the last), with each colour's number of manifolds.
+struct ColourShares {
+    lens: [usize; MAX_COLOURS as usize + 1],
+    constraints: [TeamShared<SoftLanes>; MAX_COLOURS as usize + 1],
+    totals: [TeamShared<SoftTotals>; MAX_COLOURS as usize + 1],
+}
+
+impl ColourShares {
+    fn new(by_colour: &mut [Vec<SoftLanes>], totals_by_colour: &mut [Vec<SoftTotals>]) -> Self {
+        let lens = std::array::from_fn(|c| totals_by_colour.get(c).map_or(0, Vec::len));
+        let mut constraints = by_colour.iter_mut();
+        let constraints =
+            std::array::from_fn(|_| TeamShared::new(constraints.next().map_or(&mut [][..], |c| &mut c[..])));
+        let mut totals = totals_by_colour.iter_mut();
+        let totals = std::array::from_fn(|_| TeamShared::new(totals.next().map_or(&mut [][..], |c| &mut c[..])));
+        Self { lens, constraints, totals }
     }
 }
