@@ -360,7 +360,7 @@ impl StepStageRecorder {
     /// `None` for the steps between two timed ones ([`TIMED_STEP_STRIDE`])
     /// and when every slot is used (the step then runs untimed).
     pub fn next_step(&mut self) -> Option<&mut PassProfiler> {
-        let due = self.steps % TIMED_STEP_STRIDE == 0;
+        let due = self.steps.is_multiple_of(TIMED_STEP_STRIDE);
         self.steps += 1;
         if !due || self.names.len() >= RECORDED_STEPS {
             return None;

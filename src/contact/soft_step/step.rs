@@ -493,6 +493,33 @@ impl ContactSet {
     }
 }
 
+/// Lane groups per chunk of a colour's phase: a shared colour in a few
+/// chunks per thread (at least 16 groups each), claimed as threads come
+/// free; a small or the overflow colour in one chunk (sequential).
+fn chunk_groups(shared: bool, groups: usize, threads: usize) -> usize {
+    if shared { balanced_chunk(groups, CHUNKS_PER_THREAD * threads, 16, usize::MAX) } else { groups.max(1) }
+}
+
+/// Each colour's lanes and totals, handed to a team (one slot per colour,
+/// empty past the last), with each colour's number of manifolds.
+struct ColourShares {
+    lens: [usize; MAX_COLOURS as usize + 1],
+    constraints: [TeamShared<SoftLanes>; MAX_COLOURS as usize + 1],
+    totals: [TeamShared<SoftTotals>; MAX_COLOURS as usize + 1],
+}
+
+impl ColourShares {
+    fn new(by_colour: &mut [Vec<SoftLanes>], totals_by_colour: &mut [Vec<SoftTotals>]) -> Self {
+        let lens = std::array::from_fn(|c| totals_by_colour.get(c).map_or(0, Vec::len));
+        let mut constraints = by_colour.iter_mut();
+        let constraints =
+            std::array::from_fn(|_| TeamShared::new(constraints.next().map_or(&mut [][..], |c| &mut c[..])));
+        let mut totals = totals_by_colour.iter_mut();
+        let totals = std::array::from_fn(|_| TeamShared::new(totals.next().map_or(&mut [][..], |c| &mut c[..])));
+        Self { lens, constraints, totals }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::contact::{Pair, Partner};
@@ -717,32 +744,5 @@ mod tests {
         assert_eq!(one_filled, 1);
         assert!(three_filled > 3, "{three_filled} chunks hold points on 3 threads");
         assert!(one == three, "the state or the contact impulses differ between 1 and 3 threads");
-    }
-}
-
-/// Lane groups per chunk of a colour's phase: a shared colour in a few
-/// chunks per thread (at least 16 groups each), claimed as threads come
-/// free; a small or the overflow colour in one chunk (sequential).
-fn chunk_groups(shared: bool, groups: usize, threads: usize) -> usize {
-    if shared { balanced_chunk(groups, CHUNKS_PER_THREAD * threads, 16, usize::MAX) } else { groups.max(1) }
-}
-
-/// Each colour's lanes and totals, handed to a team (one slot per colour,
-/// empty past the last), with each colour's number of manifolds.
-struct ColourShares {
-    lens: [usize; MAX_COLOURS as usize + 1],
-    constraints: [TeamShared<SoftLanes>; MAX_COLOURS as usize + 1],
-    totals: [TeamShared<SoftTotals>; MAX_COLOURS as usize + 1],
-}
-
-impl ColourShares {
-    fn new(by_colour: &mut [Vec<SoftLanes>], totals_by_colour: &mut [Vec<SoftTotals>]) -> Self {
-        let lens = std::array::from_fn(|c| totals_by_colour.get(c).map_or(0, Vec::len));
-        let mut constraints = by_colour.iter_mut();
-        let constraints =
-            std::array::from_fn(|_| TeamShared::new(constraints.next().map_or(&mut [][..], |c| &mut c[..])));
-        let mut totals = totals_by_colour.iter_mut();
-        let totals = std::array::from_fn(|_| TeamShared::new(totals.next().map_or(&mut [][..], |c| &mut c[..])));
-        Self { lens, constraints, totals }
     }
 }
