@@ -54,7 +54,7 @@ left() { (( SECONDS - T0 + $1 <= BUDGET )); }
 run_tests() {
   for t in "$@"; do
     if ! left 30; then echo "$t: skipped (budget)" | tee -a "$W/tests.txt"; continue; fi
-    timeout 90 "$B/t/$t" --nocapture > "$W/test_$t.log" 2>&1
+    timeout "${TEST_S:-150}" "$B/t/$t" --nocapture > "$W/test_$t.log" 2>&1
     echo "$t: exit $? $(grep -h '^test result' "$W/test_$t.log" | tail -1)" | tee -a "$W/tests.txt"
   done
 }
