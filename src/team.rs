@@ -183,29 +183,13 @@ impl Participant<'_> {
     /// The next phase, of `chunks` chunks: waits for the previous phase to
     /// complete, then runs `work(k)` for the chunks `k` it claims. Every
     /// participant calls `phase` with the same chunk counts in the same order.
-    pub(crate) fn phase(&mut self, chunks: usize, mut work: impl FnMut(usize)) {
-        let schedule = self.schedule;
-        if self.next > 0 {
-            schedule.wait(self.next - 1, self.previous_chunks);
-        }
-        let counters = &schedule.phases[self.next];
-        // An empty phase, or one already claimed: nothing to take.
-        if counters.claimed.load(Ordering::Relaxed) < chunks {
-            loop {
-                let k = counters.claimed.fetch_add(1, Ordering::Relaxed);
-                if k >= chunks {
-                    break;
-                }
-                let poison = Poison(schedule);
-                work(k);
-                std::mem::forget(poison);
-                if counters.done.fetch_add(1, Ordering::SeqCst) + 1 == chunks {
-                    schedule.notify();
-                }
-            }
-        }
-        self.previous_chunks = chunks;
-        self.next += 1;
+    pub(crate) fn phase(&mut self, chunks: usize, work: impl FnMut(usize)) {
+        self.walk_phase(
+            chunks,
+            |counters| counters.claimed.load(Ordering::Relaxed),
+            |counters| Some(counters.claimed.fetch_add(1, Ordering::Relaxed)).filter(|&k| k < chunks),
+            work,
+        );
     }
 
     /// As [`Participant::phase`], but the chunks are claimed from both ends:
@@ -221,24 +205,46 @@ impl Participant<'_> {
     /// sum of both counts before it is below `chunks` (each successful claim
     /// sees a different sum; the front ones take indices 0..f, the back ones
     /// n − b..n, with f + b = n at the end).
-    pub(crate) fn phase_from_ends(&mut self, chunks: usize, mut work: impl FnMut(usize)) {
+    pub(crate) fn phase_from_ends(&mut self, chunks: usize, work: impl FnMut(usize)) {
+        let (step, shift) = if self.from_back { (1u64 << 32, 32) } else { (1, 0) };
+        let from_back = self.from_back;
+        let taken = |ends: u64| (ends & 0xffff_ffff) as usize + (ends >> 32) as usize;
+        assert!(chunks < 1 << 31, "too many chunks for a phase claimed from both ends");
+        self.walk_phase(
+            chunks,
+            |counters| taken(counters.ends.load(Ordering::Relaxed)),
+            |counters| {
+                let before = counters.ends.fetch_add(step, Ordering::Relaxed);
+                if taken(before) >= chunks {
+                    return None;
+                }
+                let mine = ((before >> shift) & 0xffff_ffff) as usize;
+                Some(if from_back { chunks - 1 - mine } else { mine })
+            },
+            work,
+        );
+    }
+
+    /// The walk of one phase of `chunks` chunks, shared by [`Participant::phase`]
+    /// and [`Participant::phase_from_ends`], which differ only in how a
+    /// chunk is claimed: waits for the previous phase, and unless `taken`
+    /// says every chunk is already claimed (an empty phase, or one the
+    /// others took), runs `work(k)` for each chunk `k` that `claim` hands
+    /// out until it hands out none, counting each done chunk.
+    fn walk_phase(
+        &mut self,
+        chunks: usize,
+        taken: impl Fn(&PhaseCounters) -> usize,
+        mut claim: impl FnMut(&PhaseCounters) -> Option<usize>,
+        mut work: impl FnMut(usize),
+    ) {
         let schedule = self.schedule;
         if self.next > 0 {
             schedule.wait(self.next - 1, self.previous_chunks);
         }
         let counters = &schedule.phases[self.next];
-        let (step, shift) = if self.from_back { (1u64 << 32, 32) } else { (1, 0) };
-        let taken = |ends: u64| (ends & 0xffff_ffff) as usize + (ends >> 32) as usize;
-        assert!(chunks < 1 << 31, "too many chunks for a phase claimed from both ends");
-        // An empty phase, or one already claimed: nothing to take.
-        if taken(counters.ends.load(Ordering::Relaxed)) < chunks {
-            loop {
-                let before = counters.ends.fetch_add(step, Ordering::Relaxed);
-                if taken(before) >= chunks {
-                    break;
-                }
-                let mine = ((before >> shift) & 0xffff_ffff) as usize;
-                let k = if self.from_back { chunks - 1 - mine } else { mine };
+        if taken(counters) < chunks {
+            while let Some(k) = claim(counters) {
                 let poison = Poison(schedule);
                 work(k);
                 std::mem::forget(poison);
