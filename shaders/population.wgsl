@@ -30,9 +30,14 @@ struct Params {
     dt: f32,
     // Start of the live range; n is its end (gpu.rs, Population::live_range).
     first: u32,
-    pad1: u32,
+    // PopulationParams::push_out (UNBOUNDED_PUSH for infinite: WGSL may
+    // assume no infinities).
+    push_out: f32,
     pad2: u32,
 }
+
+// A push-out bound no overlap reaches (gpu.rs `UNBOUNDED_PUSH`).
+const UNBOUNDED_PUSH: f32 = 1e20;
 
 // Copy of shaders/fields.wgsl's Field (same encoding).
 // struct Field: shaders/field_common.wgsl (prepended when the module is built).
@@ -158,7 +163,10 @@ fn in_reach(o: Obstacle, distance: f32, r: f32) -> bool {
 }
 
 // ---- contact law (contact.rs) ----
-fn rebound_distance(gap0: f32, vn_pre: f32, h: f32, restitution: f32) -> f32 {
+fn rebound_distance(gap0: f32, vn_pre: f32, h: f32, restitution: f32, push: f32) -> f32 {
+    if gap0 < -push {
+        return gap0 + push;
+    }
     if gap0 > 0.0 && vn_pre < -P.resting {
         let tc = gap0 / (-vn_pre * h);
         if tc < 1.0 {
@@ -527,7 +535,8 @@ fn solve_ball(i: u32, stabilise: bool) {
         if !stabilise {
             let s0 = pair_normal(pv[a].xy, pv[b].xy);
             let vn_pre = dot(pred[a].zw - pred[b].zw, s0.yz);
-            extra = rebound_distance(s0.x - sum_r, vn_pre, P.h, P.restitution);
+            let push = P.push_out * min(ang[a].z, ang[b].z);
+            extra = rebound_distance(s0.x - sum_r, vn_pre, P.h, P.restitution, push);
         }
         let s = pair_normal(at(a, stabilise), at(b, stabilise));
         let kk = ang[a].w + ang[b].w;
@@ -547,7 +556,8 @@ fn solve_ball(i: u32, stabilise: bool) {
             let m = mix(o);
             let start = obstacle_contact(o, pv[i].xy);
             let vn_pre = dot(pred[i].zw - velocity_at(o, pv[i].xy - start.yz * r_i), start.yz);
-            extra = rebound_distance(start.x - r_i, vn_pre, P.h, m.restitution);
+            // Obstacles keep their priority: always pushed out in full.
+            extra = rebound_distance(start.x - r_i, vn_pre, P.h, m.restitution, UNBOUNDED_PUSH);
         }
         let now = obstacle_contact(o, p_i);
         if in_reach(o, now.x, r_i) {

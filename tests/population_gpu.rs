@@ -91,6 +91,42 @@ fn one_step_of_a_pile_on_the_gpu_is_the_twins_up_to_its_rounding() {
     }
 }
 
+/// Deep overlaps (a 20 × 20 grid of r = 0.5 at spacing 0.6: each ball 80 %
+/// of r into its four neighbours, no gravity, no walls) are pushed out at
+/// the bounded rate on the GPU as on the CPU twin (`push_out`, the shader's
+/// `rebound_distance`): the GPU's step is the twin's up to its rounding (bitwise where
+/// the device computes the twin's bits, as lavapipe does; elsewhere within
+/// twice the twin's one-ulp envelope, as for a pile). The CPU test
+/// `a_deep_overlap_is_pushed_out_at_the_bounded_rate_and_left_at_rest`
+/// checks the rate itself against its closed form.
+#[test]
+fn deep_overlaps_are_pushed_out_at_the_bounded_rate_on_the_gpu() {
+    let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
+    let ctx = Arc::new(ctx);
+    let text = "Scene(name: \"packed\", gravity: (0.0, 0.0), dt: 0.016666666666666666,
+       population: Population(radius: 0.5, restitution: 0.5, friction: 0.3, push_out: 0.01, stabilise_every: 0,
+         spawn: [Grid(origin: (0.0, 0.0), count: 400, spacing: 0.6)],
+         bounds: Rect(min: (-50.0, -50.0), max: (60.0, 60.0))))";
+    let scene = Scene::parse(text, "packed.ron").unwrap_or_else(|e| panic!("{e}"));
+    let mut start = scene.build_world().unwrap_or_else(|e| panic!("{e}")).population.expect("a population");
+    start.max_overlap_seen = 0.0;
+    let (on_cpu, on_gpu) = one_step(&ctx, &start);
+    // The bound acts in this state: unbounded, the twin's step differs.
+    let mut unbounded = start.clone();
+    unbounded.params.push_out = f32::INFINITY;
+    cpu::step(&mut unbounded, 1.0 / 60.0).unwrap();
+    assert_ne!(unbounded.position, on_cpu.position, "the bound changed nothing: the test would prove little");
+    if twin::bitwise_equal(&on_cpu, &on_gpu) {
+        eprintln!("packed lattice: the device computes the CPU twin's bits");
+    } else {
+        twin::assert_within_envelope(
+            twin::differences(&on_cpu, &on_gpu),
+            twin::one_ulp_envelope(&start, 1),
+            "packed lattice, one step",
+        );
+    }
+}
+
 /// One step of `start` on each backend; the re-sort at the step (if due)
 /// works on the same positions, so the slots must agree on any device.
 /// balls_box with `count` balls after `steps` steps of the CPU twin at

@@ -64,8 +64,15 @@ struct Params {
     dt: f32,
     /// Start of the live range ([`Population::live_range`]).
     first: u32,
-    _pad: [u32; 2],
+    /// `PopulationParams::push_out`, [`UNBOUNDED_PUSH`] where infinite.
+    push_out: f32,
+    _pad: u32,
 }
+
+/// The push-out bound the shader gets for an unbounded one (WGSL may assume
+/// no infinities; no overlap is 1e20 radii deep). Also the shader's bound
+/// for obstacles.
+const UNBOUNDED_PUSH: f32 = 1e20;
 
 struct Pipelines {
     release: wgpu::ComputePipeline,
@@ -529,7 +536,8 @@ impl GpuPopulation {
             step: (pop.steps + 1).min(u64::from(u32::MAX)) as u32,
             dt,
             first: live.start as u32,
-            _pad: [0; 2],
+            push_out: pop.params.push_out.min(UNBOUNDED_PUSH),
+            _pad: 0,
         };
         ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
         let (x, y) = ctx.dispatch_grid((live.len() as u64).max(1)).map_err(gpu_error)?;

@@ -28,7 +28,7 @@
 //!    (below: per ball its listed neighbours of higher id);
 //! 5. `substeps` × { `stabilise` (one Gauss–Seidel sweep from the current
 //!    positions, committed without velocity; only in substeps 0, K, 2K, …
-//!    of [`PopulationParams::stabilise_every`] = K, default never), `predict` (v += a h,
+//!    of [`PopulationParams::stabilise_every`] = K, default 4), `predict` (v += a h,
 //!    x* = x + v h), `count_contacts` (the velocity pass's mass splitting),
 //!    `iterations` × `sweep_positions` (cell-coloured Gauss–Seidel, below),
 //!    then `solve_velocities` (restitution, friction, rolling resistance,
@@ -124,13 +124,54 @@
 //! energy fed in, balls thrown out), warm-started position impulses (3.4 %),
 //! over-relaxation 1.5 (5.8 %, balls thrown out).
 //!
-//! **The stabilisation sweep** is a knob, `population.stabilise_every`
-//! (a sweep from the current positions, committed without velocity, in
-//! substeps 0, K, 2K, …; default never): the solve sweeps project from the
-//! predicted positions anyway, so at 10⁴ it costs time and buys no settled
-//! overlap. The mixer keeps `stabilise_every: 1`: without it a ball ends up
-//! to 40 % of r inside the turning paddle
-//! (`mixer_balls_never_end_inside_the_paddle`).
+//! **Deep overlaps: the stabilisation sweep** (`population.stabilise_every`
+//! = K, default [`DEFAULT_STABILISE_EVERY`] = 2: one sweep from the current
+//! positions, committed without velocity, in substeps 0, K, 2K, …). A
+//! position correction becomes velocity (`Δx/h`). A deep overlap present
+//! at a substep's start — what two sweeps leave where a tall column lands on
+//! a pile — resolved in one substep gives its balls a speed that the Jacobi
+//! velocity pass (one pass, mass-split) does not take back once they are
+//! apart: balls_box 10⁴ with spawn seed 5 and no stabilisation saw overlaps
+//! of 72 % then 143 % of r, balls leaving the pile at 50 … 370 m/s, 40
+//! escaped (27 Nov 2026). The stabilisation sweep removes what overlap is
+//! there at the start of its substep without giving velocity, so deep
+//! overlaps are not carried from substep to substep into the velocity.
+//!
+//! balls_box 10⁴, 600 steps, CPU twin, by spawn seed (27–28 Nov 2026; the
+//! twin's results are the same bits on every machine and pool size). The
+//! settle test's figure — KE per ball over the tenth second / initial,
+//! bound 1e-3 — from `examples/population_settings.rs`; where only an end
+//! sample was taken (`mx2d run … --summary`), "end" marks it. Overlap / r at
+//! the end; the worst overlap seen:
+//!
+//! | variant | KE (tenth second) / initial | overlap end | worst seen | escaped |
+//! |---|---|---|---|---|
+//! | no stabilisation (the default before) | end, seeds 1–5: 1.6e-5, 7.7e-3, 8.2e-4, 1.2e-5, 1.24 | 0.67–0.92 % | 12.6 … 56 % | 40 (seed 5) |
+//! | **every 2nd substep (the default)** | seeds 1–5: 1.9e-4, 7.7e-5, 2.1e-4, 2.0e-4, 4.4e-4 | 1.05–1.19 % | 5.1–9.1 % | 0 |
+//! | every 4th substep | seeds 1–6: 6.5e-5, **2.4e-3**, 7.0e-5, 2.7e-4, 1.5e-5, 7.5e-5 | 0.78–1.45 % | 4.8–8.4 % | 0 |
+//! | every substep | seed 1: **1.2e-2** (a collapse under way at 10 s) | 0.74 % | 10.2 % | 0 |
+//! | push-out bounded at 2 % of r per substep, no stabilisation | end, seeds 1–8: 2.3e-5 … 5.3e-3, 4 of 8 above 1e-3 | 0.75–1.79 % | 31–56 % | 0 |
+//! | bounded 2 % and every 4th substep | end, seeds 1–8: 4.9e-5 … 2.8e-3, 6 of 8 above 1e-3 | 0.72–1.85 % | 11–23 % | 0 |
+//!
+//! A settled pile still relaxes by rare collapses (a void closes), so one
+//! seed's tenth second can fail where its neighbours pass; every other
+//! substep is the setting that passed every seed tried, with a factor ≥ 2
+//! to spare. It costs 8 sweeps on the step's 32 (≈ 10 % of the step at
+//! 10⁴). The mixer sets `stabilise_every: 1`: a turning paddle needs the
+//! balls pushed out of it at every substep (without it a ball ends up to
+//! 40 % of r inside, `mixer_balls_never_end_inside_the_paddle`).
+//!
+//! **The push-out bound** (`population.push_out`, default unbounded): an
+//! overlap deeper than `push_out`·r (the pair's smaller radius) at a
+//! substep's start is pushed out by that much in the substep and no more
+//! (`contact::rebound_distance`: the sweeps' target keeps the excess), so
+//! the speed it adds is at most `push_out·r/h` — Box2D v3's
+//! `contactPushMaxVelocity` in radii per substep. It removes the blow-up
+//! too, but as the table shows a pile that may not push its overlaps out
+//! keeps them (worst 31–56 % of r) and slumps for longer, so it is off by
+//! default; a scene that creates deep overlaps faster than a step can undo
+//! (an emitter into a crowd) may want it. Obstacles are always pushed out
+//! in full (their priority, below).
 //!
 //! **Why not fewer colours.** 4 colours (cells 2 apart) are safe only if a
 //! cell's thread writes its own balls alone, i.e. each side of a pair moves
@@ -213,6 +254,14 @@ pub use spawn::{ContainerDef, PopulationDef, RectDef, SpawnDef};
 /// Steps between two re-sorts of the ball arrays by grid cell
 /// ([`PopulationParams::resort_every`]).
 pub const DEFAULT_RESORT_EVERY: u32 = 8;
+
+/// Default [`PopulationParams::stabilise_every`]: the stabilisation sweep
+/// in every other substep (the module doc's "Deep overlaps").
+pub const DEFAULT_STABILISE_EVERY: u32 = 2;
+
+/// Default [`PopulationParams::push_out`]: unbounded (the module doc's
+/// "Deep overlaps": a bound measured worse than the stabilisation sweep).
+pub const DEFAULT_PUSH_OUT: f32 = f32::INFINITY;
 
 /// Neighbour-list capacity per ball.
 pub const MAX_NEIGHBOURS: usize = 16;
@@ -315,6 +364,10 @@ pub struct PopulationParams {
     pub stabilise_every: u32,
     /// Over-relaxation of the position correction.
     pub relaxation: f32,
+    /// The largest push-out per substep of a ball–ball overlap present at
+    /// the substep's start, as a fraction of the pair's smaller radius
+    /// (`contact::rebound_distance`; infinite: unbounded).
+    pub push_out: f32,
     /// Neighbour margin (m).
     pub skin: f32,
     /// The ball arrays are re-sorted by cell every this many steps (0: never;
@@ -531,6 +584,9 @@ impl Population {
         if !(def.relaxation > 0.0 && def.relaxation < 2.0) {
             return Err(invalid("relaxation", format!("must be in (0, 2), got {}", def.relaxation)));
         }
+        if def.push_out.is_nan() || def.push_out <= 0.0 {
+            return Err(invalid("push_out", format!("must be > 0 (inf: unbounded), got {}", def.push_out)));
+        }
         nonneg("skin", def.skin)?;
         let mut spawn = def.spawn.clone();
         if let Some(n) = def.count {
@@ -694,6 +750,7 @@ impl Population {
                 iterations: def.iterations,
                 stabilise_every: def.stabilise_every,
                 relaxation: def.relaxation as f32,
+                push_out: def.push_out as f32,
                 skin: skin as f32,
                 resort_every: def.resort_every,
                 bounds: (bounds.0.as_vec2(), bounds.1.as_vec2()),

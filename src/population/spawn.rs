@@ -16,7 +16,10 @@ fn default_iterations() -> u32 {
     2
 }
 fn default_stabilise_every() -> u32 {
-    0
+    super::DEFAULT_STABILISE_EVERY
+}
+fn default_push_out() -> f64 {
+    super::DEFAULT_PUSH_OUT as f64
 }
 fn default_resort_every() -> u32 {
     super::DEFAULT_RESORT_EVERY
@@ -64,12 +67,18 @@ pub struct PopulationDef {
     #[serde(default = "default_iterations")]
     pub iterations: u32,
     /// The stabilisation sweep runs in substeps 0, K, 2K, … of a step for
-    /// `stabilise_every` = K (0: never); default 0.
+    /// `stabilise_every` = K (0: never); default
+    /// [`super::DEFAULT_STABILISE_EVERY`].
     #[serde(default = "default_stabilise_every")]
     pub stabilise_every: u32,
     /// Over-relaxation of the Jacobi position correction, in (0, 2); default 1.
     #[serde(default = "one")]
     pub relaxation: f64,
+    /// The largest push-out of a ball–ball overlap that was there at a
+    /// substep's start, per substep, as a fraction of the pair's smaller
+    /// radius (> 0); default [`super::DEFAULT_PUSH_OUT`], unbounded.
+    #[serde(default = "default_push_out")]
+    pub push_out: f64,
     /// The ball arrays are re-sorted by grid cell every this many steps (0:
     /// never); default [`super::DEFAULT_RESORT_EVERY`].
     #[serde(default = "default_resort_every")]

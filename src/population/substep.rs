@@ -437,7 +437,7 @@ impl Substeps<'_> {
     unsafe fn count_contacts(&self, balls: Range<usize>) {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
         let (obstacles, s) = (&pop.obstacles, &pop.scratch);
-        let material = pop.params.material;
+        let (material, push_out) = (pop.params.material, pop.params.push_out);
         let (position, x_pred, v_pre, ball) =
             unsafe { (m.position.all(), m.x_pred.all(), m.v_pre.all(), m.ball.all()) };
         for i in balls {
@@ -465,9 +465,20 @@ impl Substeps<'_> {
                 let r = x_i - position[j];
                 let d2 = r.length_squared();
                 // Overlapping at the substep's start (margin far above f32
-                // rounding): no new impact, no rebound; skip the sqrt.
+                // rounding): no new impact, no rebound. An overlap deeper
+                // than the push-out bound keeps its excess
+                // (`rebound_distance`); the sqrt is skipped where, with the
+                // margin, the exact test gives 0 too (and always when the
+                // bound reaches past the radii: infinite, unbounded).
                 if d2 < sum_r * sum_r * (1.0 - FAR_MARGIN) {
-                    pair.rebound = 0.0;
+                    let push = push_out * r_i.min(ball[j].radius);
+                    let inner = sum_r - push;
+                    pair.rebound = if inner > 0.0 && d2 < inner * inner * (1.0 + FAR_MARGIN) {
+                        let (_, d0) = pair_normal(r, Vec2::ZERO);
+                        contact::rebound_distance(d0 - sum_r, 0.0, h, material.restitution, resting, push)
+                    } else {
+                        0.0
+                    };
                     continue;
                 }
                 // Closing slower than the resting speed whatever the normal
@@ -490,7 +501,8 @@ impl Substeps<'_> {
                 }
                 let (n0, d0) = pair_normal(r, Vec2::ZERO);
                 let vn_pre = closing.dot(n0);
-                pair.rebound = contact::rebound_distance(d0 - sum_r, vn_pre, h, material.restitution, resting);
+                let push = push_out * r_i.min(ball[j].radius);
+                pair.rebound = contact::rebound_distance(d0 - sum_r, vn_pre, h, material.restitution, resting, push);
             }
             let p = x_pred[i];
             let listed = i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize;
@@ -505,7 +517,9 @@ impl Substeps<'_> {
                 let mat = contact::mix(material, o.restitution, o.friction, o.rolling_resistance);
                 let start = o.contact(x_i);
                 let vn_pre = (v_i - o.velocity_at(x_i - start.normal * r_i)).dot(start.normal);
-                *extra = contact::rebound_distance(start.distance - r_i, vn_pre, h, mat.restitution, resting);
+                // Obstacles keep their priority: always pushed out in full.
+                *extra =
+                    contact::rebound_distance(start.distance - r_i, vn_pre, h, mat.restitution, resting, f32::INFINITY);
             }
             // SAFETY: ball i's own count.
             unsafe { m.contacts.set(i, n.max(1)) };

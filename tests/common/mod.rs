@@ -185,8 +185,13 @@ pub mod twin;
 
 /// The population of scenes/balls_box.ron with `count` balls.
 pub fn balls_box(count: u64) -> mx2d::population::Population {
+    balls_box_seeded(count, 1)
+}
+
+/// [`balls_box`] with the main spawner's seed (its initial velocities) set.
+pub fn balls_box_seeded(count: u64, seed: u64) -> mx2d::population::Population {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron")).unwrap();
-    let overrides = [format!("population.count={count}")];
+    let overrides = [format!("population.count={count}"), format!("population.spawn[0].seed={seed}")];
     let scene = mx2d::scene::Scene::parse_with_overrides(&text, "balls_box.ron", &overrides).unwrap();
     scene.build_world().unwrap().population.unwrap()
 }
