@@ -316,17 +316,6 @@ impl<T: Copy> Shared<T> {
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
-    /// Elements `range`, read-only.
-    ///
-    /// # Safety
-    /// No thread writes them while the reference lives.
-    #[inline]
-    pub(crate) unsafe fn range(&self, range: std::ops::Range<usize>) -> &[T] {
-        assert!(range.start <= range.end && range.end <= self.len);
-        // SAFETY: in bounds (checked); no writer (the caller).
-        unsafe { std::slice::from_raw_parts(self.ptr.add(range.start), range.len()) }
-    }
-
     /// Elements `range`, writable.
     ///
     /// # Safety

@@ -211,12 +211,6 @@ enum Sweep {
     /// The substep's solve: from the predicted positions, new impacts get
     /// their rebound distance (`count_contacts`).
     Solve,
-    /// The substep's first solve sweep: as [`Sweep::Solve`], each ball's
-    /// turn beginning with its count and rebound distances
-    /// (`Substeps::count_ball`, which reads only what the sweeps do not
-    /// write, and writes only the ball's own count and rebounds, which no
-    /// other ball's turn reads).
-    FirstSolve,
 }
 
 /// One step's substeps: the read-only state (`pop`, whose written arrays
@@ -332,11 +326,8 @@ impl Substeps<'_> {
         // predict: in the first substep and after each stabilisation (else
         // fused with the previous substep's finish).
         let predicts = (0..p.substeps).filter(|&s| s == 0 || p.stabilises(s)).count();
-        // count_contacts: in the first solve sweep (else a phase of its own).
-        let counts = if p.iterations == 0 { p.substeps as usize } else { 0 };
-        p.substeps as usize * (2 + colours * p.iterations as usize)
+        p.substeps as usize * (3 + colours * p.iterations as usize)
             + predicts
-            + counts
             + p.stabilising_substeps() as usize * (1 + colours)
     }
 
@@ -366,15 +357,10 @@ impl Substeps<'_> {
             if substep == 0 || self.pop.params.stabilises(substep) {
                 self.per_chunk(t, |balls| unsafe { self.predict(balls) });
             }
-            // The contacts' count and rebounds: at each ball's turn in the
-            // first solve sweep (no phase of their own), else here.
-            let iterations = self.pop.params.iterations;
-            if iterations == 0 {
-                self.per_chunk(t, |balls| unsafe { self.count_contacts(balls) });
-            }
+            self.per_chunk(t, |balls| unsafe { self.count_contacts(balls) });
             lap(t, PopulationStage::Predict);
-            for iteration in 0..iterations {
-                self.sweep(t, if iteration == 0 { Sweep::FirstSolve } else { Sweep::Solve });
+            for _ in 0..self.pop.params.iterations {
+                self.sweep(t, Sweep::Solve);
             }
             lap(t, PopulationStage::Solve);
             self.per_chunk(t, |balls| worst = worst.max(unsafe { self.pair_impulses(balls) }));
@@ -480,96 +466,81 @@ impl Substeps<'_> {
     /// A per-ball phase after `predict` (positions, predictions, records and
     /// pre-solve velocities are read-only in it).
     unsafe fn count_contacts(&self, balls: Range<usize>) {
-        for i in balls {
-            // SAFETY: ball i is this thread's alone (the phase).
-            unsafe { self.count_ball(i) };
-        }
-    }
-
-    /// Ball `i`'s part of [`Self::count_contacts`]: its contacts at the
-    /// predicted positions (at least 1), the rebound distances of the pairs
-    /// it projects and of its obstacles. It reads the positions,
-    /// predictions, pre-solve velocities and radii, which neither the
-    /// sweeps nor the count write (a prediction for the record's `x* + 0`:
-    /// the same squared distances, a zero's sign does not survive the
-    /// squares), and writes ball i's own count, pair rebounds and obstacle
-    /// rebounds.
-    ///
-    /// # Safety
-    /// After `predict`, before `pair_impulses`; ball i's count and rebounds
-    /// are read and written by no other thread in the phase (a per-ball
-    /// phase, or ball i's turn in the first solve sweep: its rebounds are
-    /// read only at its own turns).
-    #[inline(always)]
-    unsafe fn count_ball(&self, i: usize) {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
-        let (obstacles, s, radius) = (&pop.obstacles, &pop.scratch, &pop.radius);
+        let (obstacles, s) = (&pop.obstacles, &pop.scratch);
         let material = pop.params.material;
-        let (position, x_pred, v_pre) = unsafe { (m.position.all(), m.x_pred.all(), m.v_pre.all()) };
-        let (at_i, r_i, x_i, v_i) = (x_pred[i], radius[i], position[i], v_pre[i]);
-        let mut n = 0u32;
-        for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
-            let reach = r_i + radius[j as usize];
-            n += ((x_pred[j as usize] - at_i).length_squared() < reach * reach) as u32;
+        let (position, x_pred, v_pre, ball) =
+            unsafe { (m.position.all(), m.x_pred.all(), m.v_pre.all(), m.ball.all()) };
+        for i in balls {
+            let me = ball[i];
+            let (at_i, r_i, x_i, v_i) = (me.at, me.radius, position[i], v_pre[i]);
+            let mut n = 0u32;
+            // The records' x* + 0 for x*: the same squared distances (a
+            // zero's sign does not survive the squares).
+            for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
+                let other = ball[j as usize];
+                let reach = r_i + other.radius;
+                n += ((other.at - at_i).length_squared() < reach * reach) as u32;
+            }
+            // SAFETY: ball i's range of the sweeps' pairs is its own.
+            let [start, end] = s.sweep_range[i];
+            let projected = unsafe { m.sweep_pairs.range_mut(start as usize..end as usize) };
+            for pair in projected.iter_mut() {
+                let j = pair.other as usize;
+                let sum_r = r_i + ball[j].radius;
+                // The rebound distance, from i's side: every quantity below
+                // is the canonical one (a the lower slot) or its exact
+                // negation, and the rebound reads them through squares and
+                // the product of the two negated ones, so it is bitwise
+                // the same.
+                let r = x_i - position[j];
+                let d2 = r.length_squared();
+                // Overlapping at the substep's start (margin far above f32
+                // rounding): no new impact, no rebound; skip the sqrt.
+                if d2 < sum_r * sum_r * (1.0 - FAR_MARGIN) {
+                    pair.rebound = 0.0;
+                    continue;
+                }
+                // Closing slower than the resting speed whatever the normal
+                // (|v_n| ≤ |v_a − v_b|, with the same margin): no rebound;
+                // skip the sqrt.
+                let closing = v_i - v_pre[j];
+                let closing2 = closing.length_squared();
+                if resting > 0.0 && closing2 < resting * resting * (1.0 - FAR_MARGIN) {
+                    pair.rebound = 0.0;
+                    continue;
+                }
+                // Too far to meet in the substep at |v_a − v_b| ≥ |v_n| (the
+                // gap above the distance closed, with the margin: the time of
+                // impact is past the substep; a resting speed ≥ 0 asks v_n < 0
+                // of an impact): no rebound; skip the normal.
+                let meet = sum_r + closing2.sqrt() * h;
+                if resting >= 0.0 && d2 > meet * meet * (1.0 + FAR_MARGIN) {
+                    pair.rebound = 0.0;
+                    continue;
+                }
+                let (n0, d0) = pair_normal(r, Vec2::ZERO);
+                let vn_pre = closing.dot(n0);
+                pair.rebound = contact::rebound_distance(d0 - sum_r, vn_pre, h, material.restitution, resting);
+            }
+            let p = x_pred[i];
+            let listed = i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize;
+            // SAFETY: ball i's slots of the obstacles' rebounds are its own.
+            let obstacle_extra = unsafe { m.obstacle_extra.range_mut(listed.clone()) };
+            for (extra, &o) in obstacle_extra.iter_mut().zip(&s.obstacle_ids[listed]) {
+                let o = &obstacles[o as usize];
+                let d = o.contact(p).distance;
+                if d < r_i && obstacle_in_reach(o, d, r_i) {
+                    n += 1;
+                }
+                let mat = contact::mix(material, o.restitution, o.friction, o.rolling_resistance);
+                let start = o.contact(x_i);
+                let vn_pre = (v_i - o.velocity_at(x_i - start.normal * r_i)).dot(start.normal);
+                *extra = contact::rebound_distance(start.distance - r_i, vn_pre, h, mat.restitution, resting);
+            }
+            // SAFETY: ball i's own count.
+            unsafe { m.contacts.set(i, n.max(1)) };
         }
-        // SAFETY: ball i's range of the sweeps' pairs is its own.
-        let [start, end] = s.sweep_range[i];
-        let projected = unsafe { m.sweep_pairs.range_mut(start as usize..end as usize) };
-        for pair in projected.iter_mut() {
-            let j = pair.other as usize;
-            let sum_r = r_i + radius[j];
-            // The rebound distance, from i's side: every quantity below
-            // is the canonical one (a the lower slot) or its exact
-            // negation, and the rebound reads them through squares and
-            // the product of the two negated ones, so it is bitwise
-            // the same.
-            let r = x_i - position[j];
-            let d2 = r.length_squared();
-            // Overlapping at the substep's start (margin far above f32
-            // rounding): no new impact, no rebound; skip the sqrt.
-            if d2 < sum_r * sum_r * (1.0 - FAR_MARGIN) {
-                pair.rebound = 0.0;
-                continue;
-            }
-            // Closing slower than the resting speed whatever the normal
-            // (|v_n| ≤ |v_a − v_b|, with the same margin): no rebound;
-            // skip the sqrt.
-            let closing = v_i - v_pre[j];
-            let closing2 = closing.length_squared();
-            if resting > 0.0 && closing2 < resting * resting * (1.0 - FAR_MARGIN) {
-                pair.rebound = 0.0;
-                continue;
-            }
-            // Too far to meet in the substep at |v_a − v_b| ≥ |v_n| (the
-            // gap above the distance closed, with the margin: the time of
-            // impact is past the substep; a resting speed ≥ 0 asks v_n < 0
-            // of an impact): no rebound; skip the normal.
-            let meet = sum_r + closing2.sqrt() * h;
-            if resting >= 0.0 && d2 > meet * meet * (1.0 + FAR_MARGIN) {
-                pair.rebound = 0.0;
-                continue;
-            }
-            let (n0, d0) = pair_normal(r, Vec2::ZERO);
-            let vn_pre = closing.dot(n0);
-            pair.rebound = contact::rebound_distance(d0 - sum_r, vn_pre, h, material.restitution, resting);
-        }
-        let p = x_pred[i];
-        let listed = i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize;
-        // SAFETY: ball i's slots of the obstacles' rebounds are its own.
-        let obstacle_extra = unsafe { m.obstacle_extra.range_mut(listed.clone()) };
-        for (extra, &o) in obstacle_extra.iter_mut().zip(&s.obstacle_ids[listed]) {
-            let o = &obstacles[o as usize];
-            let d = o.contact(p).distance;
-            if d < r_i && obstacle_in_reach(o, d, r_i) {
-                n += 1;
-            }
-            let mat = contact::mix(material, o.restitution, o.friction, o.rolling_resistance);
-            let start = o.contact(x_i);
-            let vn_pre = (v_i - o.velocity_at(x_i - start.normal * r_i)).dot(start.normal);
-            *extra = contact::rebound_distance(start.distance - r_i, vn_pre, h, mat.restitution, resting);
-        }
-        // SAFETY: ball i's own count.
-        unsafe { m.contacts.set(i, n.max(1)) };
     }
 
     /// Ball `i`'s turn in a Gauss–Seidel sweep: each of its owned pairs (its
@@ -593,14 +564,10 @@ impl Substeps<'_> {
         let base = unsafe {
             match sweep {
                 Sweep::Stabilise => m.position.all(),
-                Sweep::Solve | Sweep::FirstSolve => m.x_pred.all(),
+                Sweep::Solve => m.x_pred.all(),
             }
         };
-        if let Sweep::FirstSolve = sweep {
-            // SAFETY: ball i's turn (the caller); what it reads no sweep
-            // writes (`count_ball`).
-            unsafe { self.count_ball(i) };
-        }
+        let (sweep_pairs, obstacle_extra) = unsafe { (m.sweep_pairs.all(), m.obstacle_extra.all()) };
         let (dx, ball) = (&m.dx, &m.ball);
         // SAFETY (every get/set below): balls i and j lie in the 3 × 3 cells
         // around i's cell, which this thread alone touches (the caller).
@@ -617,16 +584,14 @@ impl Substeps<'_> {
         // pairs, `cpu::owned_pairs`): the pair's projection moves both balls.
         // (`cpu::sweep_order_pairs`: the sweep reads them as one stream.)
         let [start, end] = s.sweep_range[i];
-        // SAFETY: ball i's own pairs (its rebounds, written by its count).
-        let sweep_pairs = unsafe { m.sweep_pairs.range(start as usize..end as usize) };
-        for &SweepPair { other: j, rebound } in sweep_pairs {
+        for &SweepPair { other: j, rebound } in &sweep_pairs[start as usize..end as usize] {
             let j = j as usize;
             let (a, b) = if i < j { (i, j) } else { (j, i) };
             let (ball_a, ball_b) = unsafe { (ball.get(a), ball.get(b)) };
             let sum_r = ball_a.radius + ball_b.radius;
             // The substep's rebound distance (count_contacts) in the solve.
             let extra = match sweep {
-                Sweep::Solve | Sweep::FirstSolve => rebound,
+                Sweep::Solve => rebound,
                 Sweep::Stabilise => 0.0,
             };
             let (pa, pb) = (ball_a.at, ball_b.at);
@@ -652,12 +617,10 @@ impl Substeps<'_> {
         let mut p_i = me.at;
         let mut correction = Vec2::ZERO;
         let listed = i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize;
-        // SAFETY: ball i's own obstacle rebounds.
-        let obstacle_extra = unsafe { m.obstacle_extra.range(listed.clone()) };
-        for (&o, &rebound) in s.obstacle_ids[listed].iter().zip(obstacle_extra) {
+        for (&o, &rebound) in s.obstacle_ids[listed.clone()].iter().zip(&obstacle_extra[listed]) {
             let o = &obstacles[o as usize];
             let extra = match sweep {
-                Sweep::Solve | Sweep::FirstSolve => rebound,
+                Sweep::Solve => rebound,
                 Sweep::Stabilise => 0.0,
             };
             let now = o.contact(p_i);
