@@ -173,36 +173,6 @@ fn sum_sides(sides: &[SideImpulse], active: &[bool]) -> SideImpulse {
     }
 }
 
-/// One ball's prediction (`Substeps::predict`, and the finish of the
-/// substep before, fused): x += dx (a stabilisation's correction, else 0),
-/// dx = 0, v⁻ = v + a h and x* = x + v⁻ h (a ball not alive: v⁻ = v,
-/// x* = x), and its record for the sweeps; returns (v⁻, x*, record). The
-/// same operations in the same order wherever it runs, so the same bits.
-#[inline(always)]
-#[allow(clippy::too_many_arguments)]
-fn predict_ball(
-    ball_state: u32,
-    position: &mut Vec2,
-    dx: &mut Vec2,
-    velocity: Vec2,
-    acc: Vec2,
-    h: f32,
-    radius: f32,
-    inv_mass: f32,
-) -> (Vec2, Vec2, SweepBall) {
-    *position += *dx;
-    *dx = Vec2::ZERO;
-    let (v_pre, x_pred) = if ball_state != state::ALIVE {
-        (velocity, *position)
-    } else {
-        let v_pre = velocity + acc * h;
-        (v_pre, *position + v_pre * h)
-    };
-    // The sweeps' base + dx (x* + 0 is x* but for the sign of a zero; the
-    // same sum as theirs).
-    (v_pre, x_pred, SweepBall { at: x_pred + *dx, radius, inv_mass })
-}
-
 /// What a sweep of the position solve does.
 #[derive(Clone, Copy, Debug)]
 enum Sweep {
@@ -324,7 +294,7 @@ impl Substeps<'_> {
         let p = &self.pop.params;
         let colours = super::cpu::COLOURS;
         // predict: in the first substep and after each stabilisation (else
-        // fused with the previous substep's finish).
+        // in the previous substep's finish phase).
         let predicts = (0..p.substeps).filter(|&s| s == 0 || p.stabilises(s)).count();
         p.substeps as usize * (3 + colours * p.iterations as usize)
             + predicts
@@ -351,9 +321,9 @@ impl Substeps<'_> {
                 self.sweep(t, Sweep::Stabilise);
                 lap(t, PopulationStage::Stabilise);
             }
-            // The predictions of a substep after the first were made by the
-            // previous substep's finish, ball by ball (no phase of their
-            // own), unless a stabilisation came in between.
+            // The predictions of a substep after the first were made in the
+            // previous substep's finish phase (no phase of their own),
+            // unless a stabilisation came in between.
             if substep == 0 || self.pop.params.stabilises(substep) {
                 self.per_chunk(t, |balls| unsafe { self.predict(balls) });
             }
@@ -364,8 +334,20 @@ impl Substeps<'_> {
             }
             lap(t, PopulationStage::Solve);
             self.per_chunk(t, |balls| worst = worst.max(unsafe { self.pair_impulses(balls) }));
+            // The next substep's predictions, chunk by chunk after the
+            // finish: a ball's prediction reads its own state alone (its
+            // new position, velocity and zero correction), so it needs no
+            // phase boundary; the same function as the predict phase, so
+            // the same bits, with the chunk still in cache.
             let predict_next = substep + 1 < self.pop.params.substeps && !self.pop.params.stabilises(substep + 1);
-            self.per_chunk(t, |balls| worst = worst.max(unsafe { self.finish_substep(balls, predict_next) }));
+            self.per_chunk(t, |balls| {
+                worst = worst.max(unsafe { self.finish_substep(balls.clone()) });
+                if predict_next {
+                    // SAFETY: the chunk's balls are this thread's alone, and
+                    // `finish_substep`'s slices of them are dead.
+                    unsafe { self.predict(balls) };
+                }
+            });
             lap(t, PopulationStage::Velocities);
         }
         t.finish();
@@ -449,8 +431,18 @@ impl Substeps<'_> {
             )
         };
         for k in 0..position.len() {
-            (v_pre[k], x_pred[k], ball[k]) =
-                predict_ball(states[k], &mut position[k], &mut dx[k], velocity[k], acc[k], h, radius[k], inv_mass[k]);
+            position[k] += dx[k];
+            dx[k] = Vec2::ZERO;
+            if states[k] != state::ALIVE {
+                v_pre[k] = velocity[k];
+                x_pred[k] = position[k];
+            } else {
+                v_pre[k] = velocity[k] + acc[k] * h;
+                x_pred[k] = position[k] + v_pre[k] * h;
+            }
+            // The sweeps' base + dx (x* + 0 is x* but for the sign of a
+            // zero; the same sum as theirs).
+            ball[k] = SweepBall { at: x_pred[k] + dx[k], radius: radius[k], inv_mass: inv_mass[k] };
         }
     }
 
@@ -769,18 +761,12 @@ impl Substeps<'_> {
     /// # Safety
     /// After [`Self::pair_impulses`] (its list entries, predictions and
     /// pre-solve velocities are read-only).
-    unsafe fn ball_velocity(
-        &self,
-        i: usize,
-        dx_i: Vec2,
-        omega_i: f32,
-        x_pred_i: Vec2,
-        v_pre_i: Vec2,
-    ) -> (Vec2, f32, f32) {
+    unsafe fn ball_velocity(&self, i: usize, dx_i: Vec2, omega_i: f32) -> (Vec2, f32, f32) {
         let (pop, m, h, resting) = (self.pop, &self.m, self.h, self.resting);
         let s = &pop.scratch;
         let (radius, inv_mass, obstacles) = (&pop.radius, &pop.inv_mass, &pop.obstacles);
-        let (side_impulse, side_active) = unsafe { (m.side_impulse.all(), m.side_active.all()) };
+        let (x_pred, v_pre, side_impulse, side_active) =
+            unsafe { (m.x_pred.all(), m.v_pre.all(), m.side_impulse.all(), m.side_active.all()) };
         let balls = pop.params.material;
         let (r_i, w_i) = (radius[i], inv_mass[i]);
         let mut worst = 0.0f32;
@@ -802,8 +788,8 @@ impl Substeps<'_> {
         let SideImpulse { dv, spin: domega, mut roll } = sum_sides(sides, &side_active[listed]);
         // Obstacles after the balls, in turn and in full (infinite mass,
         // priority), from the velocity the balls' impulses left.
-        let p_i = x_pred_i + dx_i;
-        let mut v_i = (v_pre_i + dx_i / h) + dv;
+        let p_i = x_pred[i] + dx_i;
+        let mut v_i = (v_pre[i] + dx_i / h) + dv;
         let mut spin = omega_i + domega;
         for &o in &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize] {
             let o = &obstacles[o as usize];
@@ -812,7 +798,7 @@ impl Substeps<'_> {
                 continue;
             }
             worst = worst.max((r_i - now.distance) / r_i);
-            let overlap_pred = (r_i - o.contact(x_pred_i).distance).max(0.0);
+            let overlap_pred = (r_i - o.contact(x_pred[i]).distance).max(0.0);
             if overlap_pred <= 0.0 && now.distance > r_i * (1.0 + ACTIVE_SLOP) {
                 continue;
             }
@@ -823,7 +809,7 @@ impl Substeps<'_> {
             let c = VelocityContact {
                 normal: n,
                 relative_velocity: v_i - t * (r_i * spin) - surface_velocity,
-                vn_pre: (v_pre_i - surface_velocity).dot(n),
+                vn_pre: (v_pre[i] - surface_velocity).dot(n),
                 overlap_pred,
                 k: w_i,
             };
@@ -840,25 +826,16 @@ impl Substeps<'_> {
     /// angle += ω h (a ball's new velocity reads no other ball's state but
     /// through its list entries, so no phase boundary is needed between
     /// the two). The correction is cleared for the next substep's
-    /// stabilisation (as on the GPU). With `predict_next`, the next
-    /// substep's prediction of each ball follows its finish
-    /// ([`predict_ball`]: it reads the ball's own state alone, so it needs
-    /// no phase boundary either; the same operations as the predict phase,
-    /// so the same bits). Returns the largest overlap / radius of the
-    /// chunk's obstacle contacts.
+    /// stabilisation (as on the GPU). Returns the largest overlap / radius
+    /// of the chunk's obstacle contacts.
     ///
     /// # Safety
     /// A per-ball phase after [`Self::pair_impulses`]: the balls of `balls`
     /// are this thread's alone.
-    unsafe fn finish_substep(&self, balls: Range<usize>, predict_next: bool) -> f32 {
-        let (pop, m, h) = (self.pop, &self.m, self.h);
-        let states = &pop.state[balls.clone()];
-        let (acc, radius, inv_mass) =
-            (&pop.scratch.acc[balls.clone()], &pop.radius[balls.clone()], &pop.inv_mass[balls.clone()]);
-        // The balls' own predictions, pre-solve velocities and records: read
-        // and rewritten element by element (`ball_velocity` reads ball i's
-        // alone; no slice of them lives across the loop).
-        let (x_pred, v_pre, ball) = (&m.x_pred, &m.v_pre, &m.ball);
+    unsafe fn finish_substep(&self, balls: Range<usize>) -> f32 {
+        let (m, h) = (&self.m, self.h);
+        let states = &self.pop.state[balls.clone()];
+        let x_pred = unsafe { &m.x_pred.all()[balls.clone()] };
         let (dx, position, velocity, omega, angle) = unsafe {
             (
                 m.dx.range_mut(balls.clone()),
@@ -870,36 +847,16 @@ impl Substeps<'_> {
         };
         let mut worst = 0.0f32;
         for k in 0..dx.len() {
-            let i = balls.start + k;
             let correction = std::mem::take(&mut dx[k]);
-            if states[k] == state::ALIVE {
-                // SAFETY: ball i is this thread's alone (the phase).
-                let (x_pred_i, v_pre_i) = unsafe { (x_pred.get(i), v_pre.get(i)) };
-                let (v, spin, overlap) = unsafe { self.ball_velocity(i, correction, omega[k], x_pred_i, v_pre_i) };
-                worst = worst.max(overlap);
-                position[k] = x_pred_i + correction;
-                velocity[k] = v;
-                omega[k] = spin;
-                angle[k] += spin * h;
+            if states[k] != state::ALIVE {
+                continue;
             }
-            if predict_next {
-                let (v_pre_i, x_pred_i, record) = predict_ball(
-                    states[k],
-                    &mut position[k],
-                    &mut dx[k],
-                    velocity[k],
-                    acc[k],
-                    h,
-                    radius[k],
-                    inv_mass[k],
-                );
-                // SAFETY: ball i is this thread's alone (the phase).
-                unsafe {
-                    v_pre.set(i, v_pre_i);
-                    x_pred.set(i, x_pred_i);
-                    ball.set(i, record);
-                }
-            }
+            let (v, spin, overlap) = unsafe { self.ball_velocity(balls.start + k, correction, omega[k]) };
+            worst = worst.max(overlap);
+            position[k] = x_pred[k] + correction;
+            velocity[k] = v;
+            omega[k] = spin;
+            angle[k] += spin * h;
         }
         worst
     }
