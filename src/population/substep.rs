@@ -12,6 +12,14 @@
 //! ([`crate::team`]): one rayon scope per step instead of one join per
 //! colour and per pass.
 //!
+//! `predict` is a phase of its own only in the first substep and after a
+//! stabilisation: otherwise each chunk of the previous substep's finish
+//! phase predicts its balls right after finishing them (a ball's
+//! prediction reads only its own new state), so a step of S substeps
+//! without stabilisation walks S − 1 phase boundaries fewer, with the
+//! same bits (docs/benchmarks.md, "population14": CPU time −1 to −2 % at
+//! 2 threads, within the noise of a loaded machine).
+//!
 //! The passes are those of `shaders/population.wgsl`, pass for pass: ball
 //! for ball but for the velocity pass, which the GPU computes per ball from
 //! both sides of each pair and the twin once per pair, then sums per ball
