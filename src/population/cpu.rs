@@ -41,6 +41,11 @@ pub const ACTIVE_SLOP: f32 = 1e-3;
 /// Step scratch, reused between steps.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Scratch {
+    /// Tests only: run the predict phase in every substep (the schedule
+    /// before the predictions moved into the finish phase), to compare the
+    /// two bit for bit.
+    #[cfg(test)]
+    pub(crate) predict_phase_every_substep: bool,
     pub(crate) acc: Vec<Vec2>,
     pub(crate) v_pre: Vec<Vec2>,
     pub(crate) x_pred: Vec<Vec2>,

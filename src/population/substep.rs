@@ -12,6 +12,14 @@
 //! ([`crate::team`]): one rayon scope per step instead of one join per
 //! colour and per pass.
 //!
+//! `predict` is a phase of its own only in the first substep and after a
+//! stabilisation: otherwise each chunk of the previous substep's finish
+//! phase predicts its balls right after finishing them (a ball's
+//! prediction reads only its own new state), so a step of S substeps
+//! without stabilisation walks S − 1 phase boundaries fewer, with the
+//! same bits (docs/benchmarks.md, "population14": CPU time −1 to −2 % at
+//! 2 threads, within the noise of a loaded machine).
+//!
 //! The passes are those of `shaders/population.wgsl`, pass for pass: ball
 //! for ball but for the velocity pass, which the GPU computes per ball from
 //! both sides of each pair and the twin once per pair, then sums per ball
@@ -293,7 +301,12 @@ impl Substeps<'_> {
     fn phase_count(&self) -> usize {
         let p = &self.pop.params;
         let colours = super::cpu::COLOURS;
-        p.substeps as usize * (4 + colours * p.iterations as usize) + p.stabilising_substeps() as usize * (1 + colours)
+        // predict: in the first substep and after each stabilisation (else
+        // in the previous substep's finish phase).
+        let predicts = (0..p.substeps).filter(|&s| self.predict_phase(s)).count();
+        p.substeps as usize * (3 + colours * p.iterations as usize)
+            + predicts
+            + p.stabilising_substeps() as usize * (1 + colours)
     }
 
     /// One participant's walk through the step's phases; returns the largest
@@ -316,7 +329,12 @@ impl Substeps<'_> {
                 self.sweep(t, Sweep::Stabilise);
                 lap(t, PopulationStage::Stabilise);
             }
-            self.per_chunk(t, |balls| unsafe { self.predict(balls) });
+            // The predictions of a substep after the first were made in the
+            // previous substep's finish phase (no phase of their own),
+            // unless a stabilisation came in between.
+            if self.predict_phase(substep) {
+                self.per_chunk(t, |balls| unsafe { self.predict(balls) });
+            }
             self.per_chunk(t, |balls| unsafe { self.count_contacts(balls) });
             lap(t, PopulationStage::Predict);
             for _ in 0..self.pop.params.iterations {
@@ -324,11 +342,35 @@ impl Substeps<'_> {
             }
             lap(t, PopulationStage::Solve);
             self.per_chunk(t, |balls| worst = worst.max(unsafe { self.pair_impulses(balls) }));
-            self.per_chunk(t, |balls| worst = worst.max(unsafe { self.finish_substep(balls) }));
+            // The next substep's predictions, chunk by chunk after the
+            // finish: a ball's prediction reads its own state alone (its
+            // new position, velocity and zero correction), so it needs no
+            // phase boundary; the same function as the predict phase, so
+            // the same bits, with the chunk still in cache.
+            let predict_next = substep + 1 < self.pop.params.substeps && !self.predict_phase(substep + 1);
+            self.per_chunk(t, |balls| {
+                worst = worst.max(unsafe { self.finish_substep(balls.clone()) });
+                if predict_next {
+                    // SAFETY: the chunk's balls are this thread's alone, and
+                    // `finish_substep`'s slices of them are dead.
+                    unsafe { self.predict(balls) };
+                }
+            });
             lap(t, PopulationStage::Velocities);
         }
         t.finish();
         worst
+    }
+
+    /// Whether `substep`'s predictions are a phase of their own: in the
+    /// first substep and after a stabilisation (else the previous substep's
+    /// finish phase makes them).
+    fn predict_phase(&self, substep: u32) -> bool {
+        #[cfg(test)]
+        if self.pop.scratch.predict_phase_every_substep {
+            return true;
+        }
+        substep == 0 || self.pop.params.stabilises(substep)
     }
 
     /// Balls per chunk of a per-ball phase: the live range cut evenly
@@ -907,6 +949,43 @@ mod tests {
         let none = sum_sides(&[entry(7); 3], &[false; 3]);
         assert_eq!(bits(none), [0; 4]);
         assert!(cases > 300);
+    }
+
+    /// The predictions made in the finish phase are bitwise those of a
+    /// predict phase of their own (every array of the balls after 80 steps
+    /// of a pile forming, 1 and 3 threads, with and without a stabilisation
+    /// every third substep), and the run moves the balls (the comparison
+    /// is not of two idle populations).
+    #[test]
+    fn predictions_in_the_finish_phase_are_bitwise_those_of_a_predict_phase() {
+        let state = |pop: &Population| {
+            let bits2 = |v: &[Vec2]| v.iter().flat_map(|p| [p.x.to_bits(), p.y.to_bits()]).collect::<Vec<u32>>();
+            let bits1 = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+            (bits2(&pop.position), bits2(&pop.velocity), bits1(&pop.omega), bits1(&pop.angle))
+        };
+        for stabilise in ["population.stabilise_every=0", "population.stabilise_every=3"] {
+            for threads in [1, 3] {
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a pool");
+                let run = |predict_phase_every_substep: bool| {
+                    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/balls_box.ron"))
+                        .expect("scenes/balls_box.ron");
+                    let overrides = ["population.count=1500".to_string(), stabilise.to_string()];
+                    let scene =
+                        crate::scene::Scene::parse_with_overrides(&text, "balls_box.ron", &overrides).expect("parses");
+                    let mut pop = scene.build_world().expect("builds").population.expect("a population");
+                    let start = state(&pop);
+                    pop.scratch.predict_phase_every_substep = predict_phase_every_substep;
+                    pool.install(|| {
+                        for _ in 0..80 {
+                            super::super::cpu::step(&mut pop, 1.0 / 60.0).expect("a finite step");
+                        }
+                    });
+                    assert_ne!(state(&pop).0, start.0, "the balls did not move");
+                    state(&pop)
+                };
+                assert!(run(false) == run(true), "{stabilise}, {threads} threads: the fused predictions differ");
+            }
+        }
     }
 
     /// The mask of a ball's first k entry flags: k bytes of ones.
