@@ -99,6 +99,12 @@ pub struct ConstraintSystem {
     /// The positions (bits) at which the rows in `blocks` were evaluated,
     /// while `jac_from_rotations` holds.
     filled_at: Vec<u64>,
+    /// Every row block and J hold a full evaluation of the current pins-only
+    /// constraint set ([`revolute::write_block`](super::revolute::write_block)
+    /// then a fill of J): their constant entries are in place, and an
+    /// assembly of the same set writes only the entries that depend on the
+    /// state.
+    pin_constants_in_place: bool,
     inv_mass: Vec<[f64; 3]>,
     /// ((generation, length) of a constraint set, its number of pins).
     pins_counted: Option<((u64, usize), usize)>,
@@ -146,6 +152,11 @@ pub struct Scene<'a> {
     pub surfaces: &'a [Surface],
 }
 
+/// A pin's two ends: (rotation, position, velocity) of body a and of body b
+/// (`None`: the world).
+type PinEnds = ((DVec2, [f64; 3], [f64; 3]), Option<(DVec2, [f64; 3], [f64; 3])>);
+
+#[inline(always)]
 fn body_state(x: &[f64], i: usize) -> [f64; 3] {
     [x[3 * i], x[3 * i + 1], x[3 * i + 2]]
 }
@@ -211,6 +222,16 @@ impl ConstraintSystem {
             self.update_body_weights(scene.bodies);
             return Ok(());
         }
+        // pins only, and the row blocks and J hold a full evaluation of these
+        // very pins: their constant entries (J's unit and zero columns, the
+        // padding row, the flags, the zero velocity bias) are in place, so
+        // only the angular columns of J, C and γ are written — 8 of a row
+        // block's 29 values and 4 of J's 18 (issue 10: the row blocks' and
+        // J's stores were ≈ 8 % of a small linkage's step)
+        if all_pins && self.pin_constants_in_place && self.blocks.len() == items.len() && self.jac_fits(scene) {
+            return self.assemble_pins_in_place(scene, rotations_changed, q, v);
+        }
+        self.pin_constants_in_place = false;
         let rotations = &self.rotations;
         let eval = |c: &super::Constraint, out: &mut RowBlock| {
             let a = c.body_a.0;
@@ -240,11 +261,82 @@ impl ConstraintSystem {
         // the one in place (the generation check: the same constraints)
         if all_pins && !rotations_changed && self.jac_from_rotations && self.jac_fits(scene) {
             self.record_fill_positions(q);
+            self.pin_constants_in_place = true;
             return Ok(());
         }
         self.jac_from_rotations = false;
         self.fill_jacobian(scene)?;
         self.jac_from_rotations = all_pins;
+        self.pin_constants_in_place = all_pins;
+        self.record_fill_positions(q);
+        Ok(())
+    }
+
+    /// The pins-only assembly when the row blocks and J hold a full
+    /// evaluation of the same pins (`pin_constants_in_place`, J fitting
+    /// this set): writes the state-dependent entries alone
+    /// ([`revolute::write_varying`](super::revolute::write_varying), the
+    /// expressions of a full evaluation: the same bits). J is left as it is,
+    /// keeping its values identity, when no body turned since its last fill.
+    #[inline(never)]
+    fn assemble_pins_in_place(
+        &mut self,
+        scene: Scene,
+        rotations_changed: bool,
+        q: &[f64],
+        v: &[f64],
+    ) -> Result<(), SolverError> {
+        let items = scene.constraints.as_slice();
+        let rotations = &self.rotations;
+        // (inlined: as a call, its result went through the stack and its
+        // reloads stalled on store forwarding)
+        #[inline(always)]
+        fn ends(c: &super::Constraint, rotations: &[DVec2], q: &[f64], v: &[f64]) -> PinEnds {
+            let a = c.body_a.0;
+            let b = match c.body_b {
+                Some(h) => Some((rotations[h.0], body_state(q, h.0), body_state(v, h.0))),
+                None => None,
+            };
+            ((rotations[a], body_state(q, a), body_state(v, a)), b)
+        }
+        let keep_jac = !rotations_changed && self.jac_from_rotations;
+        let mut finite = true;
+        if keep_jac {
+            for (out, c) in self.blocks.iter_mut().zip(items) {
+                if let super::ConstraintKind::Revolute { anchor_a, anchor_b } = c.kind {
+                    let (a, b) = ends(c, rotations, q, v);
+                    super::revolute::write_varying(anchor_a, anchor_b, a, b, out);
+                }
+            }
+        } else {
+            // x·0 is 0 for finite x and NaN otherwise: one test at the end
+            // (as `SparseJacobian::set_values` reports)
+            let mut probe = [0.0; 2];
+            let jac_blocks = self.jac.values_mut();
+            for ((out, c), pair) in self.blocks.iter_mut().zip(items).zip(jac_blocks.chunks_exact_mut(2)) {
+                if let super::ConstraintKind::Revolute { anchor_a, anchor_b } = c.kind {
+                    let (a, b) = ends(c, rotations, q, v);
+                    let (col_a, col_b) = super::revolute::write_varying(anchor_a, anchor_b, a, b, out);
+                    pair[0][2] = col_a[0];
+                    pair[0][5] = col_a[1];
+                    probe[0] += col_a[0] * 0.0;
+                    probe[1] += col_a[1] * 0.0;
+                    if let Some(col_b) = col_b {
+                        pair[1][2] = col_b[0];
+                        pair[1][5] = col_b[1];
+                        probe[0] += col_b[0] * 0.0;
+                        probe[1] += col_b[1] * 0.0;
+                    }
+                }
+            }
+            finite = probe[0] + probe[1] == 0.0;
+        }
+        self.update_body_weights(scene.bodies);
+        if !finite {
+            self.jac_from_rotations = false;
+            return Err(SolverError::NonFinite("Jacobian block"));
+        }
+        self.jac_from_rotations = true;
         self.record_fill_positions(q);
         Ok(())
     }
@@ -890,6 +982,47 @@ mod tests {
         fresh.assemble(scene, 0.0, &moved, &v2).expect("assembly");
         assert_eq!(bits(system.blocks()), bits(fresh.blocks()));
         assert!(system.max_error() > 5e-4, "the move shows in C: {:e}", system.max_error());
+    }
+
+    /// Pins reassembled at new positions after a full evaluation write only
+    /// the state-dependent entries (the angular columns of J, C and γ): the
+    /// row blocks (flags and row counts included) and J are bitwise those of
+    /// a fresh evaluation, world pins included, at positions with every
+    /// angle changed and with none changed; a non-finite angular column is
+    /// refused as the full fill refuses it.
+    #[test]
+    fn pins_reassembled_in_place_match_a_fresh_evaluation() {
+        let (bodies, set) = four_bar();
+        let scene = Scene { bodies: &bodies, constraints: &set, surfaces: &[] };
+        let bits = |b: &[RowBlock]| {
+            b.iter()
+                .flat_map(|r| {
+                    let jac = r.jac.iter().flatten().flatten();
+                    let flags = r.holonomic.iter().map(|&h| h as u64).chain([r.rows as u64]);
+                    let values = jac.chain(&r.value).chain(&r.velocity_bias).chain(&r.gamma).map(|x| x.to_bits());
+                    values.chain(flags).collect::<Vec<_>>()
+                })
+                .collect::<Vec<_>>()
+        };
+        let jac_bits = |j: &SparseJacobian| bytemuck::cast_slice::<_, u64>(&j.blocks).to_vec();
+        let v = disturbed(&[0.0; 9], 0.3);
+        let mut system = ConstraintSystem::default();
+        system.assemble(scene, 0.0, &closed(0.7), &v).expect("assembly");
+        assert!(system.pin_constants_in_place);
+        let turned = disturbed(&closed(0.9), 1e-3);
+        let mut shifted = turned.clone();
+        shifted[3] += 1e-3; // the coupler moves, no angle changes
+        for q in [turned, shifted] {
+            system.assemble(scene, 0.0, &q, &v).expect("assembly in place");
+            let mut fresh = ConstraintSystem::default();
+            fresh.assemble(scene, 0.0, &q, &v).expect("assembly");
+            assert_eq!(bits(system.blocks()), bits(fresh.blocks()));
+            assert_eq!(jac_bits(system.jacobian()), jac_bits(fresh.jacobian()));
+            assert!(system.max_error() > 1e-4, "the state shows in C: {:e}", system.max_error());
+        }
+        let mut broken = closed(0.7);
+        broken[2] = f64::NAN;
+        assert!(matches!(system.assemble(scene, 0.0, &broken, &v), Err(SolverError::NonFinite(_))));
     }
 
     /// `project_positions` leaves the system assembled at the projected q, so

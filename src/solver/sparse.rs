@@ -173,6 +173,18 @@ impl SparseJacobian {
         finite
     }
 
+    /// J's blocks (two per constraint, in constraint order, the second zero
+    /// for a one-body constraint), for a caller that overwrites some values
+    /// in place and knows the others are already right — the pins-only
+    /// assembly writes only the angular column of each pin's blocks (issue
+    /// 10). The structure is unchanged; the values take a new identity
+    /// ([`values_identity`](Self::values_identity)) whether or not a value
+    /// is then written. Non-finite values are the caller's to refuse.
+    pub(crate) fn values_mut(&mut self) -> &mut [Block] {
+        self.values_changed();
+        &mut self.blocks
+    }
+
     /// Appends a constraint of `rows` rows (1 to 3) touching one or two distinct
     /// bodies. `blocks[k] = (body, jac)` where `jac[r]` is row `r` of the constraint's
     /// Jacobian with respect to `(vx, vy, ω)` of `body`; only the first `rows` rows
