@@ -453,9 +453,10 @@ impl ConstraintSystem {
         // rhs = −γ − J M⁻¹ f (− 2αĊ − α²C): the accelerations a = M⁻¹(f + Jᵀλ)
         // then satisfy J a + γ = 0 (seed 003 §III).
         self.scratch.resize(f.len(), 0.0);
-        for (i, inv) in self.inv_mass.iter().enumerate() {
+        // (by body triples: no bounds check per entry)
+        for ((s, fi), inv) in self.scratch.chunks_exact_mut(3).zip(f.chunks_exact(3)).zip(&self.inv_mass) {
             for k in 0..3 {
-                self.scratch[3 * i + k] = inv[k] * f[3 * i + k];
+                s[k] = inv[k] * fi[k];
             }
         }
         self.rhs.resize(n, 0.0);
@@ -513,14 +514,22 @@ impl ConstraintSystem {
         }
         // (mul_transpose overwrites the scratch)
         self.jac.mul_transpose(&self.lambda, &mut self.scratch)?;
+        // the forces by body triples (no bounds check per entry); the power,
+        // a chain of additions in body order, in a loop of its own
         let mut power = 0.0;
-        for (i, inv) in self.inv_mass.iter().enumerate() {
-            if inv.iter().all(|&m| m == 0.0) {
-                continue; // a fixed body takes no force
+        for ((fi, s), inv) in f.chunks_exact_mut(3).zip(self.scratch.chunks_exact(3)).zip(&self.inv_mass) {
+            if *inv != [0.0; 3] {
+                // a fixed body takes no force
+                for k in 0..3 {
+                    fi[k] += s[k];
+                }
             }
-            for k in 0..3 {
-                f[3 * i + k] += self.scratch[3 * i + k];
-                power += self.scratch[3 * i + k] * v[3 * i + k];
+        }
+        for ((s, inv), vi) in self.scratch.chunks_exact(3).zip(&self.inv_mass).zip(v.chunks_exact(3)) {
+            if *inv != [0.0; 3] {
+                for k in 0..3 {
+                    power += s[k] * vi[k];
+                }
             }
         }
         Ok(power)

@@ -323,7 +323,8 @@ impl SparseJacobian {
                 continue;
             }
             let b = b as usize;
-            let x = [v[3 * b], v[3 * b + 1], v[3 * b + 2]];
+            let body = &v[3 * b..3 * b + 3];
+            let x = [body[0], body[1], body[2]];
             let a = &self.blocks[2 * c + k];
             for (r, acc_r) in acc.iter_mut().enumerate() {
                 *acc_r += a[3 * r] * x[0] + a[3 * r + 1] * x[1] + a[3 * r + 2] * x[2];
@@ -366,12 +367,14 @@ impl SparseJacobian {
             }
             let b = b as usize;
             let a = &self.blocks[2 * c + k];
+            // one bounds check for the body's three entries
+            let dst = &mut out[3 * b..3 * b + 3];
             for col in 0..3 {
                 let mut y = a[col] * l[0];
                 for (r, lr) in l.iter().enumerate().skip(1) {
                     y += a[3 * r + col] * lr;
                 }
-                out[3 * b + col] += y;
+                dst[col] += y;
             }
         }
     }
