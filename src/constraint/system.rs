@@ -13,7 +13,12 @@
 //! RK4 step). A system of pins reassembled at the very positions of its last
 //! fill — the first RK stage of a step, at the positions the projections ended
 //! on, with the projected velocities — evaluates only the velocity-dependent γ:
-//! J and C are those in place.
+//! J and C are those in place. A system of pins reassembled elsewhere, once
+//! its row blocks and J hold a full evaluation of the same pins, writes only
+//! the entries that depend on the state — J's angular columns (r⊥), C and γ,
+//! 8 of a row block's 29 values and 4 of J's 18 — the constants (J's unit and
+//! zero columns, the padding row, the flags) being in place (issue 10, round
+//! "linkage14" of docs/benchmarks.md: ≈ −2 % of a small linkage's RK4 step).
 
 use std::collections::BTreeSet;
 
@@ -300,6 +305,8 @@ impl ConstraintSystem {
         #[inline(always)]
         fn ends(c: &super::Constraint, rotations: &[DVec2], q: &[f64], v: &[f64]) -> PinEnds {
             let a = c.body_a.0;
+            // a `match`, not `Option::map`: the map's closure was not inlined
+            #[allow(clippy::manual_map)]
             let b = match c.body_b {
                 Some(h) => Some((rotations[h.0], body_state(q, h.0), body_state(v, h.0))),
                 None => None,
