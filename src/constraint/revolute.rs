@@ -39,10 +39,42 @@ pub fn block(
 pub fn write_block(
     anchor_a: DVec2,
     anchor_b: DVec2,
-    (rot_a, qa, va): (DVec2, [f64; 3], [f64; 3]),
+    a: (DVec2, [f64; 3], [f64; 3]),
     b: Option<(DVec2, [f64; 3], [f64; 3])>,
     out: &mut RowBlock,
 ) {
+    // the entries that are the same at every state; `write_varying` writes
+    // the others (zeros here, overwritten before anyone reads them)
+    out.rows = 2;
+    out.jac[0] = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0; 3]];
+    out.jac[1] = if b.is_some() { [[-1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0; 3]] } else { [[0.0; 3]; 3] };
+    out.value = [0.0; 3];
+    out.holonomic = [true, true, false];
+    out.velocity_bias = [0.0; 3];
+    out.gamma = [0.0; 3];
+    write_varying(anchor_a, anchor_b, a, b, out);
+}
+
+/// The angular column of a pin's J: (−r_a,y, r_a,x) for body a and, with a
+/// body b, (r_b,y, −r_b,x) — every other entry of J_a = [I | r_a⊥] and
+/// J_b = −[I | r_b⊥] is a constant.
+pub type AngularColumns = ([f64; 2], Option<[f64; 2]>);
+
+/// The entries of [`write_block`]'s rows that depend on the state: the
+/// angular column of J, C and γ (the same expressions, so the same bits).
+/// Every other entry of `out` must already be [`write_block`]'s for this
+/// pin (its constants: unit and zero columns, padding row, flags, zero
+/// velocity bias). Returns the angular columns written, for the caller
+/// that keeps J elsewhere (issue 10: a pins-only assembly of a small
+/// linkage writes 8 of a row block's 29 values and 4 of J's 18).
+#[inline(always)]
+pub fn write_varying(
+    anchor_a: DVec2,
+    anchor_b: DVec2,
+    (rot_a, qa, va): (DVec2, [f64; 3], [f64; 3]),
+    b: Option<(DVec2, [f64; 3], [f64; 3])>,
+    out: &mut RowBlock,
+) -> AngularColumns {
     let ra = rot_a.rotate(anchor_a);
     let pa = DVec2::new(qa[0], qa[1]) + ra;
     let (rb, pb, wb) = match b {
@@ -54,13 +86,20 @@ pub fn write_block(
     };
     let c = pa - pb;
     let gamma = centripetal(ra, va[2], rb, wb);
-    out.rows = 2;
-    out.jac[0] = [[1.0, 0.0, -ra.y], [0.0, 1.0, ra.x], [0.0; 3]];
-    out.jac[1] = if b.is_some() { [[-1.0, 0.0, rb.y], [0.0, -1.0, -rb.x], [0.0; 3]] } else { [[0.0; 3]; 3] };
-    out.value = [c.x, c.y, 0.0];
-    out.holonomic = [true, true, false];
-    out.velocity_bias = [0.0; 3];
-    out.gamma = [gamma.x, gamma.y, 0.0];
+    let col_a = [-ra.y, ra.x];
+    out.jac[0][0][2] = col_a[0];
+    out.jac[0][1][2] = col_a[1];
+    let col_b = b.map(|_| {
+        let col_b = [rb.y, -rb.x];
+        out.jac[1][0][2] = col_b[0];
+        out.jac[1][1][2] = col_b[1];
+        col_b
+    });
+    out.value[0] = c.x;
+    out.value[1] = c.y;
+    out.gamma[0] = gamma.x;
+    out.gamma[1] = gamma.y;
+    (col_a, col_b)
 }
 
 /// γ = −r_a ω_a² + r_b ω_b² of a pin whose anchors are at r_a and r_b

@@ -13,7 +13,12 @@
 //! RK4 step). A system of pins reassembled at the very positions of its last
 //! fill — the first RK stage of a step, at the positions the projections ended
 //! on, with the projected velocities — evaluates only the velocity-dependent γ:
-//! J and C are those in place.
+//! J and C are those in place. A system of pins reassembled elsewhere, once
+//! its row blocks and J hold a full evaluation of the same pins, writes only
+//! the entries that depend on the state — J's angular columns (r⊥), C and γ,
+//! 8 of a row block's 29 values and 4 of J's 18 — the constants (J's unit and
+//! zero columns, the padding row, the flags) being in place (issue 10, round
+//! "linkage14" of docs/benchmarks.md: ≈ −2 % of a small linkage's RK4 step).
 
 use std::collections::BTreeSet;
 
@@ -99,6 +104,12 @@ pub struct ConstraintSystem {
     /// The positions (bits) at which the rows in `blocks` were evaluated,
     /// while `jac_from_rotations` holds.
     filled_at: Vec<u64>,
+    /// Every row block and J hold a full evaluation of the current pins-only
+    /// constraint set ([`revolute::write_block`](super::revolute::write_block)
+    /// then a fill of J): their constant entries are in place, and an
+    /// assembly of the same set writes only the entries that depend on the
+    /// state.
+    pin_constants_in_place: bool,
     inv_mass: Vec<[f64; 3]>,
     /// ((generation, length) of a constraint set, its number of pins).
     pins_counted: Option<((u64, usize), usize)>,
@@ -146,6 +157,18 @@ pub struct Scene<'a> {
     pub surfaces: &'a [Surface],
 }
 
+/// The larger of `m` (never NaN) and `x`; `m` when `x` is NaN, as `f64::max`
+/// (one `maxsd`, no fix-up of a NaN in `m`).
+#[inline(always)]
+fn larger(m: f64, x: f64) -> f64 {
+    if x > m { x } else { m }
+}
+
+/// A pin's two ends: (rotation, position, velocity) of body a and of body b
+/// (`None`: the world).
+type PinEnds = ((DVec2, [f64; 3], [f64; 3]), Option<(DVec2, [f64; 3], [f64; 3])>);
+
+#[inline(always)]
 fn body_state(x: &[f64], i: usize) -> [f64; 3] {
     [x[3 * i], x[3 * i + 1], x[3 * i + 2]]
 }
@@ -211,6 +234,16 @@ impl ConstraintSystem {
             self.update_body_weights(scene.bodies);
             return Ok(());
         }
+        // pins only, and the row blocks and J hold a full evaluation of these
+        // very pins: their constant entries (J's unit and zero columns, the
+        // padding row, the flags, the zero velocity bias) are in place, so
+        // only the angular columns of J, C and γ are written — 8 of a row
+        // block's 29 values and 4 of J's 18 (issue 10: the row blocks' and
+        // J's stores were ≈ 8 % of a small linkage's step)
+        if all_pins && self.pin_constants_in_place && self.blocks.len() == items.len() && self.jac_fits(scene) {
+            return self.assemble_pins_in_place(scene, rotations_changed, q, v);
+        }
+        self.pin_constants_in_place = false;
         let rotations = &self.rotations;
         let eval = |c: &super::Constraint, out: &mut RowBlock| {
             let a = c.body_a.0;
@@ -240,11 +273,81 @@ impl ConstraintSystem {
         // the one in place (the generation check: the same constraints)
         if all_pins && !rotations_changed && self.jac_from_rotations && self.jac_fits(scene) {
             self.record_fill_positions(q);
+            self.pin_constants_in_place = true;
             return Ok(());
         }
         self.jac_from_rotations = false;
         self.fill_jacobian(scene)?;
         self.jac_from_rotations = all_pins;
+        self.pin_constants_in_place = all_pins;
+        self.record_fill_positions(q);
+        Ok(())
+    }
+
+    /// The pins-only assembly when the row blocks and J hold a full
+    /// evaluation of the same pins (`pin_constants_in_place`, J fitting
+    /// this set): writes the state-dependent entries alone
+    /// ([`revolute::write_varying`](super::revolute::write_varying), the
+    /// expressions of a full evaluation: the same bits). J is left as it is,
+    /// keeping its values identity, when no body turned since its last fill.
+    #[inline(never)]
+    fn assemble_pins_in_place(
+        &mut self,
+        scene: Scene,
+        rotations_changed: bool,
+        q: &[f64],
+        v: &[f64],
+    ) -> Result<(), SolverError> {
+        let items = scene.constraints.as_slice();
+        let rotations = &self.rotations;
+        // (inlined: as a call, its result went through the stack and its
+        // reloads stalled on store forwarding)
+        #[inline(always)]
+        fn ends(c: &super::Constraint, rotations: &[DVec2], q: &[f64], v: &[f64]) -> PinEnds {
+            let a = c.body_a.0;
+            // a `match`, not `Option::map`: the map's closure was not inlined
+            #[allow(clippy::manual_map)]
+            let b = match c.body_b {
+                Some(h) => Some((rotations[h.0], body_state(q, h.0), body_state(v, h.0))),
+                None => None,
+            };
+            ((rotations[a], body_state(q, a), body_state(v, a)), b)
+        }
+        let keep_jac = !rotations_changed && self.jac_from_rotations;
+        let mut finite = true;
+        if keep_jac {
+            for (out, c) in self.blocks.iter_mut().zip(items) {
+                if let super::ConstraintKind::Revolute { anchor_a, anchor_b } = c.kind {
+                    let (a, b) = ends(c, rotations, q, v);
+                    super::revolute::write_varying(anchor_a, anchor_b, a, b, out);
+                }
+            }
+        } else {
+            // a non-finite value is refused as `SparseJacobian::set_values`
+            // refuses it (a test per pin, joined by a boolean `&`: a sum of
+            // x·0 over the pins was a chain of additions, ≈ 1 % of the step)
+            let jac_blocks = self.jac.values_mut();
+            for ((out, c), pair) in self.blocks.iter_mut().zip(items).zip(jac_blocks.chunks_exact_mut(2)) {
+                if let super::ConstraintKind::Revolute { anchor_a, anchor_b } = c.kind {
+                    let (a, b) = ends(c, rotations, q, v);
+                    let (col_a, col_b) = super::revolute::write_varying(anchor_a, anchor_b, a, b, out);
+                    pair[0][2] = col_a[0];
+                    pair[0][5] = col_a[1];
+                    finite &= col_a[0].is_finite() & col_a[1].is_finite();
+                    if let Some(col_b) = col_b {
+                        pair[1][2] = col_b[0];
+                        pair[1][5] = col_b[1];
+                        finite &= col_b[0].is_finite() & col_b[1].is_finite();
+                    }
+                }
+            }
+        }
+        self.update_body_weights(scene.bodies);
+        if !finite {
+            self.jac_from_rotations = false;
+            return Err(SolverError::NonFinite("Jacobian block"));
+        }
+        self.jac_from_rotations = true;
         self.record_fill_positions(q);
         Ok(())
     }
@@ -354,9 +457,10 @@ impl ConstraintSystem {
         // rhs = −γ − J M⁻¹ f (− 2αĊ − α²C): the accelerations a = M⁻¹(f + Jᵀλ)
         // then satisfy J a + γ = 0 (seed 003 §III).
         self.scratch.resize(f.len(), 0.0);
-        for (i, inv) in self.inv_mass.iter().enumerate() {
+        // (by body triples: no bounds check per entry)
+        for ((s, fi), inv) in self.scratch.chunks_exact_mut(3).zip(f.chunks_exact(3)).zip(&self.inv_mass) {
             for k in 0..3 {
-                self.scratch[3 * i + k] = inv[k] * f[3 * i + k];
+                s[k] = inv[k] * fi[k];
             }
         }
         self.rhs.resize(n, 0.0);
@@ -414,14 +518,22 @@ impl ConstraintSystem {
         }
         // (mul_transpose overwrites the scratch)
         self.jac.mul_transpose(&self.lambda, &mut self.scratch)?;
+        // the forces by body triples (no bounds check per entry); the power,
+        // a chain of additions in body order, in a loop of its own
         let mut power = 0.0;
-        for (i, inv) in self.inv_mass.iter().enumerate() {
-            if inv.iter().all(|&m| m == 0.0) {
-                continue; // a fixed body takes no force
+        for ((fi, s), inv) in f.chunks_exact_mut(3).zip(self.scratch.chunks_exact(3)).zip(&self.inv_mass) {
+            if *inv != [0.0; 3] {
+                // a fixed body takes no force
+                for k in 0..3 {
+                    fi[k] += s[k];
+                }
             }
-            for k in 0..3 {
-                f[3 * i + k] += self.scratch[3 * i + k];
-                power += self.scratch[3 * i + k] * v[3 * i + k];
+        }
+        for ((s, inv), vi) in self.scratch.chunks_exact(3).zip(&self.inv_mass).zip(v.chunks_exact(3)) {
+            if *inv != [0.0; 3] {
+                for k in 0..3 {
+                    power += s[k] * vi[k];
+                }
             }
         }
         Ok(power)
@@ -429,16 +541,23 @@ impl ConstraintSystem {
 
     /// Largest |C| over the position rows of the last assembly.
     pub fn max_error(&self) -> f64 {
-        self.blocks
-            .iter()
-            .flat_map(|b| (0..b.rows).filter(|&r| b.holonomic[r]).map(move |r| b.value[r].abs()))
-            .fold(0.0, f64::max)
+        let (in_angle, in_length) = self.max_errors_by_unit();
+        larger(in_angle, in_length)
     }
 
     /// max |C| made unit-free: rows in length (their Jacobian moves a body's
     /// centre) over `length`, rows in angle (it only turns bodies) as they
     /// are. Equal to [`max_error`](Self::max_error) at `length` = 1.
     fn max_unit_free_error(&self, length: f64) -> f64 {
+        if length > 0.0 {
+            // rounding is monotonic, so for length > 0 the largest of the
+            // quotients |C|/length is the quotient of the largest |C|: one
+            // division instead of one per row, the same value bit for bit
+            // (issue 10: the per-row divisions and the chain of `f64::max`
+            // through memory were ≈ 2 % of a small linkage's step)
+            let (in_angle, in_length) = self.max_errors_by_unit();
+            return larger(in_angle, in_length / length);
+        }
         self.blocks
             .iter()
             .flat_map(|b| {
@@ -448,6 +567,31 @@ impl ConstraintSystem {
                 })
             })
             .fold(0.0, f64::max)
+    }
+
+    /// (max |C| over the position rows in angle, max |C| over those in
+    /// length), each 0 when there are none; rows whose C is NaN are passed
+    /// over, as `f64::max` passes them over.
+    fn max_errors_by_unit(&self) -> (f64, f64) {
+        // one running maximum per row index and unit: independent chains (the
+        // maximum does not depend on the order in which it is taken)
+        let mut in_angle = [0.0; 3];
+        let mut in_length = [0.0; 3];
+        for b in &self.blocks {
+            for r in 0..b.rows.min(3) {
+                if !b.holonomic[r] {
+                    continue;
+                }
+                let c = b.value[r].abs();
+                if b.jac.iter().all(|slot| slot[r][0] == 0.0 && slot[r][1] == 0.0) {
+                    in_angle[r] = larger(in_angle[r], c);
+                } else {
+                    in_length[r] = larger(in_length[r], c);
+                }
+            }
+        }
+        let fold = |m: [f64; 3]| larger(larger(m[0], m[1]), m[2]);
+        (fold(in_angle), fold(in_length))
     }
 
     /// Newton–Raphson projection of `q` onto C(q, t) = 0 (seed 003 §IV-C):
@@ -890,6 +1034,67 @@ mod tests {
         fresh.assemble(scene, 0.0, &moved, &v2).expect("assembly");
         assert_eq!(bits(system.blocks()), bits(fresh.blocks()));
         assert!(system.max_error() > 5e-4, "the move shows in C: {:e}", system.max_error());
+    }
+
+    /// Pins reassembled at new positions after a full evaluation write only
+    /// the state-dependent entries (the angular columns of J, C and γ): the
+    /// row blocks (flags and row counts included) and J are bitwise those of
+    /// a fresh evaluation, world pins included, at positions with every
+    /// angle changed and with none changed; a non-finite angular column is
+    /// refused as the full fill refuses it.
+    #[test]
+    fn pins_reassembled_in_place_match_a_fresh_evaluation() {
+        let (bodies, set) = four_bar();
+        let scene = Scene { bodies: &bodies, constraints: &set, surfaces: &[] };
+        let bits = |b: &[RowBlock]| {
+            b.iter()
+                .flat_map(|r| {
+                    let jac = r.jac.iter().flatten().flatten();
+                    let flags = r.holonomic.iter().map(|&h| h as u64).chain([r.rows as u64]);
+                    let values = jac.chain(&r.value).chain(&r.velocity_bias).chain(&r.gamma).map(|x| x.to_bits());
+                    values.chain(flags).collect::<Vec<_>>()
+                })
+                .collect::<Vec<_>>()
+        };
+        let jac_bits = |j: &SparseJacobian| bytemuck::cast_slice::<_, u64>(&j.blocks).to_vec();
+        let v = disturbed(&[0.0; 9], 0.3);
+        let mut system = ConstraintSystem::default();
+        system.assemble(scene, 0.0, &closed(0.7), &v).expect("assembly");
+        assert!(system.pin_constants_in_place);
+        let turned = disturbed(&closed(0.9), 1e-3);
+        let mut shifted = turned.clone();
+        shifted[3] += 1e-3; // the coupler moves, no angle changes
+        for q in [turned, shifted] {
+            system.assemble(scene, 0.0, &q, &v).expect("assembly in place");
+            let mut fresh = ConstraintSystem::default();
+            fresh.assemble(scene, 0.0, &q, &v).expect("assembly");
+            assert_eq!(bits(system.blocks()), bits(fresh.blocks()));
+            assert_eq!(jac_bits(system.jacobian()), jac_bits(fresh.jacobian()));
+            assert!(system.max_error() > 1e-4, "the state shows in C: {:e}", system.max_error());
+        }
+        let mut broken = closed(0.7);
+        broken[2] = f64::NAN;
+        assert!(matches!(system.assemble(scene, 0.0, &broken, &v), Err(SolverError::NonFinite(_))));
+    }
+
+    /// The unit-free error with one division (the largest |C| over the
+    /// length) is bitwise the largest of the per-row quotients, for lengths
+    /// small and large, and `max_error` the largest |C|.
+    #[test]
+    fn unit_free_error_with_one_division_is_the_largest_quotient() {
+        let (bodies, set) = four_bar();
+        let scene = Scene { bodies: &bodies, constraints: &set, surfaces: &[] };
+        let mut system = ConstraintSystem::default();
+        system.assemble(scene, 0.0, &disturbed(&closed(0.4), 3e-3), &[0.0; 9]).expect("assembly");
+        let per_row = |length: f64| {
+            let rows = system.blocks().iter().flat_map(|b| (0..b.rows).map(move |r| b.value[r].abs() / length));
+            rows.fold(0.0, f64::max)
+        };
+        for length in [1.0, 0.37, 3e-3, 1.7e-7, 1e10, 0.0, -2.0, f64::NAN] {
+            assert_eq!(system.max_unit_free_error(length).to_bits(), per_row(length).to_bits(), "length {length}");
+        }
+        assert_eq!(system.max_error().to_bits(), per_row(1.0).to_bits());
+        assert!(system.max_error() > 1e-4);
     }
 
     /// `project_positions` leaves the system assembled at the projected q, so

@@ -173,6 +173,18 @@ impl SparseJacobian {
         finite
     }
 
+    /// J's blocks (two per constraint, in constraint order, the second zero
+    /// for a one-body constraint), for a caller that overwrites some values
+    /// in place and knows the others are already right — the pins-only
+    /// assembly writes only the angular column of each pin's blocks (issue
+    /// 10). The structure is unchanged; the values take a new identity
+    /// ([`values_identity`](Self::values_identity)) whether or not a value
+    /// is then written. Non-finite values are the caller's to refuse.
+    pub(crate) fn values_mut(&mut self) -> &mut [Block] {
+        self.values_changed();
+        &mut self.blocks
+    }
+
     /// Appends a constraint of `rows` rows (1 to 3) touching one or two distinct
     /// bodies. `blocks[k] = (body, jac)` where `jac[r]` is row `r` of the constraint's
     /// Jacobian with respect to `(vx, vy, ω)` of `body`; only the first `rows` rows
@@ -311,7 +323,8 @@ impl SparseJacobian {
                 continue;
             }
             let b = b as usize;
-            let x = [v[3 * b], v[3 * b + 1], v[3 * b + 2]];
+            let body = &v[3 * b..3 * b + 3];
+            let x = [body[0], body[1], body[2]];
             let a = &self.blocks[2 * c + k];
             for (r, acc_r) in acc.iter_mut().enumerate() {
                 *acc_r += a[3 * r] * x[0] + a[3 * r + 1] * x[1] + a[3 * r + 2] * x[2];
@@ -354,12 +367,14 @@ impl SparseJacobian {
             }
             let b = b as usize;
             let a = &self.blocks[2 * c + k];
+            // one bounds check for the body's three entries
+            let dst = &mut out[3 * b..3 * b + 3];
             for col in 0..3 {
                 let mut y = a[col] * l[0];
                 for (r, lr) in l.iter().enumerate().skip(1) {
                     y += a[3 * r + col] * lr;
                 }
-                out[3 * b + col] += y;
+                dst[col] += y;
             }
         }
     }
