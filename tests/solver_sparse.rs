@@ -163,12 +163,11 @@ fn over_constrained_grid_with_inconsistent_rhs_matches_dense() {
     // A random b on the all-revolute grid is not in the range of A: λ is the
     // least-squares one of least diag(A)-weighted norm, and the correction of the
     // refinement carries a null-space part of order |b|/ε that both applications
-    // of T = (A + εE)⁻¹E must remove. The sparse refinement applies T once only
-    // where that part is negligible (`BlockLdl::single_t_negligible`), the dense
-    // reference always twice. The two then differ by ~1e-3 in λ (the null-space
-    // error left is ~u/ε² × the inconsistency in both), but by ~1e-6 in |λ|_E
-    // and ~1e-9 in the forces Jᵀλ; with T applied once always (measured): |λ|_E
-    // 3× the dense one, forces 2e-5 apart, and 4e-6 in λ with 1e-9 of
+    // of T = (A + εE)⁻¹E per step must remove. The sparse solver and the dense
+    // reference then differ by ~1e-3 in λ (the null-space error left is ~u/ε² ×
+    // the inconsistency in both), but by ~1e-6 in |λ|_E and ~1e-9 in the forces
+    // Jᵀλ. With T applied once per step in the sparse solver (measured, grid14):
+    // |λ|_E 3× the dense one, forces 2e-5 apart, and 4e-6 in λ with 1e-9 of
     // inconsistency (5e-10 with both applications).
     let mut rng = Rng(13);
     let (w, h) = (8, 7);

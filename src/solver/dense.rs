@@ -176,10 +176,7 @@ impl DenseLdl {
 
     /// Solves A x = b, with the same refinement policy as the sparse solver
     /// (projected refinement towards the diag(A)-weighted minimal-norm solution when
-    /// regularised; see [`super::BlockLdl::solve`]), except that the reference
-    /// always applies T = (A + εE)⁻¹E twice per step, where the sparse solver
-    /// applies it once when the null-space part left is negligible (module doc of
-    /// `solver`, "Cost of a redundant system").
+    /// regularised; see [`super::BlockLdl::solve`]).
     pub fn solve(&self, b: &[f64], settings: &SolverSettings) -> Result<Vec<f64>, SolverError> {
         check_len("b", self.n, b.len())?;
         let n = self.n;

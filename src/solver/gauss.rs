@@ -71,12 +71,6 @@ const SMALL_INCIDENCE: u32 = 8;
 /// iteratively (`max_refine_steps`): the block inverses then lose ~growth × u.
 const REFINE_GROWTH: f64 = 1e4;
 
-/// Largest |T d|_E / |λ|_E (E-norms, T = (A + εE)⁻¹E applied to a refinement
-/// step's correction d) at which the regularised refinement applies T once
-/// instead of twice ([`BlockLdl::single_t_negligible`]): the null-space part one
-/// application leaves is ~u/ε ≈ 2e-8 of |T d|_E, so below ≈ 2e-12 of λ here.
-const SINGLE_T_RATIO: f64 = 1e-4;
-
 /// Symbolic and numeric block LDLᵀ factors of a [`BlockSparseSymmetric`].
 #[derive(Clone, Debug, Default)]
 pub struct BlockLdl {
@@ -1081,26 +1075,6 @@ impl BlockLdl {
         Self::backward_two_rows(col_ptr, row_idx, lval, dinv, y);
     }
 
-    /// After the first application of T = (A + E)⁻¹E in a refinement step
-    /// (`t` = T·d, `dx` = d − T·d, `x` the iterate before the step): whether
-    /// the null-space part the second application would remove is negligible.
-    /// That part is at most |T d|_E (module doc of `solver`, "Cost of a
-    /// redundant system"), and one application leaves ~u/ε of it; it is
-    /// skipped when |T d|_E ≤ [`SINGLE_T_RATIO`] × |x + dx|_E, i.e. when what
-    /// is left is below ~1e-12 of λ in the E-norm. NaN: not negligible.
-    fn single_t_negligible(&self, t: &[[f64; 3]], x: &[[f64; 3]], dx: &[[f64; 3]]) -> bool {
-        let mut t_e = 0.0;
-        let mut x_e = 0.0;
-        for (((tv, xv), dv), s) in t.iter().zip(x).zip(dx).zip(&self.scale_c) {
-            for r in 0..3 {
-                let xn = xv[r] + dv[r];
-                t_e += s[r] * tv[r] * tv[r];
-                x_e += s[r] * xn * xn;
-            }
-        }
-        t_e <= SINGLE_T_RATIO * SINGLE_T_RATIO * x_e
-    }
-
     fn scale_by_constraint<'s>(&'s self, _a: &BlockSparseSymmetric) -> std::slice::Iter<'s, [f64; 3]> {
         self.scale_c.iter()
     }
@@ -1273,16 +1247,6 @@ impl BlockLdl {
             // (ε/μ)². The iterates converge to the E-weighted minimal-norm
             // (least-squares if b is inconsistent) solution: DESIGN.md's
             // mass-weighted minimal-norm λ.
-            //
-            // The second application of T is there for the null-space part only:
-            // one application leaves it at ~u/ε of what it was (T is computed to
-            // that accuracy on null(A)), two at (u/ε)². Its size is bounded by the
-            // first application's change: T is E-self-adjoint with eigenvalues in
-            // [0, 1], exactly 1 on null(A), so |n|_E ≤ |T dx|_E. Where that bound
-            // times u/ε is negligible against λ (a consistent right-hand side:
-            // the corrections are in range(A) up to roundoff), the second
-            // application is skipped (`single_t_negligible`); an inconsistent
-            // one (a null part of the order of |b|/ε) takes both, as before.
             x.resize(n, [0.0; 3]);
             dx.extend_from_slice(&b);
             let eps = settings.regularization;
@@ -1290,7 +1254,7 @@ impl BlockLdl {
             while steps < settings.max_refine_steps && res > settings.refine_tolerance * bnorm {
                 // dx holds the residual b − Aλ
                 self.solve_padded(&mut dx);
-                for application in 0..2 {
+                for _ in 0..2 {
                     t.clear();
                     t.extend(
                         dx.iter()
@@ -1300,9 +1264,6 @@ impl BlockLdl {
                     self.solve_padded(&mut t);
                     for (d, tt) in dx.iter_mut().zip(t.iter()) {
                         *d = sub3(d, tt);
-                    }
-                    if application == 0 && self.single_t_negligible(&t, &x, &dx) {
-                        break;
                     }
                 }
                 xn.clear();

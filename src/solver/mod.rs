@@ -66,19 +66,18 @@
 //! needs ρ_min of the exact factor), so both passes stay. What is cheaper: the
 //! rank-revealing pass leaves the dropped columns out of its supernodal products
 //! (`supernodal`). The regularised solve keeps two applications of
-//! T = (A + εE)⁻¹E per refinement step where they are needed: with one, the
-//! null-space part of an inconsistent right-hand side's correction is removed
-//! only to u/ε relative, which left the mass-weighted norm of λ 0.1 % above the
-//! two-application one on that grid (forces Jᵀλ 5e-4 apart). That part is at
-//! most the first application's change |T d|_E (T is E-self-adjoint with
-//! eigenvalues in [0, 1], exactly 1 on null(A)), so where |T d|_E ≤ 1e-4·|λ|_E
-//! — a consistent right-hand side, whose corrections lie in range(A) up to
-//! roundoff — one application leaves at most ~2e-12 of λ and the second is
-//! skipped (`gauss`, `single_t_negligible`; grid14). On the all-revolute grid a
-//! consistent b then takes 6 instead of 9 triangular solve pairs (solve 33.7 →
-//! 26.3 ms of thread CPU, λ within 8.8e-10 of the old one, relative to its
-//! largest entry, with a smaller residual: 2.4e-16 instead of 5.7e-16); the
-//! bench's random (inconsistent) b takes both applications, bitwise as before.
+//! T = (A + εE)⁻¹E per refinement step: with one, the null-space part of an
+//! inconsistent right-hand side's correction is removed only to u/ε relative,
+//! which left the mass-weighted norm of λ 0.1 % above the two-application one on
+//! that grid (forces Jᵀλ 5e-4 apart). Skipping the second application only where
+//! the first one's change |T d|_E is small against λ (a consistent b: 33.7 →
+//! 26.3 ms of solve on the all-revolute grid at |T d|_E ≤ 1e-4·|λ|_E) is not
+//! kept either: the skipped application changes λ by up to |T d|_E on the
+//! directions with generalised eigenvalue μ ≲ ε, not by the ~u/ε of the exact
+//! null space, and near a singular configuration those directions carry
+//! λ ∝ 1/μ (`scenes/linkage_loops.ron`: a reaction spike at its flat passage
+//! went from −56 to 338 N); with the bound made sound (|T d|_E ≤ 1e-12·|λ|_E)
+//! no step skips (docs/benchmarks.md, "grid14").
 //!
 //! The goal of issue 10, the all-revolute grid ≤ 2× the non-redundant grid, is
 //! not within reach of this algorithm: its L has 1.86× the grid's entries
