@@ -8,6 +8,13 @@
 //! supernodal kernel (chosen by the analysis), chains and trees on the block one.
 //!
 //! Run: `cargo bench --bench constraint_solver -- --warm-up-time 1 --measurement-time 3`
+//!
+//! On a loaded machine criterion's wall clock is useless; with `MX2D_SOLVER_CPU=N` the
+//! bench instead prints the CPU time of its thread (`/proc/thread-self/schedstat`), mean
+//! of N calls, of the two grids' full step (alternating masses, as `mx2d_full`), factor
+//! and solve, and with `MX2D_SOLVER_DUMP=DIR` writes their λ (the bench's right-hand
+//! side, and a consistent one A·y) to DIR as little-endian f64, for comparisons between
+//! builds: `cargo bench --bench constraint_solver --no-run`, then run the binary.
 
 #[path = "../tests/common/solver_gen.rs"]
 mod solver_gen;
@@ -183,7 +190,103 @@ fn bench_case(c: &mut Criterion, k: &Case, dense: bool, faer: bool) {
     g.finish();
 }
 
+/// CPU time of the calling thread (s), from `/proc/thread-self/schedstat`.
+fn thread_cpu_seconds() -> f64 {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|x| x.parse::<f64>().ok()))
+        .map_or(0.0, |ns| ns * 1e-9)
+}
+
+/// Mean thread CPU time of `calls` calls of `f` (ms).
+fn cpu_ms(calls: usize, mut f: impl FnMut()) -> f64 {
+    let t0 = thread_cpu_seconds();
+    for _ in 0..calls {
+        f();
+    }
+    (thread_cpu_seconds() - t0) * 1e3 / calls as f64
+}
+
+/// The `MX2D_SOLVER_CPU` mode (module doc): thread CPU times and, with
+/// `MX2D_SOLVER_DUMP`, the multipliers.
+fn cpu_probe(calls: usize) {
+    let dump = std::env::var("MX2D_SOLVER_DUMP").ok();
+    let st = SolverSettings::default();
+    for (name, all_revolute) in [("grid_100x100", false), ("grid_100x100_all_revolute", true)] {
+        let k = case(name, 10_000, |r, j| grid(r, 100, 100, j, all_revolute));
+        let m = k.jac.n_rows();
+        let mut solver = ConstraintSolver::new();
+        let mut lam = vec![0.0; m];
+        let inv_mass_2: Vec<[f64; 3]> = k.inv_mass.iter().map(|w| w.map(|x| x * 1.25)).collect();
+        solver.solve(&k.jac, &k.inv_mass, None, &k.rhs, &mut lam).expect("solve");
+        let mut flip = false;
+        let full = cpu_ms(calls, || {
+            flip = !flip;
+            let w = if flip { &inv_mass_2 } else { &k.inv_mass };
+            solver.solve(&k.jac, w, None, black_box(&k.rhs), &mut lam).expect("solve");
+        });
+        let mut a = BlockSparseSymmetric::new();
+        a.assemble(&k.jac, &k.inv_mass, None).expect("assemble");
+        let mut ldl = BlockLdl::new();
+        let rep = ldl.factor(&a, &st).expect("factor");
+        let factor = cpu_ms(calls, || {
+            ldl.factor(black_box(&a), &st).expect("factor");
+        });
+        let mut srep = None;
+        let solve = cpu_ms(calls, || srep = Some(ldl.solve(&a, &st, black_box(&k.rhs), &mut lam).expect("solve")));
+        let srep = srep.expect("solved");
+        println!(
+            "{name}: rows {m}, dependent constraints {}, full {full:.2} ms, factor {factor:.2} ms, solve {solve:.2} ms \
+             (refinement steps {}, residual {:.2e})",
+            rep.rank_deficient.len(),
+            srep.refine_steps,
+            srep.relative_residual
+        );
+        // one numeric pass with nothing dropped (a negative tolerance: no pivot is
+        // small and the blend weight is 0) and one triangular solve pair on it
+        let plain = SolverSettings { pivot_tolerance: -1.0, ..SolverSettings::default() };
+        ldl.factor(&a, &plain).expect("factor");
+        let pass = cpu_ms(calls, || {
+            ldl.factor(black_box(&a), &plain).expect("factor");
+        });
+        let pair = cpu_ms(calls, || {
+            ldl.solve(&a, &plain, black_box(&k.rhs), &mut lam).expect("solve");
+        });
+        println!(
+            "  one pass without drops {pass:.2} ms, one solve pair {pair:.2} ms, L entries {}",
+            ldl.supernodal_entries()
+        );
+        // a consistent right-hand side, b = A y (what a mechanism's compatible
+        // constraints give)
+        let y: Vec<f64> = (0..m).map(|i| ((i * 7919) % 1000) as f64 / 500.0 - 1.0).collect();
+        let mut b_cons = vec![0.0; m];
+        a.mul(&y, &mut b_cons).expect("A y");
+        ldl.factor(&a, &st).expect("factor");
+        let mut crep = None;
+        let solve_cons =
+            cpu_ms(calls, || crep = Some(ldl.solve(&a, &st, black_box(&b_cons), &mut lam).expect("solve")));
+        let crep = crep.expect("solved");
+        println!(
+            "  consistent b: solve {solve_cons:.2} ms (refinement steps {}, residual {:.2e})",
+            crep.refine_steps, crep.relative_residual
+        );
+        if let Some(dir) = &dump {
+            // the bench's b, then the consistent one
+            for (tag, b) in [("b", &k.rhs), ("consistent", &b_cons)] {
+                ldl.factor(&a, &st).expect("factor");
+                ldl.solve(&a, &st, b, &mut lam).expect("solve");
+                let bytes: Vec<u8> = lam.iter().flat_map(|v| v.to_le_bytes()).collect();
+                std::fs::write(format!("{dir}/{name}_{tag}.f64"), bytes).expect("write λ");
+            }
+        }
+    }
+}
+
 fn benches(c: &mut Criterion) {
+    if let Some(calls) = std::env::var("MX2D_SOLVER_CPU").ok().and_then(|v| v.parse::<usize>().ok()) {
+        cpu_probe(calls.max(1));
+        return;
+    }
     for &n in &[1_000usize, 10_000, 100_000] {
         let k = case(&format!("chain_{n}"), n, |r, j| chain(r, n, j));
         bench_case(c, &k, false, true);

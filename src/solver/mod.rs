@@ -69,7 +69,26 @@
 //! T = (A + εE)⁻¹E per refinement step: with one, the null-space part of an
 //! inconsistent right-hand side's correction is removed only to u/ε relative,
 //! which left the mass-weighted norm of λ 0.1 % above the two-application one on
-//! that grid (forces Jᵀλ 5e-4 apart).
+//! that grid (forces Jᵀλ 5e-4 apart). Skipping the second application only where
+//! the first one's change |T d|_E is small against λ (a consistent b: 33.7 →
+//! 26.3 ms of solve on the all-revolute grid at |T d|_E ≤ 1e-4·|λ|_E) is not
+//! kept either: the skipped application changes λ by up to |T d|_E on the
+//! directions with generalised eigenvalue μ ≲ ε, not by the ~u/ε of the exact
+//! null space, and near a singular configuration those directions carry
+//! λ ∝ 1/μ (`scenes/linkage_loops.ron`: a reaction spike at its flat passage
+//! went from −56 to 338 N); with the bound made sound (|T d|_E ≤ 1e-12·|λ|_E)
+//! no step skips (docs/benchmarks.md, "grid14").
+//!
+//! The goal of issue 10, the all-revolute grid ≤ 2× the non-redundant grid, is
+//! not within reach of this algorithm: its L has 1.86× the grid's entries
+//! (2.11 M against 1.14 M: the same block structure with 2 rows on every
+//! joint), and one numeric pass of it costs 1.8× the grid's (26.3 against
+//! 14.4 ms, thread CPU), one solve pair ≈ 1.9×; the regularised pass and one
+//! refinement step (three solve pairs for an inconsistent b) alone are ≈ 2.2×
+//! the grid's full step, before the rank-revealing pass (≈ 17 ms). Skipping
+//! that pass needs the decisions from elsewhere, and the regularised factor
+//! bounds no exact Schur complement (above), so no cached set can be verified
+//! from it either (docs/benchmarks.md, "grid14").
 //!
 //! # Per-step overhead (issue 10)
 //!
