@@ -181,9 +181,12 @@
 //! momentum, which
 //! `momentum_is_conserved_over_1000_steps_without_gravity_or_walls`
 //! requires. So the GPU issues one dispatch per colour: 16 substeps × 2
-//! sweeps × 9 colours = 288 dispatches a step. On an NVIDIA H200 they are
+//! sweeps × 9 colours = 288 dispatches a step, and since the stabilisation
+//! sweep runs every other substep by default (above), 8 × 9 = 72 more
+//! (and a commit each). On an NVIDIA H200 the 288 were
 //! 70–90 % of the step and ≈ 13 µs each below 10⁵ balls (dispatch-bound):
-//! 12.7 ms/step at 10⁶, 91.9 at 10⁷ against issue 8's 1 and 8 ms
+//! 12.7 ms/step at 10⁶, 91.9 at 10⁷ against issue 8's 1 and 8 ms, measured
+//! before the stabilisation became the default
 //! (`mx2d bench --scene balls_box --passes` times each stage). What would
 //! close that gap is fewer passes over the balls, not faster kernels.
 //!
