@@ -276,3 +276,36 @@ fn the_gpu_steps_the_same_window() {
     let tail = on_cpu.live_range().end..built.len();
     assert_eq!(bits(&on_gpu, tail.clone()), bits(&built, tail));
 }
+
+/// The solver's fields out of range are refused at build, naming the field
+/// (`population.<field>`) and the file, never stepped: substeps and
+/// iterations 0, relaxation 2, a push-out bound of 0, −1 or NaN (RON reads
+/// `NaN`); `inf` (unbounded) is accepted.
+#[test]
+fn solver_fields_out_of_range_are_refused_with_the_field_named() {
+    let build = |field: &str| {
+        let text = format!(
+            "Scene(name: \"f\", gravity: (0.0, -9.81), dt: 0.01,\n  population: Population(radius: 0.5, {field},\n    \
+             spawn: [Grid(origin: (0.0, 1.0), count: 4, spacing: 1.25)],\n    \
+             bounds: Rect(min: (-10.0, -10.0), max: (10.0, 10.0))))"
+        );
+        Scene::parse(&text, "f.ron").and_then(|s| s.build_world())
+    };
+    for (field, name) in [
+        ("substeps: 0", "population.substeps"),
+        ("iterations: 0", "population.iterations"),
+        ("relaxation: 2.0", "population.relaxation"),
+        ("push_out: 0.0", "population.push_out"),
+        ("push_out: -1.0", "population.push_out"),
+        ("push_out: NaN", "population.push_out"),
+    ] {
+        let err = build(field).err().unwrap_or_else(|| panic!("{field} was accepted"));
+        let text = err.to_string();
+        assert_eq!(err.field, name, "{field}: {text}");
+        assert!(text.contains("f.ron"), "{field}: the file is not named: {text}");
+    }
+    let pop = build("push_out: inf").unwrap_or_else(|e| panic!("{e}")).population.expect("a population");
+    assert!(pop.params.push_out.is_infinite());
+    let pop = build("push_out: 0.05").unwrap_or_else(|e| panic!("{e}")).population.expect("a population");
+    assert_eq!(pop.params.push_out, 0.05);
+}
