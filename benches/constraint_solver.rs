@@ -28,7 +28,8 @@ use faer::sparse::linalg::cholesky::{
 use faer::sparse::{SparseColMat, Triplet};
 use faer::{Conj, Mat, Par, Side};
 use mx2d::solver::{
-    BlockLdl, BlockSparseSymmetric, ConstraintSolver, DenseLdl, SolverSettings, SparseJacobian, dense_matrix,
+    BlockLdl, BlockSparseSymmetric, ConstraintSolver, DenseLdl, SolveReport, SolverSettings, SparseJacobian,
+    dense_matrix,
 };
 use solver_gen::*;
 use std::hint::black_box;
@@ -119,27 +120,42 @@ impl FaerChol {
     }
 }
 
+/// The block-sparse full step with the analysis reused (`mx2d_full`, and the
+/// `MX2D_SOLVER_CPU` mode's "full"). `ConstraintSolver` keeps the factors of
+/// a system it sees twice in a row, so the calls alternate between two mass
+/// sets (values differ, pattern and cost do not) to measure a real assembly
+/// + factorisation every time.
+struct FullStep {
+    solver: ConstraintSolver,
+    inv_mass_2: Vec<[f64; 3]>,
+    flip: bool,
+}
+
+impl FullStep {
+    /// A solver that has seen `k` once (its analysis done).
+    fn new(k: &Case, lam: &mut [f64]) -> Self {
+        let mut solver = ConstraintSolver::new();
+        solver.solve(&k.jac, &k.inv_mass, None, &k.rhs, lam).expect("solve");
+        let inv_mass_2 = k.inv_mass.iter().map(|w| w.map(|x| x * 1.25)).collect();
+        FullStep { solver, inv_mass_2, flip: false }
+    }
+
+    /// One full step on the other mass set than the last call's.
+    fn call(&mut self, k: &Case, lam: &mut [f64]) -> SolveReport {
+        self.flip = !self.flip;
+        let w = if self.flip { &self.inv_mass_2 } else { &k.inv_mass };
+        self.solver.solve(&k.jac, w, None, black_box(&k.rhs), lam).expect("solve")
+    }
+}
+
 fn bench_case(c: &mut Criterion, k: &Case, dense: bool, faer: bool) {
     let mut g = c.benchmark_group(&k.name);
     g.sample_size(20);
     let st = SolverSettings::default();
     let m = k.jac.n_rows();
-    // block-sparse: full step with the analysis reused. `ConstraintSolver`
-    // keeps the factors of a system it sees twice in a row, so the iterations
-    // alternate between two mass sets (values differ, pattern and cost do not)
-    // to measure a real assembly + factorisation every time.
-    let mut solver = ConstraintSolver::new();
     let mut lam = vec![0.0; m];
-    let inv_mass_2: Vec<[f64; 3]> = k.inv_mass.iter().map(|w| w.map(|x| x * 1.25)).collect();
-    solver.solve(&k.jac, &k.inv_mass, None, &k.rhs, &mut lam).expect("solve");
-    let mut flip = false;
-    g.bench_function(BenchmarkId::new("mx2d_full", m), |b| {
-        b.iter(|| {
-            flip = !flip;
-            let w = if flip { &inv_mass_2 } else { &k.inv_mass };
-            solver.solve(&k.jac, w, None, black_box(&k.rhs), &mut lam).expect("solve")
-        })
-    });
+    let mut full = FullStep::new(k, &mut lam);
+    g.bench_function(BenchmarkId::new("mx2d_full", m), |b| b.iter(|| full.call(k, &mut lam)));
     // components
     let mut a = BlockSparseSymmetric::new();
     a.assemble(&k.jac, &k.inv_mass, None).expect("assemble");
@@ -215,15 +231,10 @@ fn cpu_probe(calls: usize) {
     for (name, all_revolute) in [("grid_100x100", false), ("grid_100x100_all_revolute", true)] {
         let k = case(name, 10_000, |r, j| grid(r, 100, 100, j, all_revolute));
         let m = k.jac.n_rows();
-        let mut solver = ConstraintSolver::new();
         let mut lam = vec![0.0; m];
-        let inv_mass_2: Vec<[f64; 3]> = k.inv_mass.iter().map(|w| w.map(|x| x * 1.25)).collect();
-        solver.solve(&k.jac, &k.inv_mass, None, &k.rhs, &mut lam).expect("solve");
-        let mut flip = false;
+        let mut step = FullStep::new(&k, &mut lam);
         let full = cpu_ms(calls, || {
-            flip = !flip;
-            let w = if flip { &inv_mass_2 } else { &k.inv_mass };
-            solver.solve(&k.jac, w, None, black_box(&k.rhs), &mut lam).expect("solve");
+            step.call(&k, &mut lam);
         });
         let mut a = BlockSparseSymmetric::new();
         a.assemble(&k.jac, &k.inv_mass, None).expect("assemble");
