@@ -279,8 +279,8 @@ fn the_gpu_steps_the_same_window() {
 
 /// The solver's fields out of range are refused at build, naming the field
 /// (`population.<field>`) and the file, never stepped: substeps and
-/// iterations 0, relaxation 2, a push-out bound of 0, −1 or NaN (RON reads
-/// `NaN`); `inf` (unbounded) is accepted.
+/// iterations 0, relaxation 2, a push-out bound of 0, −1, NaN (RON reads
+/// `NaN`) or 1e-50 (0 in the step's f32); `inf` (unbounded) is accepted.
 #[test]
 fn solver_fields_out_of_range_are_refused_with_the_field_named() {
     let build = |field: &str| {
@@ -298,6 +298,7 @@ fn solver_fields_out_of_range_are_refused_with_the_field_named() {
         ("push_out: 0.0", "population.push_out"),
         ("push_out: -1.0", "population.push_out"),
         ("push_out: NaN", "population.push_out"),
+        ("push_out: 1e-50", "population.push_out"),
     ] {
         let err = build(field).err().unwrap_or_else(|| panic!("{field} was accepted"));
         let text = err.to_string();

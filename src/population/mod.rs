@@ -588,7 +588,9 @@ impl Population {
         if !(def.relaxation > 0.0 && def.relaxation < 2.0) {
             return Err(invalid("relaxation", format!("must be in (0, 2), got {}", def.relaxation)));
         }
-        if def.push_out.is_nan() || def.push_out <= 0.0 {
+        // checked as the step holds it (f32): NaN and values that round to 0
+        // are refused
+        if (def.push_out as f32).is_nan() || def.push_out as f32 <= 0.0 {
             return Err(invalid("push_out", format!("must be > 0 (inf: unbounded), got {}", def.push_out)));
         }
         nonneg("skin", def.skin)?;
