@@ -162,10 +162,19 @@
 //!   after the projections) re-evaluate only γ
 //!   (`constraint::revolute::write_gamma`). Bitwise the same; ≈ 83 → 78.5 µs
 //!   (docs/benchmarks.md, "linkage13").
+//! * The chains through memory of the two-row kernels (linkage15): a small
+//!   linkage's elimination tree is nearly a path, so column p's first block is
+//!   usually row p + 1 and the value the next step needs was just stored. The
+//!   elimination hands the next pivot block on in registers
+//!   (`eliminate_column2` returns its first row's updated diagonal block), and
+//!   the backward and forward sweeps carry x_{p+1} / y_{p+1} likewise, instead
+//!   of reloading each from the store just made (a store-to-load forwarding on
+//!   the chain per pivot). Bitwise the same; the backward sweep fell from
+//!   8.9 % to 6.7 % of the profile, ≈ 76.7 → 74.7 µs a step.
 //!
 //! Each of these changed no result, bitwise (the shipped scenes' CSVs compared
 //! byte for byte); the RK4 step of `scenes/linkage_loops.ron` (99 bars, 132
-//! pins) measured ≈ 124 µs before the first and ≈ 78.5 µs after the last (the
+//! pins) measured ≈ 124 µs before the first and ≈ 74.7 µs after the last (the
 //! machine's state moved the same binary by up to 25 % between days). The
 //! issue's 50 µs is not met: what is left runs at its operation counts (the
 //! four factorisations and assemblies of A an RK4 step with projection needs,
@@ -173,7 +182,9 @@
 //! step, which changes results. Every round, with its method, and what was
 //! tried and not kept (two interleaved elimination fronts, a closed-form
 //! inverse of the pivot blocks, pin-specialised products, A's off-diagonal
-//! blocks assembled straight into L's slots), is in docs/benchmarks.md.
+//! blocks assembled straight into L's slots, the padding's zero terms dropped
+//! from the pivot inverse, an AVX2 build, Jᵀλ summed body by body), is in
+//! docs/benchmarks.md.
 //!
 //! The convenience entry point is [`ConstraintSolver`]:
 //!
