@@ -28,7 +28,8 @@
 //!    (below: per ball its listed neighbours of higher id);
 //! 5. `substeps` × { `stabilise` (one Gauss–Seidel sweep from the current
 //!    positions, committed without velocity; only in substeps 0, K, 2K, …
-//!    of [`PopulationParams::stabilise_every`] = K, default 4), `predict` (v += a h,
+//!    of [`PopulationParams::stabilise_every`] = K, default
+//!    [`DEFAULT_STABILISE_EVERY`] = 2), `predict` (v += a h,
 //!    x* = x + v h), `count_contacts` (the velocity pass's mass splitting),
 //!    `iterations` × `sweep_positions` (cell-coloured Gauss–Seidel, below),
 //!    then `solve_velocities` (restitution, friction, rolling resistance,
@@ -113,9 +114,12 @@
 //! pile's residual overlap is its load over the solver's stiffness,
 //! ~N g h²/(share · iterations): it grows with the pile's height and with
 //! h², so substeps buy more than iterations. The defaults, 16 substeps × 2
-//! sweeps: 10³ balls settle at 0.08 % of r; 10⁴ (a pile 100 balls high) at
-//! 0.90 %, 12.6 % at worst while the pile forms (Box2D v3 at its defaults:
-//! 18 %, 138 %), KE per ball 1.6e-5 of the initial at 10 s. Fewer substeps
+//! sweeps, measured before the stabilisation sweep (below) became the
+//! default on 27 Nov 2026: 10³ balls settle at 0.08 % of r; 10⁴ (a pile 100
+//! balls high) at 0.90 %, 12.6 % at worst while the pile forms (Box2D v3 at
+//! its defaults: 18 %, 138 %), KE per ball 1.6e-5 of the initial at 10 s;
+//! with it, 10⁴ ends at 1.04–1.19 % and 5.1–9.1 % at worst over spawn seeds
+//! 1–6 (the table below). Fewer substeps
 //! fail `balls_box_10000_settles` (12 × 2: 2.4 %; 8 × 3: 2.1 %; 8 × 4:
 //! 1.8 % but a late collapse), over-relaxation (`population.relaxation`)
 //! helps one spawn seed and not the next, and the Jacobi solve this scheme
@@ -361,7 +365,8 @@ pub struct PopulationParams {
     pub resting_speed: Option<f32>,
     /// Substeps per step.
     pub substeps: u32,
-    /// Jacobi position iterations per substep.
+    /// Gauss–Seidel position sweeps per substep (cell-coloured; the
+    /// stabilisation sweep comes on top).
     pub iterations: u32,
     /// The stabilisation sweep runs in substeps 0, K, 2K, … of each step for
     /// K = `stabilise_every` (0: never; [`PopulationParams::stabilises`]).
