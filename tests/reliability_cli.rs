@@ -84,6 +84,14 @@ fn truncated_files_and_odd_paths_are_errors_not_panics() {
         assert_eq!(o.status.code(), Some(2), "--set {set}: {}", stderr(&o));
         assert!(stderr(&o).contains(&format!("odd.ron: --set {set}: ")), "--set {set}: {}", stderr(&o));
     }
+    // Paths with an empty part or unpaired brackets: the scanner dropped the
+    // empty parts, so `dt.=1` set `dt` and `.=1` replaced the whole scene.
+    for set in ["dt.=0.1", ".=1", "..=1", ".dt=0.1", "gravity[0=1", "gravity]0=1", "gravity[]=1", "gravity[0]x=1"] {
+        let o = mx2d().arg("check").arg(&odd).args(["--set", set]).output().expect("runs");
+        assert_no_crash(&o, set);
+        assert_eq!(o.status.code(), Some(2), "--set {set}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("odd.ron: --set {set}: bad path")), "--set {set}: {}", stderr(&o));
+    }
 }
 
 /// Class 2: stdout to a full disk is an error naming stdout; stderr to a

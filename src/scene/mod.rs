@@ -1003,6 +1003,37 @@ fn syntax_error(file: &str, text: &str, e: ron::error::SpannedError) -> SceneErr
     }
 }
 
+/// The grammar of a `--set` PATH: parts separated by `.`, or indices in
+/// brackets (`bodies[1].position[0]`); no part empty, brackets paired. The
+/// path scanner drops empty parts, so `dt.` used to set `dt`, and `.` or `..`
+/// the whole scene.
+fn check_path_syntax(path: &str) -> Result<(), String> {
+    let mut rest = path;
+    let mut first = true;
+    while !rest.is_empty() {
+        let (part, after) = if let Some(inner) = rest.strip_prefix('[').filter(|_| !first) {
+            let close = inner.find(']').ok_or("a '[' without its ']'")?;
+            (&inner[..close], &inner[close + 1..])
+        } else {
+            let body = if first { rest } else { rest.strip_prefix('.').ok_or("expected '.' or '[' between parts")? };
+            let end = body.find(['.', '[', ']']).unwrap_or(body.len());
+            if body[end..].starts_with(']') {
+                return Err("a ']' without its '['".into());
+            }
+            (&body[..end], &body[end..])
+        };
+        if part.is_empty() {
+            return Err("a part of the path is empty".into());
+        }
+        if part.contains(['.', '[']) {
+            return Err(format!("the index '{part}' holds a '.' or '['"));
+        }
+        rest = after;
+        first = false;
+    }
+    Ok(())
+}
+
 /// Rewrites `text` so that the value at PATH becomes VALUE (`PATH=VALUE`).
 /// An absent field of an existing struct is inserted; anything else that does
 /// not exist is an error naming the path. VALUE must be exactly one RON value
@@ -1014,6 +1045,7 @@ pub fn apply_override(text: &str, assignment: &str) -> Result<String, String> {
     if path.is_empty() {
         return Err("--set expects PATH=VALUE: the path is empty".into());
     }
+    check_path_syntax(path).map_err(|m| format!("bad path '{path}': {m}"))?;
     SourceMap::check_single_value(value).map_err(|m| format!("bad value '{value}': {m}"))?;
     let map = SourceMap::new(text);
     if let Some(e) = map.error() {
