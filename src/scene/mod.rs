@@ -83,6 +83,15 @@ pub const MAX_EXTENT_RATIO: f64 = 1e12;
 /// count is a typo or a saturated conversion, and would never end.
 pub const MAX_STEPS: u64 = 1_000_000_000;
 
+/// The most PGS sweeps a step of the exact contact path may ask for
+/// (`contacts.iterations`; the default is 100, the 100-row pyramid needs
+/// about 1,000).
+pub const MAX_CONTACT_ITERATIONS: usize = 100_000;
+
+/// The most alternations of the contact PGS and the joints' velocity
+/// projection (`contacts.joint_passes`; default 4).
+pub const MAX_JOINT_PASSES: usize = 1_000;
+
 /// Memory of one generated body with its joint, the solver's blocks and the
 /// integrator's state, measured as the peak RSS of `mx2d run` on chains of 1e5
 /// and 4e5 links with RK4 (2.07 kB per link), rounded up.
@@ -538,6 +547,19 @@ impl Scene {
         positive("contacts.resting_speed", c.resting_speed)?;
         positive("contacts.slop", c.slop)?;
         positive("contacts.tolerance", c.tolerance)?;
+        // 0 sweeps left resting contacts unsolved (bodies sank, no word), and
+        // 2⁶⁴ − 1 with `tolerance: 0` never ended a step; 0 joint passes was
+        // taken as 1.
+        for (path, value, most) in [
+            ("contacts.iterations", c.iterations, MAX_CONTACT_ITERATIONS),
+            ("contacts.joint_passes", c.joint_passes, MAX_JOINT_PASSES),
+        ] {
+            if let Some(n) = value
+                && !(1..=most).contains(&n)
+            {
+                return Err(self.error_at(path, format!("must be in 1..={most}, got {n}")));
+            }
+        }
         let solver = c.solver.as_ref().map(|d| d.solver()).unwrap_or_default();
         if let crate::contact::ContactSolver::SoftStep(soft) = &solver {
             soft.validate().map_err(|m| self.error_at("contacts.solver", m))?;
