@@ -124,6 +124,12 @@ fn values_past_the_f32_tier_are_refused_at_their_place() {
         ("population.friction=1e100", "population.friction"),
         ("population.radius=1e30", "population.radius"),
         ("gravity=(0,-1e30)", "gravity"),
+        // Accepted before: a radius_max of 1e30 ran with infinite radii
+        // (exit 0), a velocity of 1e30 or a density of 1e-40 (a mass that is
+        // 0 in f32) made every ball NaN in the first step (exit 3).
+        ("population.radius_max=1e30", "population.radius_max"),
+        ("population.spawn[0].velocity=(1e30,0)", "population.spawn[0].velocity"),
+        ("population.density=1e-40", "population.density"),
     ] {
         let err = Scene::load(std::path::Path::new(&path), &[set.to_string()])
             .and_then(|s| s.build_world().map(|_| ()))

@@ -559,6 +559,14 @@ impl Population {
                 Err(invalid(field, format!("must be >= 0 and at most {F32_PARAMETER_MAX:e} (f32 tier), got {v}")))
             }
         };
+        // A velocity past it became ±∞ in f32 and NaN in the first step.
+        let f32_velocity = |field: &str, v: DVec2| {
+            if v.abs().max_element() <= F32_PARAMETER_MAX {
+                Ok(())
+            } else {
+                Err(invalid(field, format!("must be at most {F32_PARAMETER_MAX:e} m/s per axis (f32 tier), got {v}")))
+            }
+        };
         // Scene-level values the balls use (named without the `population.` prefix).
         for (field, v) in [("/gravity", gravity.abs().max_element()), ("/dt", dt)] {
             // NaN is refused too (it fails the comparison).
@@ -571,11 +579,28 @@ impl Population {
         }
         positive("radius", def.radius)?;
         if let Some(m) = def.radius_max
-            && !(m.is_finite() && m >= def.radius)
+            && !(m.is_finite() && m >= def.radius && m <= F32_PARAMETER_MAX)
         {
-            return Err(invalid("radius_max", format!("must be >= radius ({}), got {m}", def.radius)));
+            return Err(invalid(
+                "radius_max",
+                format!("must be >= radius ({}) and at most {F32_PARAMETER_MAX:e} (f32 tier), got {m}", def.radius),
+            ));
         }
         positive("density", def.density)?;
+        // A ball's inverse mass is f32: a mass that rounds to 0 there gave
+        // every ball of the step NaN (exit 3) instead of an input error.
+        for r in [def.radius, def.radius_max.unwrap_or(def.radius)] {
+            let mass = def.density * std::f64::consts::PI * r * r;
+            if !(1.0 / F32_PARAMETER_MAX..=F32_PARAMETER_MAX).contains(&mass) {
+                return Err(invalid(
+                    "density",
+                    format!(
+                        "a ball of radius {r} m weighs {mass:e} kg at this density: the f32 tier needs masses in \
+                         [1e-15, 1e15] kg"
+                    ),
+                ));
+            }
+        }
         if !(0.0..=1.0).contains(&def.restitution) {
             return Err(invalid("restitution", format!("must be in [0, 1], got {}", def.restitution)));
         }
@@ -614,6 +639,7 @@ impl Population {
                     if !origin.is_finite() || !velocity.is_finite() {
                         return Err(invalid(at("origin"), "origin and velocity must be finite"));
                     }
+                    f32_velocity(&at("velocity"), *velocity)?;
                     positive(&at("spacing"), *spacing)?;
                     nonneg(&at("velocity_jitter"), *velocity_jitter)?;
                     if *columns == Some(0) {
@@ -627,6 +653,7 @@ impl Population {
                     if !velocity.is_finite() {
                         return Err(invalid(at("velocity"), "must be finite"));
                     }
+                    f32_velocity(&at("velocity"), *velocity)?;
                     nonneg(&at("velocity_jitter"), *velocity_jitter)?;
                     // Hook for spawn.rs: balls of a random box must not overlap.
                     let r_max = def.radius_max.unwrap_or(def.radius);
@@ -636,6 +663,7 @@ impl Population {
                     if !position.is_finite() || !velocity.is_finite() {
                         return Err(invalid(at("position"), "position and velocity must be finite"));
                     }
+                    f32_velocity(&at("velocity"), *velocity)?;
                     nonneg(&at("width"), *width)?;
                     positive(&at("rate"), *rate)?;
                     nonneg(&at("start"), *start)?;
