@@ -221,6 +221,19 @@ pub fn check_distinct_outputs(options: &RunOptions) -> Result<(), String> {
     Ok(())
 }
 
+/// Refuses `--snapshot` for a scene without a `population` section: there
+/// is nothing to record, and saying so before the run (bad input, exit 2)
+/// beats an empty file or a failure after the other outputs are created.
+pub fn check_snapshot_has_population(scene: &Scene, options: &RunOptions) -> Result<(), String> {
+    match (&options.snapshot, &scene.file.population) {
+        (Some(p), None) => Err(format!(
+            "--snapshot {}: the scene has no population to record (snapshots hold the balls of its `population` section)",
+            p.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The path with its directory resolved (symbolic links, `..`), so that
 /// `out.csv` and `./out.csv` compare equal.
 fn file_identity(path: &Path) -> PathBuf {
