@@ -165,8 +165,10 @@
 //!
 //! Each of these changed no result, bitwise (the shipped scenes' CSVs compared
 //! byte for byte); the RK4 step of `scenes/linkage_loops.ron` (99 bars, 132
-//! pins) measured ≈ 124 µs before the first and ≈ 78.5 µs after the last (the
-//! machine's state moved the same binary by up to 25 % between days). The
+//! pins) measured ≈ 124 µs before the first and ≈ 78.5 µs after the last, and
+//! ≈ 77.0 µs after linkage14's pins-only assembly in the constraint system
+//! (27 Nov 2026 23:25 UTC, README "Where it stands"; the machine's state moved
+//! the same binary by up to 25 % between days). The
 //! issue's 50 µs is not met: what is left runs at its operation counts (the
 //! four factorisations and assemblies of A an RK4 step with projection needs,
 //! the joint rows and their `sincos`), so it needs fewer factorisations per
