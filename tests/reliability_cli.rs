@@ -344,6 +344,8 @@ fn sizes_and_run_lengths_are_bounded() {
         let o = run(args).expect("runs");
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains("limit") || stderr(&o).contains("normal"), "{args:?}: {}", stderr(&o));
+        // A tiny --dt was printed with its 300 digits.
+        assert!(stderr(&o).len() < 400, "{args:?}: a short message: {}", stderr(&o));
     }
     for args in
         [&["--sizes", "18446744073709551615"][..], &["--sizes", "100000000000"], &["--repeats", "18446744073709551615"]]
