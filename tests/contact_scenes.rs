@@ -258,3 +258,15 @@ fn the_broadphase_is_chosen_by_count_and_spread_and_the_scene_overrides_it() {
         assert_eq!(world.contacts.broadphase_used(), expected, "{count} bodies of {shapes}, {broadphase}");
     }
 }
+
+/// An unknown contact solver is a parse error at its place that names the
+/// enum as the scene format does (`ContactSolver`), not the Rust type
+/// (`ContactSolverDef`, before).
+#[test]
+fn an_unknown_contact_solver_is_named_as_in_the_scene_format() {
+    let text = BASE.replacen("contacts: Contacts()", "contacts: Contacts(solver: Soft)", 1);
+    let e = error_for(&text);
+    assert_eq!((e.line, e.field.as_str()), (3, "contacts.solver"), "{e}");
+    assert!(e.message.contains("enum `ContactSolver`"), "{e}");
+    assert!(e.message.contains("`Exact` or `SoftStep`"), "{e}");
+}
