@@ -753,6 +753,19 @@ impl Population {
         let size = (bounds.1 - bounds.0).as_vec2();
         let (nx, ny) = ((size.x / cell).ceil().max(1.0) as u64, (size.y / cell).ceil().max(1.0) as u64);
         let cells = nx.saturating_mul(ny);
+        // The grid before the memory, unless the balls alone are too many: a
+        // world too large for the grid (a position or bound near f32's range)
+        // saturated the memory estimate, and the error blamed the balls.
+        if cells > MAX_CELLS && total.saturating_mul(CPU_BYTES_PER_BALL) <= memory_limit {
+            return Err(invalid(
+                "bounds",
+                format!(
+                    "the world {} × {} m needs {cells} grid cells of {cell} m, over the limit of {MAX_CELLS} \
+                     (MAX_CELLS); give smaller bounds",
+                    size.x, size.y
+                ),
+            ));
+        }
         let bytes = total.saturating_mul(CPU_BYTES_PER_BALL).saturating_add(cells.saturating_mul(4));
         if bytes > memory_limit {
             return Err(PopulationError::TooLarge {
@@ -766,16 +779,6 @@ impl Population {
             });
         }
 
-        if cells > MAX_CELLS {
-            return Err(invalid(
-                "bounds",
-                format!(
-                    "the world {} × {} m needs {cells} grid cells of {cell} m, over the limit of {MAX_CELLS} \
-                     (MAX_CELLS); give smaller bounds",
-                    size.x, size.y
-                ),
-            ));
-        }
         let n = total as usize;
         let mut pop = Population {
             params: PopulationParams {
