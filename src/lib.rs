@@ -92,7 +92,9 @@
 //!   a pile is its load over the position solve's stiffness, ~N g h² per
 //!   sweep for a pile N balls high: raise `substeps` (h² falls with their
 //!   square, better than `iterations`). balls_box 10⁴ (100 high) rests at
-//!   0.9 % of r with the default 16 × 2.
+//!   about 1 % of r (1.04–1.19 % over spawn seeds 1–6) with the defaults:
+//!   16 substeps × 2 sweeps and the stabilisation sweep every other substep
+//!   (0.9 % before that sweep, which ended a blow-up of one seed in five).
 //! - *My chain diverges with `symplectic`.* First-order methods cannot follow
 //!   links spinning at hundreds of rad/s at a millisecond step; use `rk4` or a
 //!   smaller step.
@@ -130,7 +132,9 @@
 //!   does with itself: `examples/twin_sensitivity.rs`). Balls in flight agree
 //!   within 1e-4; piles agree in their statistics (rest, overlap, energy).
 //! - *How fast is the GPU step?* On an NVIDIA H200: 12.7 ms/step at 10⁶ balls
-//!   and 91.9 at 10⁷ (16 substeps), 30–40× the 16-core CPU twin;
+//!   and 91.9 at 10⁷ (16 substeps), 30–40× the 16-core CPU twin (27 Nov 2026,
+//!   before the stabilisation sweep every other substep became the default:
+//!   it adds 72 colour dispatches to the 288 of a step, not yet re-measured);
 //!   `mx2d bench --scene balls_box --passes` shows where each stage's time goes.
 //! - *The GPU path says it cannot run.* Without any Vulkan/Metal/DX12 adapter the
 //!   CPU twins run and the reason is printed once; `MX2D_REQUIRE_GPU=1` turns

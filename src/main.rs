@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use clap::{Parser, Subcommand};
 use mx2d::integrator::Method;
 use mx2d::output::report;
-use mx2d::run::{Backend, RunOptions, check_distinct_outputs, planned_steps, run_scene};
-use mx2d::scene::Scene;
+use mx2d::run::{Backend, RunOptions, check_distinct_outputs, check_snapshot_has_population, planned_steps, run_scene};
+use mx2d::scene::{MAX_STEPS, Scene};
 
 #[derive(Parser)]
 #[command(name = "mx2d", version, about = "Planar mechanical systems and large ball populations")]
@@ -182,6 +182,16 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
+            // A time past the step limit is bad input (exit 2), refused
+            // before the adapter is opened or anything is written.
+            let steps = (time / loaded.file.dt).round();
+            if steps > MAX_STEPS as f64 {
+                report(&format!(
+                    "error: --time {time:e} s is {steps:e} steps of {:e} s, more than the limit of {MAX_STEPS:e}",
+                    loaded.file.dt
+                ));
+                return ExitCode::from(2);
+            }
             let options = mx2d::render::headless::RenderOptions { time, size, trails, forces };
             match mx2d::render::headless::render_scene(&loaded, &options, &out) {
                 Ok(step) => {
@@ -232,8 +242,21 @@ const BENCH_BYTES_PER_DISC: u64 = 1024;
 const BENCH_MAX_REPEATS: usize = 1000;
 
 fn check_bench_args(args: &mx2d::bench::BenchArgs) -> Result<(), String> {
+    if args.repeats == 0 {
+        // It used to be taken as 1 without a word.
+        return Err("--repeats must be at least 1 (timed repetitions after the warm-up), got 0".into());
+    }
     if args.repeats > BENCH_MAX_REPEATS {
         return Err(format!("--repeats {} is more than the limit of {BENCH_MAX_REPEATS}", args.repeats));
+    }
+    // The scene is bad input too: a name found nowhere, a file that does not
+    // load, or one without balls to step.
+    if let Some(name) = &args.scene {
+        let path = mx2d::bench::population::resolve_scene(name)?;
+        let scene = Scene::load(&path, &[]).map_err(|e| format!("--scene {name}: {e}"))?;
+        if scene.file.population.is_none() {
+            return Err(format!("--scene {name}: {} has no population section to step", path.display()));
+        }
     }
     let available = available_memory();
     for &n in &args.sizes {
@@ -333,7 +356,10 @@ fn run(args: RunArgs) -> ExitCode {
         energy_plot: args.energy_plot,
     };
     // Bad flags are bad input (exit 2), found before anything is written.
-    if let Err(e) = planned_steps(&scene, &options).and_then(|_| check_distinct_outputs(&options)) {
+    if let Err(e) = planned_steps(&scene, &options)
+        .and_then(|_| check_distinct_outputs(&options))
+        .and_then(|()| check_snapshot_has_population(&scene, &options))
+    {
         report(&format!("error: {e}"));
         return ExitCode::from(2);
     }

@@ -315,7 +315,8 @@ fn bench_scene_plot_and_a_missing_scene_named_with_where_it_looked() {
     assert!(blue >= 50, "the cpu line: {blue} pixels");
 
     let out = mx2d().current_dir(dir.path()).args(["bench", "--scene", "no_such_scene"]).output().expect("runs");
-    assert_ne!(out.status.code(), Some(0));
+    // Bad input: exit 2 (it was 1, the code of an output that cannot be written).
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let looked_here = dir.path().join("scenes").join("no_such_scene.ron");
     assert!(stderr.contains("--scene no_such_scene"), "{stderr}");
@@ -323,7 +324,19 @@ fn bench_scene_plot_and_a_missing_scene_named_with_where_it_looked() {
     assert!(!String::from_utf8_lossy(&out.stdout).contains("cpu ms/step"), "measured before failing");
     let missing = dir.path().join("missing.ron");
     let out = mx2d().args(["bench", "--scene"]).arg(&missing).output().expect("runs");
-    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&missing.display().to_string()), "{stderr}");
+    // A scene without balls is refused before any measurement (it failed
+    // with exit 1 on an internal `--set population.count=N`).
+    let out = mx2d()
+        .args(["bench", "--no-gpu", "--sizes", "10", "--repeats", "1", "--scene"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scenes/spring.ron"))
+        .output()
+        .expect("runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("has no population section"), "{stderr}");
+    assert!(!stderr.contains("--set"), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("cpu ms/step"), "measured before failing");
 }

@@ -50,6 +50,29 @@ fn bad_contact_input_gets_positioned_errors() {
         ("material: \"rubber\"", "material: \"steel\"", "\"steel\"", "bodies[0].material", "unknown material 'steel'"),
         ("friction: 0.3", "friction: -0.3", "-0.3", "surfaces[0].friction", "friction must be >= 0"),
         ("contacts: Contacts()", "contacts: Contacts(slop: -1.0)", "-1.0", "contacts.slop", "must be finite and >= 0"),
+        // 0 sweeps left resting contacts unsolved; a huge count with
+        // tolerance 0 never ended a step; 0 joint passes was taken as 1.
+        (
+            "contacts: Contacts()",
+            "contacts: Contacts(iterations: 0)",
+            "0",
+            "contacts.iterations",
+            "must be in 1..=100000",
+        ),
+        (
+            "contacts: Contacts()",
+            "contacts: Contacts(iterations: 100001)",
+            "100001",
+            "contacts.iterations",
+            "must be in 1..=100000, got 100001",
+        ),
+        (
+            "contacts: Contacts()",
+            "contacts: Contacts(joint_passes: 0)",
+            "0",
+            "contacts.joint_passes",
+            "must be in 1..=1000",
+        ),
     ];
     for (good, bad, value, field, words) in cases {
         let text = BASE.replacen(good, bad, 1);
@@ -234,4 +257,16 @@ fn the_broadphase_is_chosen_by_count_and_spread_and_the_scene_overrides_it() {
         world.step().unwrap();
         assert_eq!(world.contacts.broadphase_used(), expected, "{count} bodies of {shapes}, {broadphase}");
     }
+}
+
+/// An unknown contact solver is a parse error at its place that names the
+/// enum as the scene format does (`ContactSolver`), not the Rust type
+/// (`ContactSolverDef`, before).
+#[test]
+fn an_unknown_contact_solver_is_named_as_in_the_scene_format() {
+    let text = BASE.replacen("contacts: Contacts()", "contacts: Contacts(solver: Soft)", 1);
+    let e = error_for(&text);
+    assert_eq!((e.line, e.field.as_str()), (3, "contacts.solver"), "{e}");
+    assert!(e.message.contains("enum `ContactSolver`"), "{e}");
+    assert!(e.message.contains("`Exact` or `SoftStep`"), "{e}");
 }

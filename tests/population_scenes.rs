@@ -108,6 +108,14 @@ fn oversized_or_invalid_populations_are_refused_with_the_reason() {
     assert!(err.contains("population.count"), "{err}");
     assert!(err.contains("bytes per ball") && err.contains("limit"), "{err}");
     assert!(started.elapsed().as_secs() < 5, "refusing took {:?}", started.elapsed());
+    // A world too large for the grid is named as such (it was reported as
+    // 100 balls needing 2^64 − 1 bytes, the estimate saturated by the cells).
+    let err = Scene::load(std::path::Path::new(&path), &["population.spawn[0].origin=(1e30,0)".to_string()])
+        .and_then(|s| s.build_world().map(|_| ()))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("grid cells") && err.contains("MAX_CELLS"), "{err}");
+    assert!(!err.contains("bytes"), "{err}");
     let text = "Scene(name: \"bad\",\n  population: Population(radius: -0.5, spawn: []))";
     let err = Scene::parse(text, "bad.ron").unwrap_err();
     assert_eq!((err.line, err.field.as_str()), (2, "population.radius"), "{err}");
@@ -124,6 +132,12 @@ fn values_past_the_f32_tier_are_refused_at_their_place() {
         ("population.friction=1e100", "population.friction"),
         ("population.radius=1e30", "population.radius"),
         ("gravity=(0,-1e30)", "gravity"),
+        // Accepted before: a radius_max of 1e30 ran with infinite radii
+        // (exit 0), a velocity of 1e30 or a density of 1e-40 (a mass that is
+        // 0 in f32) made every ball NaN in the first step (exit 3).
+        ("population.radius_max=1e30", "population.radius_max"),
+        ("population.spawn[0].velocity=(1e30,0)", "population.spawn[0].velocity"),
+        ("population.density=1e-40", "population.density"),
     ] {
         let err = Scene::load(std::path::Path::new(&path), &[set.to_string()])
             .and_then(|s| s.build_world().map(|_| ()))

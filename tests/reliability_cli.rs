@@ -84,6 +84,14 @@ fn truncated_files_and_odd_paths_are_errors_not_panics() {
         assert_eq!(o.status.code(), Some(2), "--set {set}: {}", stderr(&o));
         assert!(stderr(&o).contains(&format!("odd.ron: --set {set}: ")), "--set {set}: {}", stderr(&o));
     }
+    // Paths with an empty part or unpaired brackets: the scanner dropped the
+    // empty parts, so `dt.=1` set `dt` and `.=1` replaced the whole scene.
+    for set in ["dt.=0.1", ".=1", "..=1", ".dt=0.1", "gravity[0=1", "gravity]0=1", "gravity[]=1", "gravity[0]x=1"] {
+        let o = mx2d().arg("check").arg(&odd).args(["--set", set]).output().expect("runs");
+        assert_no_crash(&o, set);
+        assert_eq!(o.status.code(), Some(2), "--set {set}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&format!("odd.ron: --set {set}: bad path")), "--set {set}: {}", stderr(&o));
+    }
 }
 
 /// Class 2: stdout to a full disk is an error naming stdout; stderr to a
@@ -145,6 +153,19 @@ fn output_files_are_named_and_distinct() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--trace and --contacts name the same file"), "{}", stderr(&o));
     assert!(!same.exists(), "refused before anything is written");
+    // `--snapshot` of a scene without balls is bad input, found before the
+    // other outputs are created (it was exit 1 after the trace was).
+    let snapshot = dir.path().join("s.bin");
+    let o = mx2d()
+        .args(["run", &scene("spring.ron"), "--headless", "--steps", "10", "--trace"])
+        .arg(&same)
+        .arg("--snapshot")
+        .arg(&snapshot)
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the scene has no population to record"), "{}", stderr(&o));
+    assert!(!same.exists() && !snapshot.exists(), "refused before anything is written");
 }
 
 /// Bad values of the numeric flags are bad input (exit 2) with the flag's
@@ -323,6 +344,8 @@ fn sizes_and_run_lengths_are_bounded() {
         let o = run(args).expect("runs");
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains("limit") || stderr(&o).contains("normal"), "{args:?}: {}", stderr(&o));
+        // A tiny --dt was printed with its 300 digits.
+        assert!(stderr(&o).len() < 400, "{args:?}: a short message: {}", stderr(&o));
     }
     for args in
         [&["--sizes", "18446744073709551615"][..], &["--sizes", "100000000000"], &["--repeats", "18446744073709551615"]]
@@ -331,6 +354,22 @@ fn sizes_and_run_lengths_are_bounded() {
         assert_no_crash(&o, "bench");
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains("limit") || stderr(&o).contains("largest size"), "{}", stderr(&o));
+    }
+    // `--repeats 0` was taken as 1 without a word.
+    let o = mx2d().args(["bench", "--no-gpu", "--sizes", "10", "--repeats", "0"]).output().expect("runs");
+    assert_no_crash(&o, "bench");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--repeats must be at least 1"), "{}", stderr(&o));
+    // `render --time` past the step limit is bad input (it was exit 1).
+    let png = tempfile::tempdir().expect("tempdir");
+    let out = png.path().join("x.png");
+    for time in ["1e8", "1e30"] {
+        let o =
+            mx2d().args(["render", &scene("spring.ron"), "--time", time, "--out"]).arg(&out).output().expect("runs");
+        assert_no_crash(&o, "render");
+        assert_eq!(o.status.code(), Some(2), "--time {time}: {}", stderr(&o));
+        assert!(stderr(&o).contains("more than the limit of 1e9"), "--time {time}: {}", stderr(&o));
+        assert!(!out.exists(), "--time {time}: refused before anything is written");
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let s = dir.path().join("s.json");

@@ -152,7 +152,9 @@ pub fn resolve_scene(name: &str) -> Result<std::path::PathBuf, String> {
     if let Some(found) = places.iter().find(|p| p.is_file()) {
         return Ok(found.clone());
     }
-    let looked: Vec<String> = places.iter().map(|p| absolute(p).display().to_string()).collect();
+    let mut looked: Vec<String> = places.iter().map(|p| absolute(p).display().to_string()).collect();
+    // Run from the source tree, both places are one.
+    looked.dedup();
     Err(format!(
         "--scene {name}: no scene named {name:?}; looked for {} (give a scene name under scenes/ or a path to a .ron file)",
         looked.join(" and ")

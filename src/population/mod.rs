@@ -28,7 +28,8 @@
 //!    (below: per ball its listed neighbours of higher id);
 //! 5. `substeps` × { `stabilise` (one Gauss–Seidel sweep from the current
 //!    positions, committed without velocity; only in substeps 0, K, 2K, …
-//!    of [`PopulationParams::stabilise_every`] = K, default 4), `predict` (v += a h,
+//!    of [`PopulationParams::stabilise_every`] = K, default
+//!    [`DEFAULT_STABILISE_EVERY`] = 2), `predict` (v += a h,
 //!    x* = x + v h), `count_contacts` (the velocity pass's mass splitting),
 //!    `iterations` × `sweep_positions` (cell-coloured Gauss–Seidel, below),
 //!    then `solve_velocities` (restitution, friction, rolling resistance,
@@ -113,9 +114,12 @@
 //! pile's residual overlap is its load over the solver's stiffness,
 //! ~N g h²/(share · iterations): it grows with the pile's height and with
 //! h², so substeps buy more than iterations. The defaults, 16 substeps × 2
-//! sweeps: 10³ balls settle at 0.08 % of r; 10⁴ (a pile 100 balls high) at
-//! 0.90 %, 12.6 % at worst while the pile forms (Box2D v3 at its defaults:
-//! 18 %, 138 %), KE per ball 1.6e-5 of the initial at 10 s. Fewer substeps
+//! sweeps, measured before the stabilisation sweep (below) became the
+//! default on 27 Nov 2026: 10³ balls settle at 0.08 % of r; 10⁴ (a pile 100
+//! balls high) at 0.90 %, 12.6 % at worst while the pile forms (Box2D v3 at
+//! its defaults: 18 %, 138 %), KE per ball 1.6e-5 of the initial at 10 s;
+//! with it, 10⁴ ends at 1.04–1.19 % and 5.1–9.1 % at worst over spawn seeds
+//! 1–6 (the table below). Fewer substeps
 //! fail `balls_box_10000_settles` (12 × 2: 2.4 %; 8 × 3: 2.1 %; 8 × 4:
 //! 1.8 % but a late collapse), over-relaxation (`population.relaxation`)
 //! helps one spawn seed and not the next, and the Jacobi solve this scheme
@@ -361,7 +365,8 @@ pub struct PopulationParams {
     pub resting_speed: Option<f32>,
     /// Substeps per step.
     pub substeps: u32,
-    /// Jacobi position iterations per substep.
+    /// Gauss–Seidel position sweeps per substep (cell-coloured; the
+    /// stabilisation sweep comes on top).
     pub iterations: u32,
     /// The stabilisation sweep runs in substeps 0, K, 2K, … of each step for
     /// K = `stabilise_every` (0: never; [`PopulationParams::stabilises`]).
@@ -554,6 +559,14 @@ impl Population {
                 Err(invalid(field, format!("must be >= 0 and at most {F32_PARAMETER_MAX:e} (f32 tier), got {v}")))
             }
         };
+        // A velocity past it became ±∞ in f32 and NaN in the first step.
+        let f32_velocity = |field: &str, v: DVec2| {
+            if v.abs().max_element() <= F32_PARAMETER_MAX {
+                Ok(())
+            } else {
+                Err(invalid(field, format!("must be at most {F32_PARAMETER_MAX:e} m/s per axis (f32 tier), got {v}")))
+            }
+        };
         // Scene-level values the balls use (named without the `population.` prefix).
         for (field, v) in [("/gravity", gravity.abs().max_element()), ("/dt", dt)] {
             // NaN is refused too (it fails the comparison).
@@ -566,11 +579,28 @@ impl Population {
         }
         positive("radius", def.radius)?;
         if let Some(m) = def.radius_max
-            && !(m.is_finite() && m >= def.radius)
+            && !(m.is_finite() && m >= def.radius && m <= F32_PARAMETER_MAX)
         {
-            return Err(invalid("radius_max", format!("must be >= radius ({}), got {m}", def.radius)));
+            return Err(invalid(
+                "radius_max",
+                format!("must be >= radius ({}) and at most {F32_PARAMETER_MAX:e} (f32 tier), got {m}", def.radius),
+            ));
         }
         positive("density", def.density)?;
+        // A ball's inverse mass is f32: a mass that rounds to 0 there gave
+        // every ball of the step NaN (exit 3) instead of an input error.
+        for r in [def.radius, def.radius_max.unwrap_or(def.radius)] {
+            let mass = def.density * std::f64::consts::PI * r * r;
+            if !(1.0 / F32_PARAMETER_MAX..=F32_PARAMETER_MAX).contains(&mass) {
+                return Err(invalid(
+                    "density",
+                    format!(
+                        "a ball of radius {r} m weighs {mass:e} kg at this density: the f32 tier needs masses in \
+                         [1e-15, 1e15] kg"
+                    ),
+                ));
+            }
+        }
         if !(0.0..=1.0).contains(&def.restitution) {
             return Err(invalid("restitution", format!("must be in [0, 1], got {}", def.restitution)));
         }
@@ -609,6 +639,7 @@ impl Population {
                     if !origin.is_finite() || !velocity.is_finite() {
                         return Err(invalid(at("origin"), "origin and velocity must be finite"));
                     }
+                    f32_velocity(&at("velocity"), *velocity)?;
                     positive(&at("spacing"), *spacing)?;
                     nonneg(&at("velocity_jitter"), *velocity_jitter)?;
                     if *columns == Some(0) {
@@ -622,6 +653,7 @@ impl Population {
                     if !velocity.is_finite() {
                         return Err(invalid(at("velocity"), "must be finite"));
                     }
+                    f32_velocity(&at("velocity"), *velocity)?;
                     nonneg(&at("velocity_jitter"), *velocity_jitter)?;
                     // Hook for spawn.rs: balls of a random box must not overlap.
                     let r_max = def.radius_max.unwrap_or(def.radius);
@@ -631,6 +663,7 @@ impl Population {
                     if !position.is_finite() || !velocity.is_finite() {
                         return Err(invalid(at("position"), "position and velocity must be finite"));
                     }
+                    f32_velocity(&at("velocity"), *velocity)?;
                     nonneg(&at("width"), *width)?;
                     positive(&at("rate"), *rate)?;
                     nonneg(&at("start"), *start)?;
@@ -720,6 +753,19 @@ impl Population {
         let size = (bounds.1 - bounds.0).as_vec2();
         let (nx, ny) = ((size.x / cell).ceil().max(1.0) as u64, (size.y / cell).ceil().max(1.0) as u64);
         let cells = nx.saturating_mul(ny);
+        // The grid before the memory, unless the balls alone are too many: a
+        // world too large for the grid (a position or bound near f32's range)
+        // saturated the memory estimate, and the error blamed the balls.
+        if cells > MAX_CELLS && total.saturating_mul(CPU_BYTES_PER_BALL) <= memory_limit {
+            return Err(invalid(
+                "bounds",
+                format!(
+                    "the world {} × {} m needs {cells} grid cells of {cell} m, over the limit of {MAX_CELLS} \
+                     (MAX_CELLS); give smaller bounds",
+                    size.x, size.y
+                ),
+            ));
+        }
         let bytes = total.saturating_mul(CPU_BYTES_PER_BALL).saturating_add(cells.saturating_mul(4));
         if bytes > memory_limit {
             return Err(PopulationError::TooLarge {
@@ -733,16 +779,6 @@ impl Population {
             });
         }
 
-        if cells > MAX_CELLS {
-            return Err(invalid(
-                "bounds",
-                format!(
-                    "the world {} × {} m needs {cells} grid cells of {cell} m, over the limit of {MAX_CELLS} \
-                     (MAX_CELLS); give smaller bounds",
-                    size.x, size.y
-                ),
-            ));
-        }
         let n = total as usize;
         let mut pop = Population {
             params: PopulationParams {

@@ -71,7 +71,8 @@ pub struct PopulationDef {
     /// [`super::DEFAULT_STABILISE_EVERY`].
     #[serde(default = "default_stabilise_every")]
     pub stabilise_every: u32,
-    /// Over-relaxation of the Jacobi position correction, in (0, 2); default 1.
+    /// Over-relaxation of the pair projections of the Gauss–Seidel position
+    /// sweeps, in (0, 2); default 1.
     #[serde(default = "one")]
     pub relaxation: f64,
     /// The largest push-out of a ball–ball overlap that was there at a

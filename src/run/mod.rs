@@ -189,10 +189,18 @@ pub fn planned_steps(scene: &Scene, options: &RunOptions) -> Result<u64, String>
     // NaN included: only a count known to be within the limit passes.
     if exact.is_nan() || exact > MAX_STEPS as f64 {
         return Err(format!(
-            "the run would take {exact:e} steps (dt = {dt} s), more than the limit of {MAX_STEPS:e}; ask for fewer steps, a shorter duration or a larger dt"
+            "the run would take {exact:e} steps (dt = {} s), more than the limit of {MAX_STEPS:e}; ask for fewer steps, a shorter duration or a larger dt",
+            readable(dt)
         ));
     }
     Ok(options.steps.unwrap_or(exact as u64))
+}
+
+/// `x` as `{}` prints it where that is short, else in exponent form: f64's
+/// `Display` never uses an exponent, so a `--dt 1e-300` in a message was
+/// 300 digits long.
+fn readable(x: f64) -> String {
+    if x == 0.0 || (1e-4..1e16).contains(&x.abs()) { format!("{x}") } else { format!("{x:e}") }
 }
 
 /// Refuses two outputs that are the same file: one would overwrite the other.
@@ -219,6 +227,19 @@ pub fn check_distinct_outputs(options: &RunOptions) -> Result<(), String> {
         seen.push((flag, id));
     }
     Ok(())
+}
+
+/// Refuses `--snapshot` for a scene without a `population` section: there
+/// is nothing to record, and saying so before the run (bad input, exit 2)
+/// beats an empty file or a failure after the other outputs are created.
+pub fn check_snapshot_has_population(scene: &Scene, options: &RunOptions) -> Result<(), String> {
+    match (&options.snapshot, &scene.file.population) {
+        (Some(p), None) => Err(format!(
+            "--snapshot {}: the scene has no population to record (snapshots hold the balls of its `population` section)",
+            p.display()
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The path with its directory resolved (symbolic links, `..`), so that

@@ -83,6 +83,15 @@ pub const MAX_EXTENT_RATIO: f64 = 1e12;
 /// count is a typo or a saturated conversion, and would never end.
 pub const MAX_STEPS: u64 = 1_000_000_000;
 
+/// The most PGS sweeps a step of the exact contact path may ask for
+/// (`contacts.iterations`; the default is 100, the 100-row pyramid needs
+/// about 1,000).
+pub const MAX_CONTACT_ITERATIONS: usize = 100_000;
+
+/// The most alternations of the contact PGS and the joints' velocity
+/// projection (`contacts.joint_passes`; default 4).
+pub const MAX_JOINT_PASSES: usize = 1_000;
+
 /// Memory of one generated body with its joint, the solver's blocks and the
 /// integrator's state, measured as the peak RSS of `mx2d run` on chains of 1e5
 /// and 4e5 links with RK4 (2.07 kB per link), rounded up.
@@ -538,6 +547,19 @@ impl Scene {
         positive("contacts.resting_speed", c.resting_speed)?;
         positive("contacts.slop", c.slop)?;
         positive("contacts.tolerance", c.tolerance)?;
+        // 0 sweeps left resting contacts unsolved (bodies sank, no word), and
+        // 2⁶⁴ − 1 with `tolerance: 0` never ended a step; 0 joint passes was
+        // taken as 1.
+        for (path, value, most) in [
+            ("contacts.iterations", c.iterations, MAX_CONTACT_ITERATIONS),
+            ("contacts.joint_passes", c.joint_passes, MAX_JOINT_PASSES),
+        ] {
+            if let Some(n) = value
+                && !(1..=most).contains(&n)
+            {
+                return Err(self.error_at(path, format!("must be in 1..={most}, got {n}")));
+            }
+        }
         let solver = c.solver.as_ref().map(|d| d.solver()).unwrap_or_default();
         if let crate::contact::ContactSolver::SoftStep(soft) = &solver {
             soft.validate().map_err(|m| self.error_at("contacts.solver", m))?;
@@ -1003,6 +1025,37 @@ fn syntax_error(file: &str, text: &str, e: ron::error::SpannedError) -> SceneErr
     }
 }
 
+/// The grammar of a `--set` PATH: parts separated by `.`, or indices in
+/// brackets (`bodies[1].position[0]`); no part empty, brackets paired. The
+/// path scanner drops empty parts, so `dt.` used to set `dt`, and `.` or `..`
+/// the whole scene.
+fn check_path_syntax(path: &str) -> Result<(), String> {
+    let mut rest = path;
+    let mut first = true;
+    while !rest.is_empty() {
+        let (part, after) = if let Some(inner) = rest.strip_prefix('[').filter(|_| !first) {
+            let close = inner.find(']').ok_or("a '[' without its ']'")?;
+            (&inner[..close], &inner[close + 1..])
+        } else {
+            let body = if first { rest } else { rest.strip_prefix('.').ok_or("expected '.' or '[' between parts")? };
+            let end = body.find(['.', '[', ']']).unwrap_or(body.len());
+            if body[end..].starts_with(']') {
+                return Err("a ']' without its '['".into());
+            }
+            (&body[..end], &body[end..])
+        };
+        if part.is_empty() {
+            return Err("a part of the path is empty".into());
+        }
+        if part.contains(['.', '[']) {
+            return Err(format!("the index '{part}' holds a '.' or '['"));
+        }
+        rest = after;
+        first = false;
+    }
+    Ok(())
+}
+
 /// Rewrites `text` so that the value at PATH becomes VALUE (`PATH=VALUE`).
 /// An absent field of an existing struct is inserted; anything else that does
 /// not exist is an error naming the path. VALUE must be exactly one RON value
@@ -1014,6 +1067,7 @@ pub fn apply_override(text: &str, assignment: &str) -> Result<String, String> {
     if path.is_empty() {
         return Err("--set expects PATH=VALUE: the path is empty".into());
     }
+    check_path_syntax(path).map_err(|m| format!("bad path '{path}': {m}"))?;
     SourceMap::check_single_value(value).map_err(|m| format!("bad value '{value}': {m}"))?;
     let map = SourceMap::new(text);
     if let Some(e) = map.error() {

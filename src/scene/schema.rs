@@ -187,9 +187,10 @@ pub struct ContactsDef {
 }
 
 /// The resting-contact solver as written in a scene (see
-/// `src/contact/soft_step/`); every `SoftStep` field is optional.
+/// `src/contact/soft_step/`); every `SoftStep` field is optional. Named
+/// `ContactSolver` in messages (an unknown variant named the Rust type).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename = "ContactSolver")]
 pub enum ContactSolverDef {
     /// Time of impact, exact impacts, block PGS (the default).
     Exact,
