@@ -290,10 +290,16 @@ fn run_summary_times_each_population_stage_on_both_backends() {
                 // One step in eight is timed (30 steps: 4), each stage in a pass
                 // of its own, which makes a timed step slower than the mean the
                 // total is over: 5.7 % on an H200, 16.5 % here on lavapipe
-                // (27 Nov 2026), hence 1.3, not 1.05; the steps timed, exactly.
+                // (27 Nov 2026), and 32 % once on lavapipe under a load of 9
+                // (28 Nov 2026: four timed steps against a mean of 30 is a
+                // sample the machine's load moves). What the bounds guard is
+                // the bookkeeping, not the speed: a sum divided by the wrong
+                // step count (30 for 4, or the reverse) is off by 7.5×, which
+                // 2× (and 0.5× below, on lavapipe) still refuses; the steps
+                // timed, exactly.
                 let timed = steps.div_ceil(mx2d::gpu::timing::TIMED_STEP_STRIDE);
                 assert_eq!(p.stage_timed_steps, timed);
-                assert!(sum > 0.0 && sum <= 1.3 * total, "gpu: stages {sum} ms of {total} ms");
+                assert!(sum > 0.0 && sum <= 2.0 * total, "gpu: stages {sum} ms of {total} ms");
                 if s.adapter.contains("llvmpipe") {
                     assert!(sum >= 0.5 * total, "lavapipe: stages {sum} ms of {total} ms");
                 }
