@@ -154,6 +154,7 @@
 //! | every 4th, seeds 7–10 (settle15) | 2.2e-4, 1.0e-5, 2.5e-4, 6.1e-4 | 0.80–1.18 % | 5.3–6.6 % | 0 |
 //! | every 2nd + a coloured Gauss–Seidel velocity sweep each substep (settle15) | seeds 1, 2, 3, 6: 8.7e-4, 8.2e-4, **2.32e-3**, **4.29e-3** | 0.95–1.22 % | 4.5–12.9 % | 0 |
 //! | every 2nd + position-level friction on the centres (settle15) | seeds 1, 2, 3, 6: all ≈ **1e-2** (jitter) | 0.83–1.30 % | 3.7–8.3 % | 0 |
+//! | every 2nd + sleeping, a CPU prototype (settle15, not kept) | seeds 9, 6, 10, 2, 1, 3: 1.7e-5, 1.3e-5, 1.0e-5, 1.1e-5, 6.2e-9, 5.3e-4 | 0.89–**2.16** % | 4.2–14.2 % | 0 |
 //! | push-out bounded at 2 % of r per substep, no stabilisation | end, seeds 1–8: 2.3e-5 … 5.3e-3, 4 of 8 above 1e-3 | 0.75–1.79 % | 31–56 % | 0 |
 //! | bounded 2 % and every 4th substep | end, seeds 1–8: 4.9e-5 … 2.8e-3, 6 of 8 above 1e-3 | 0.72–1.85 % | 11–23 % | 0 |
 //!
@@ -165,7 +166,9 @@
 //! between 10 and 14 s, and the twentieth second holds 4e-6 of the initial
 //! energy (speeds ≈ g·h: no jitter). Resolving static friction better did
 //! not help (the Gauss–Seidel velocity sweep and the position-level
-//! friction above: more seeds failed; docs/benchmarks.md, "settle15"). Every other
+//! friction above: more seeds failed; docs/benchmarks.md, "settle15");
+//! sleeping ended the tail in a CPU prototype, but its static sleepers kept
+//! their overlaps (2.16 % of r) and it has no GPU kernel yet. Every other
 //! substep passed seeds 1–5 with a factor ≥ 2 to spare (the test runs 1, 2
 //! and 5). It costs 8 sweeps on the step's 32. The mixer sets `stabilise_every: 1`: a turning paddle needs the
 //! balls pushed out of it at every substep (without it a ball ends up to
