@@ -154,7 +154,7 @@
 //! | every 4th, seeds 7–10 (settle15) | 2.2e-4, 1.0e-5, 2.5e-4, 6.1e-4 | 0.80–1.18 % | 5.3–6.6 % | 0 |
 //! | every 2nd + a coloured Gauss–Seidel velocity sweep each substep (settle15) | seeds 1, 2, 3, 6: 8.7e-4, 8.2e-4, **2.32e-3**, **4.29e-3** | 0.95–1.22 % | 4.5–12.9 % | 0 |
 //! | every 2nd + position-level friction on the centres (settle15) | seeds 1, 2, 3, 6: all ≈ **1e-2** (jitter) | 0.83–1.30 % | 3.7–8.3 % | 0 |
-//! | every 2nd + sleeping, a CPU prototype (settle15, not kept) | seeds 9, 6, 10, 2, 1, 3: 1.7e-5, 1.3e-5, 1.0e-5, 1.1e-5, 6.2e-9, 5.3e-4 | 0.89–**2.16** % | 4.2–14.2 % | 0 |
+//! | every 2nd + sleeping, a CPU prototype (settle15, not kept) | seeds 1–10: ≤ 8.5e-4 (3: 5.3e-4, 5: 8.5e-4, the rest ≤ 6.3e-5) | 0.88–**2.16** % | 4.2–14.2 % | 0 |
 //! | push-out bounded at 2 % of r per substep, no stabilisation | end, seeds 1–8: 2.3e-5 … 5.3e-3, 4 of 8 above 1e-3 | 0.75–1.79 % | 31–56 % | 0 |
 //! | bounded 2 % and every 4th substep | end, seeds 1–8: 4.9e-5 … 2.8e-3, 6 of 8 above 1e-3 | 0.72–1.85 % | 11–23 % | 0 |
 //!
