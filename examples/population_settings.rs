@@ -4,7 +4,9 @@
 //! largest overlap / r at the end, the worst overlap seen on the way, and the
 //! wall time of the steps (run it with `RAYON_NUM_THREADS=1` for a CPU time);
 //! then how the remaining kinetic energy is spread over the balls (jitter
-//! spreads it over all, a collapse holds it in a few).
+//! spreads it over all, a collapse holds it in a few) and how deep below
+//! the top ball the fastest 1 % are (on the surface: balls rolling on top;
+//! deep: a void closing).
 //!
 //! ```text
 //! RAYON_NUM_THREADS=1 cargo run --release --example population_settings -- 10000 \
@@ -47,6 +49,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let steps = 60 * seconds_simulated;
     let initial = pop.stats().kinetic_per_ball;
     let (mut tenth_second, mut worst_second) = (0.0, 0.0f64);
+    let mut every_second = Vec::new();
     let started = Instant::now();
     for step in 0..steps {
         cpu::step(&mut pop, dt)?;
@@ -57,6 +60,9 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         // A sample at every whole second after 5 s: a late collapse shows here.
         if step >= 300 && step % 60 == 59 {
             worst_second = worst_second.max(ke);
+        }
+        if step % 60 == 59 {
+            every_second.push(format!("{:.0e}", ke / initial));
         }
     }
     let seconds = started.elapsed().as_secs_f64();
@@ -73,6 +79,21 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         speed_squared[speed_squared.len() / 2].sqrt(),
         speed_squared.last().copied().unwrap_or(0.0).sqrt(),
         100.0 * top / total.max(f64::MIN_POSITIVE)
+    );
+    // Where are the fastest 1 %: at the pile's surface (balls rolling on
+    // top) or inside it (a void closing)? Depth below the highest ball.
+    let top = pop.position.iter().map(|p| p.y).fold(f32::MIN, f32::max);
+    let mut by_speed: Vec<usize> = (0..pop.len()).collect();
+    by_speed.sort_by(|&a, &b| pop.velocity[b].length_squared().total_cmp(&pop.velocity[a].length_squared()));
+    let mut depths = [0usize; 4];
+    for &i in &by_speed[..pop.len().div_ceil(100)] {
+        let depth = top - pop.position[i].y;
+        depths[[2.0f32, 10.0, 40.0].iter().filter(|&&d| depth >= d).count()] += 1;
+    }
+    println!("KE / initial at the end of each second: {}", every_second.join(" "));
+    println!(
+        "the fastest 1 % by depth below the top ball: < 2 m {}, 2–10 m {}, 10–40 m {}, ≥ 40 m {}",
+        depths[0], depths[1], depths[2], depths[3]
     );
     println!(
         "{count} balls {:?}: KE last second / initial {:.2e} (test, 10 s: < 1e-3), KE at whole seconds after 5 s, largest / initial {:.2e}, overlap at the end {:.2} % of r (test < 2 %), worst seen {:.1} %, escaped {}, {:.1} s for {steps} steps",
