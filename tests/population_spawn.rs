@@ -310,3 +310,17 @@ fn solver_fields_out_of_range_are_refused_with_the_field_named() {
     let pop = build("push_out: 0.05").unwrap_or_else(|e| panic!("{e}")).population.expect("a population");
     assert_eq!(pop.params.push_out, 0.05);
 }
+
+/// An unknown spawner is a parse error at its place that names the enum as
+/// the scene format does (`Spawn`), not the Rust type (`SpawnDef`, before),
+/// and lists the spawners there are.
+#[test]
+fn an_unknown_spawner_is_named_as_in_the_scene_format() {
+    let text = "Scene(name: \"f\", dt: 0.01,\n  population: Population(radius: 0.1,\n    \
+                spawn: [Lattice(count: 3)],\n    bounds: Rect(min: (0.0, 0.0), max: (1.0, 1.0))))";
+    let err = Scene::parse(text, "f.ron").err().expect("an unknown spawner was accepted");
+    let shown = err.to_string();
+    assert_eq!((err.line, err.field.as_str()), (3, "population.spawn[0]"), "{shown}");
+    assert!(shown.contains("enum `Spawn`") && !shown.contains("SpawnDef"), "{shown}");
+    assert!(shown.contains("`Grid`, `RandomBox`, or `Emitter`"), "{shown}");
+}

@@ -566,7 +566,8 @@ impl GpuPopulation {
             pass.set_bind_group(0, group, &[]);
             pass.dispatch_workgroups(x, y, 1);
         };
-        // One dispatch per colour, in colour order (cpu::sweep_positions).
+        // One dispatch per colour, in colour order (the twin's colour phases,
+        // `substep::Substeps::sweep`).
         let sweep = |pass: &mut wgpu::ComputePass<'_>, pipelines: &[wgpu::ComputePipeline]| {
             for (pipeline, &grid) in pipelines.iter().zip(&colour_grids) {
                 run(pass, pipeline, grid);

@@ -131,7 +131,7 @@ pub struct ContainerDef {
 
 /// A generator of balls.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename = "Spawn")]
 pub enum SpawnDef {
     /// A grid filled row by row from `origin` (lowest-left ball), `columns`
     /// per row (default ⌈√count⌉).
