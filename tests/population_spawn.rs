@@ -318,7 +318,7 @@ fn solver_fields_out_of_range_are_refused_with_the_field_named() {
 fn an_unknown_spawner_is_named_as_in_the_scene_format() {
     let text = "Scene(name: \"f\", dt: 0.01,\n  population: Population(radius: 0.1,\n    \
                 spawn: [Lattice(count: 3)],\n    bounds: Rect(min: (0.0, 0.0), max: (1.0, 1.0))))";
-    let err = Scene::parse(text, "f.ron").err().expect("an unknown spawner was accepted");
+    let err = Scene::parse(text, "f.ron").expect_err("an unknown spawner was accepted");
     let shown = err.to_string();
     assert_eq!((err.line, err.field.as_str()), (3, "population.spawn[0]"), "{shown}");
     assert!(shown.contains("enum `Spawn`") && !shown.contains("SpawnDef"), "{shown}");
