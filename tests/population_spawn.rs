@@ -324,3 +324,26 @@ fn an_unknown_spawner_is_named_as_in_the_scene_format() {
     assert!(shown.contains("enum `Spawn`") && !shown.contains("SpawnDef"), "{shown}");
     assert!(shown.contains("`Grid`, `RandomBox`, or `Emitter`"), "{shown}");
 }
+
+/// Extreme values in the validation messages are shown in exponent form:
+/// f64's `Display` has none, so `radius: 1e50` was refused with a
+/// 51-digit number and a mechanism body's `mass: -2.5e90` with a 91-digit
+/// one.
+#[test]
+fn extreme_values_in_error_messages_are_shown_in_exponent_form() {
+    let population = "Scene(name: \"f\", dt: 0.01,\n  population: Population(radius: 1e50,\n    \
+                      spawn: [Grid(origin: (0.0, 1.0), count: 3, spacing: 1.0)],\n    \
+                      bounds: Rect(min: (0.0, 0.0), max: (1.0, 1.0))))";
+    let body =
+        "Scene(name: \"b\", dt: 0.01,\n  bodies: [Body(name: \"a\", mass: -2.5e90, shape: Circle(radius: 1.0))])";
+    for (text, field, shown) in [(population, "population.radius", "got 1e50"), (body, "bodies[0].mass", "got -2.5e90")]
+    {
+        let err = Scene::parse(text, "f.ron")
+            .and_then(|s| s.build_world())
+            .err()
+            .unwrap_or_else(|| panic!("{field} was accepted"));
+        let message = err.to_string();
+        assert_eq!(err.field, field, "{message}");
+        assert!(message.contains(shown) && message.len() < 200, "{message}");
+    }
+}

@@ -262,6 +262,7 @@ pub mod spawn;
 pub mod stage_times;
 mod substep;
 
+use crate::scene::readable;
 use glam::{DVec2, Vec2};
 
 use crate::body::Body;
@@ -561,14 +562,20 @@ impl Population {
             if v.is_finite() && v > 0.0 && v <= F32_PARAMETER_MAX {
                 Ok(())
             } else {
-                Err(invalid(field, format!("must be positive and at most {F32_PARAMETER_MAX:e} (f32 tier), got {v}")))
+                Err(invalid(
+                    field,
+                    format!("must be positive and at most {F32_PARAMETER_MAX:e} (f32 tier), got {v}", v = readable(v)),
+                ))
             }
         };
         let nonneg = |field: &str, v: f64| {
             if (0.0..=F32_PARAMETER_MAX).contains(&v) {
                 Ok(())
             } else {
-                Err(invalid(field, format!("must be >= 0 and at most {F32_PARAMETER_MAX:e} (f32 tier), got {v}")))
+                Err(invalid(
+                    field,
+                    format!("must be >= 0 and at most {F32_PARAMETER_MAX:e} (f32 tier), got {v}", v = readable(v)),
+                ))
             }
         };
         // A velocity past it became ±∞ in f32 and NaN in the first step.
@@ -585,7 +592,10 @@ impl Population {
             if v.is_nan() || v > F32_PARAMETER_MAX {
                 return Err(invalid(
                     field,
-                    format!("must be at most {F32_PARAMETER_MAX:e} in size with a population (f32 tier), got {v}"),
+                    format!(
+                        "must be at most {F32_PARAMETER_MAX:e} in size with a population (f32 tier), got {v}",
+                        v = readable(v)
+                    ),
                 ));
             }
         }
@@ -595,7 +605,11 @@ impl Population {
         {
             return Err(invalid(
                 "radius_max",
-                format!("must be >= radius ({}) and at most {F32_PARAMETER_MAX:e} (f32 tier), got {m}", def.radius),
+                format!(
+                    "must be >= radius ({}) and at most {F32_PARAMETER_MAX:e} (f32 tier), got {m}",
+                    def.radius,
+                    m = readable(m)
+                ),
             ));
         }
         positive("density", def.density)?;
@@ -614,7 +628,7 @@ impl Population {
             }
         }
         if !(0.0..=1.0).contains(&def.restitution) {
-            return Err(invalid("restitution", format!("must be in [0, 1], got {}", def.restitution)));
+            return Err(invalid("restitution", format!("must be in [0, 1], got {}", readable(def.restitution))));
         }
         nonneg("friction", def.friction)?;
         nonneg("rolling_resistance", def.rolling_resistance)?;
@@ -628,12 +642,12 @@ impl Population {
             return Err(invalid("iterations", format!("must be in 1..=1024, got {}", def.iterations)));
         }
         if !(def.relaxation > 0.0 && def.relaxation < 2.0) {
-            return Err(invalid("relaxation", format!("must be in (0, 2), got {}", def.relaxation)));
+            return Err(invalid("relaxation", format!("must be in (0, 2), got {}", readable(def.relaxation))));
         }
         // checked as the step holds it (f32): NaN and values that round to 0
         // are refused
         if (def.push_out as f32).is_nan() || def.push_out as f32 <= 0.0 {
-            return Err(invalid("push_out", format!("must be > 0 (inf: unbounded), got {}", def.push_out)));
+            return Err(invalid("push_out", format!("must be > 0 (inf: unbounded), got {}", readable(def.push_out))));
         }
         nonneg("skin", def.skin)?;
         let mut spawn = def.spawn.clone();

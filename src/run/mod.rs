@@ -190,17 +190,10 @@ pub fn planned_steps(scene: &Scene, options: &RunOptions) -> Result<u64, String>
     if exact.is_nan() || exact > MAX_STEPS as f64 {
         return Err(format!(
             "the run would take {exact:e} steps (dt = {} s), more than the limit of {MAX_STEPS:e}; ask for fewer steps, a shorter duration or a larger dt",
-            readable(dt)
+            crate::scene::readable(dt)
         ));
     }
     Ok(options.steps.unwrap_or(exact as u64))
-}
-
-/// `x` as `{}` prints it where that is short, else in exponent form: f64's
-/// `Display` never uses an exponent, so a `--dt 1e-300` in a message was
-/// 300 digits long.
-fn readable(x: f64) -> String {
-    if x == 0.0 || (1e-4..1e16).contains(&x.abs()) { format!("{x}") } else { format!("{x:e}") }
 }
 
 /// Refuses two outputs that are the same file: one would overwrite the other.

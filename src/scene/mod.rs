@@ -311,12 +311,12 @@ impl Scene {
         };
         finite_vec("gravity", f.gravity)?;
         if !(f.dt.is_finite() && f.dt > 0.0) {
-            return Err(self.error_at("dt", format!("the step must be positive and finite, got {}", f.dt)));
+            return Err(self.error_at("dt", format!("the step must be positive and finite, got {}", readable(f.dt))));
         }
         if let Some(d) = f.duration
             && !(d.is_finite() && d >= 0.0)
         {
-            return Err(self.error_at("duration", format!("must be finite and >= 0, got {d}")));
+            return Err(self.error_at("duration", format!("must be finite and >= 0, got {d}", d = readable(d))));
         }
         if let Some(n) = f.steps
             && n > MAX_STEPS
@@ -335,7 +335,7 @@ impl Scene {
         if let Some(e) = f.max_body_energy
             && !(e.is_finite() && e > 0.0)
         {
-            return Err(self.error_at("max_body_energy", format!("must be positive, got {e}")));
+            return Err(self.error_at("max_body_energy", format!("must be positive, got {e}", e = readable(e))));
         }
         self.check_size()?;
         let mut world = World::new(f.gravity);
@@ -343,7 +343,7 @@ impl Scene {
         world.set_integrator(f.integrator);
         if let Some(tol) = f.tolerance {
             if !(tol.is_finite() && tol > 0.0 && tol < 1.0) {
-                return Err(self.error_at("tolerance", format!("must be in (0, 1), got {tol}")));
+                return Err(self.error_at("tolerance", format!("must be in (0, 1), got {tol}", tol = readable(tol))));
             }
             world.set_tolerance(tol);
         }
@@ -353,19 +353,27 @@ impl Scene {
             if let Some(m) = b.mass
                 && !(m.is_finite() && m > 0.0)
             {
-                return Err(self.error_at(&at("mass"), format!("mass must be positive and finite, got {m}")));
+                return Err(
+                    self.error_at(&at("mass"), format!("mass must be positive and finite, got {m}", m = readable(m)))
+                );
             }
             if let Some(d) = b.density
                 && !(d.is_finite() && d > 0.0)
             {
-                return Err(self.error_at(&at("density"), format!("density must be positive and finite, got {d}")));
+                return Err(self.error_at(
+                    &at("density"),
+                    format!("density must be positive and finite, got {d}", d = readable(d)),
+                ));
             }
             if let Some(j) = b.inertia
                 && !(j.is_finite() && j > 0.0)
             {
                 return Err(self.error_at(
                     &at("inertia"),
-                    format!("inertia must be positive and finite, got {j} (for a point mass use shape: Point)"),
+                    format!(
+                        "inertia must be positive and finite, got {j} (for a point mass use shape: Point)",
+                        j = readable(j)
+                    ),
                 ));
             }
             b.shape.validate().map_err(|m| self.error_at(&at("shape"), m))?;
@@ -373,7 +381,7 @@ impl Scene {
             finite_vec(&at("velocity"), b.velocity)?;
             for (name, v) in [("angle", b.angle), ("angular_velocity", b.angular_velocity)] {
                 if !v.is_finite() {
-                    return Err(self.error_at(&at(name), format!("must be finite, got {v}")));
+                    return Err(self.error_at(&at(name), format!("must be finite, got {v}", v = readable(v))));
                 }
             }
             let mut builder = Body::builder(b.name.clone(), b.shape.clone())
@@ -438,7 +446,10 @@ impl Scene {
         if let Some(alpha) = f.stabilization.baumgarte
             && !(alpha.is_finite() && alpha > 0.0)
         {
-            return Err(self.error_at("stabilization.baumgarte", format!("must be positive, got {alpha}")));
+            return Err(self.error_at(
+                "stabilization.baumgarte",
+                format!("must be positive, got {alpha}", alpha = readable(alpha)),
+            ));
         }
         world.stabilization.projection = f.stabilization.projection;
         world.stabilization.baumgarte = f.stabilization.baumgarte;
@@ -540,7 +551,7 @@ impl Scene {
         };
         let positive = |path: &str, v: Option<f64>| match v {
             Some(x) if !(x.is_finite() && x >= 0.0) => {
-                Err(self.error_at(path, format!("must be finite and >= 0, got {x}")))
+                Err(self.error_at(path, format!("must be finite and >= 0, got {x}", x = readable(x))))
             }
             _ => Ok(()),
         };
@@ -598,7 +609,9 @@ impl Scene {
         }
         for (name, v) in [("spacing", d.spacing), ("density", d.density)] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(self.error_at(&at(name), format!("{name} must be positive and finite, got {v}")));
+                return Err(
+                    self.error_at(&at(name), format!("{name} must be positive and finite, got {v}", v = readable(v)))
+                );
             }
         }
         for (k, s) in d.shapes.iter().enumerate() {
@@ -641,7 +654,9 @@ impl Scene {
         }
         for (name, v) in [("half_extent", p.half_extent), ("mass", p.mass)] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(self.error_at(&at(name), format!("{name} must be positive and finite, got {v}")));
+                return Err(
+                    self.error_at(&at(name), format!("{name} must be positive and finite, got {v}", v = readable(v)))
+                );
             }
         }
         let material = self.named_material(p.material.as_deref(), &at("material"))?;
@@ -734,7 +749,7 @@ impl Scene {
         }
         for (name, v) in [("link_length", c.link_length), ("link_mass", c.link_mass)] {
             if !(v.is_finite() && v > 0.0) {
-                return Err(self.error_at(&at(name), format!("{name} must be positive, got {v}")));
+                return Err(self.error_at(&at(name), format!("{name} must be positive, got {v}", v = readable(v))));
             }
         }
         if !(c.direction.is_finite() && c.direction.length_squared() > 0.0) {
@@ -774,7 +789,7 @@ impl Scene {
         let at_path = |field: &str| format!("constraints[{i}].{field}");
         for (field, values) in constraint_numbers(c) {
             if let Some(v) = values.iter().find(|v| !v.is_finite()) {
-                return Err(self.error_at(&at_path(field), format!("must be finite, got {v}")));
+                return Err(self.error_at(&at_path(field), format!("must be finite, got {v}", v = readable(*v))));
             }
         }
         let handle = |field: &str, name: &str| self.body_handle(world, &at_path(field), name);
@@ -912,7 +927,11 @@ impl Scene {
     fn build_load(&self, world: &World, i: usize, l: &LoadDef) -> Result<Load, SceneError> {
         let at = |field: &str| format!("loads[{i}].{field}");
         let finite = |field: &str, v: f64| {
-            if v.is_finite() { Ok(()) } else { Err(self.error_at(&at(field), format!("must be finite, got {v}"))) }
+            if v.is_finite() {
+                Ok(())
+            } else {
+                Err(self.error_at(&at(field), format!("must be finite, got {v}", v = readable(v))))
+            }
         };
         Ok(match l {
             LoadDef::Force { body, force, point, body_frame, profile } => {
@@ -942,7 +961,8 @@ impl Scene {
                 };
                 for (name, v) in [("stiffness", *stiffness), ("rest_length", *rest_length), ("damping", *damping)] {
                     if !(v.is_finite() && v >= 0.0) {
-                        return Err(self.error_at(&at(name), format!("{name} must be finite and >= 0, got {v}")));
+                        return Err(self
+                            .error_at(&at(name), format!("{name} must be finite and >= 0, got {v}", v = readable(v))));
                     }
                 }
                 Load::Spring {
@@ -957,9 +977,10 @@ impl Scene {
             LoadDef::Drag { body, coefficient } => {
                 let body = self.body_handle(world, &at("body"), body)?;
                 if !(coefficient.is_finite() && *coefficient >= 0.0) {
-                    return Err(
-                        self.error_at(&at("coefficient"), format!("must be finite and >= 0, got {coefficient}"))
-                    );
+                    return Err(self.error_at(
+                        &at("coefficient"),
+                        format!("must be finite and >= 0, got {coefficient}", coefficient = readable(*coefficient)),
+                    ));
                 }
                 Load::Drag { body, coefficient: *coefficient }
             }
@@ -1023,6 +1044,13 @@ fn syntax_error(file: &str, text: &str, e: ron::error::SpannedError) -> SceneErr
         field,
         message: e.code.to_string(),
     }
+}
+
+/// `x` as `{}` prints it where that is short, else in exponent form: f64's
+/// `Display` never uses an exponent, so a value such as `1e-300` or `1e50`
+/// in an error message was hundreds of digits long.
+pub(crate) fn readable(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() || (1e-4..1e16).contains(&x.abs()) { format!("{x}") } else { format!("{x:e}") }
 }
 
 /// The grammar of a `--set` PATH: parts separated by `.`, or indices in
