@@ -116,6 +116,18 @@ fn oversized_or_invalid_populations_are_refused_with_the_reason() {
         .to_string();
     assert!(err.contains("grid cells") && err.contains("MAX_CELLS"), "{err}");
     assert!(!err.contains("bytes"), "{err}");
+    // The scene gives no bounds: the message says where they came from (it
+    // said "give smaller bounds" to a scene that gives none), and the sizes
+    // are shown in exponent form.
+    assert!(err.contains("no bounds are given") && err.contains("e30"), "{err}");
+    let err = Scene::load(
+        std::path::Path::new(&path),
+        &["population.bounds=Rect(min: (-1e30, 0.0), max: (1e30, 1.0))".to_string()],
+    )
+    .and_then(|s| s.build_world().map(|_| ()))
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("grid cells") && err.contains("give smaller bounds"), "{err}");
     let text = "Scene(name: \"bad\",\n  population: Population(radius: -0.5, spawn: []))";
     let err = Scene::parse(text, "bad.ron").unwrap_err();
     assert_eq!((err.line, err.field.as_str()), (2, "population.radius"), "{err}");

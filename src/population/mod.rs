@@ -787,8 +787,15 @@ impl Population {
                 "bounds",
                 format!(
                     "the world {} × {} m needs {cells} grid cells of {cell} m, over the limit of {MAX_CELLS} \
-                     (MAX_CELLS); give smaller bounds",
-                    size.x, size.y
+                     (MAX_CELLS); {}",
+                    readable(f64::from(size.x)),
+                    readable(f64::from(size.y)),
+                    if def.bounds.is_some() {
+                        "give smaller bounds"
+                    } else {
+                        "no bounds are given, so they span the spawners, obstacles and container: give bounds \
+                         or bring those nearer each other"
+                    }
                 ),
             ));
         }
