@@ -336,8 +336,14 @@ fn extreme_values_in_error_messages_are_shown_in_exponent_form() {
                       bounds: Rect(min: (0.0, 0.0), max: (1.0, 1.0))))";
     let body =
         "Scene(name: \"b\", dt: 0.01,\n  bodies: [Body(name: \"a\", mass: -2.5e90, shape: Circle(radius: 1.0))])";
-    for (text, field, shown) in [(population, "population.radius", "got 1e50"), (body, "bodies[0].mass", "got -2.5e90")]
-    {
+    let velocity = population
+        .replace("radius: 1e50", "radius: 0.1")
+        .replace("spacing: 1.0)", "spacing: 1.0, velocity: (1e30, 2.0))");
+    for (text, field, shown) in [
+        (population, "population.radius", "got 1e50"),
+        (velocity.as_str(), "population.spawn[0].velocity", "got (1e30, 2)"),
+        (body, "bodies[0].mass", "got -2.5e90"),
+    ] {
         let err = Scene::parse(text, "f.ron")
             .and_then(|s| s.build_world())
             .err()

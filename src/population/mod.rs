@@ -262,7 +262,7 @@ pub mod spawn;
 pub mod stage_times;
 mod substep;
 
-use crate::scene::readable;
+use crate::scene::{readable, readable_vec};
 use glam::{DVec2, Vec2};
 
 use crate::body::Body;
@@ -583,7 +583,10 @@ impl Population {
             if v.abs().max_element() <= F32_PARAMETER_MAX {
                 Ok(())
             } else {
-                Err(invalid(field, format!("must be at most {F32_PARAMETER_MAX:e} m/s per axis (f32 tier), got {v}")))
+                Err(invalid(
+                    field,
+                    format!("must be at most {F32_PARAMETER_MAX:e} m/s per axis (f32 tier), got {}", readable_vec(v)),
+                ))
             }
         };
         // Scene-level values the balls use (named without the `population.` prefix).
@@ -674,7 +677,10 @@ impl Population {
                 }
                 SpawnDef::RandomBox { min, max, velocity, velocity_jitter, .. } => {
                     if !(min.is_finite() && max.is_finite() && min.x <= max.x && min.y <= max.y) {
-                        return Err(invalid(at("min"), format!("needs finite min <= max, got {min} and {max}")));
+                        return Err(invalid(
+                            at("min"),
+                            format!("needs finite min <= max, got {} and {}", readable_vec(*min), readable_vec(*max)),
+                        ));
                     }
                     if !velocity.is_finite() {
                         return Err(invalid(at("velocity"), "must be finite"));

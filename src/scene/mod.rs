@@ -1053,6 +1053,11 @@ pub(crate) fn readable(x: f64) -> String {
     if x == 0.0 || !x.is_finite() || (1e-4..1e16).contains(&x.abs()) { format!("{x}") } else { format!("{x:e}") }
 }
 
+/// A vector's components as [`readable`] shows them, `(x, y)`.
+pub(crate) fn readable_vec(v: glam::DVec2) -> String {
+    format!("({}, {})", readable(v.x), readable(v.y))
+}
+
 /// The grammar of a `--set` PATH: parts separated by `.`, or indices in
 /// brackets (`bodies[1].position[0]`); no part empty, brackets paired. The
 /// path scanner drops empty parts, so `dt.` used to set `dt`, and `.` or `..`
