@@ -226,7 +226,12 @@ fn balls_box_2000_settles() {
 /// every other substep (the default) seeds 1–5 give 1.9e-4, 7.7e-5,
 /// 2.1e-4, 2.0e-4 and 4.4e-4 of the initial KE over the tenth second,
 /// overlap ≤ 1.19 % of r; every fourth substep failed seed 2 (2.4e-3; the
-/// module doc's "Deep overlaps"). 16 substeps × 2 sweeps: fewer substeps
+/// module doc's "Deep overlaps"). **These seeds are not typical**: over
+/// seeds 1–20 the default fails this bound in 9 (a pile 100 high still
+/// compacts by collapses in its tenth second and rests by 11–15 s;
+/// docs/benchmarks.md "settle15"), so the test guards the blow-up and the
+/// overlap, and the energy bound on these three seeds only; issue 8's
+/// settling row stays open on it. 16 substeps × 2 sweeps: fewer substeps
 /// failed this test before (8 × 4: a late collapse; 12 × 2: 1.5e-3). The
 /// twin's bits are the same on every machine and pool size, so these
 /// figures are what any run of the test computes.

@@ -400,10 +400,10 @@ fn balls_box_1000_settles_on_the_gpu() {
 /// a hardware adapter is; it has not yet run on one since the fix. On
 /// lavapipe it passed after the fix (28 Nov 2026, 477 s). A hardware
 /// adapter's rounding is another path through the chaotic pile, like
-/// another spawn seed on the twin, and 3 of the twin's seeds 1–10 still
+/// another spawn seed on the twin, and 9 of the twin's seeds 1–20 still
 /// have a collapse in their tenth second (docs/benchmarks.md "settle15":
 /// they rest by 11–15 s), so a failure here on a device says "another
-/// seed" first, and the twin's seeds 6, 9 and 10 are where to look.
+/// seed" first (issue 8's settling row is open on exactly this).
 #[test]
 fn balls_box_10000_settles_on_the_gpu() {
     let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
