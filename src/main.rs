@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use mx2d::integrator::Method;
 use mx2d::output::report;
 use mx2d::run::{Backend, RunOptions, check_distinct_outputs, check_snapshot_has_population, planned_steps, run_scene};
-use mx2d::scene::{MAX_STEPS, Scene};
+use mx2d::scene::Scene;
 
 #[derive(Parser)]
 #[command(name = "mx2d", version, about = "Planar mechanical systems and large ball populations")]
@@ -171,10 +171,6 @@ fn main() -> ExitCode {
             }
         },
         Some(Command::Render { scene, out, time, size, trails, forces, set }) => {
-            if !(time.is_finite() && time >= 0.0) {
-                report(&format!("error: --time must be a finite number of seconds >= 0, got {time}"));
-                return ExitCode::from(2);
-            }
             let loaded = match Scene::load(&scene, &set) {
                 Ok(s) => s,
                 Err(e) => {
@@ -182,14 +178,11 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            // A time past the step limit is bad input (exit 2), refused
-            // before the adapter is opened or anything is written.
-            let steps = (time / loaded.file.dt).round();
-            if steps > MAX_STEPS as f64 {
-                report(&format!(
-                    "error: --time {time:e} s is {steps:e} steps of {:e} s, more than the limit of {MAX_STEPS:e}",
-                    loaded.file.dt
-                ));
+            // A time that is not a number of seconds, or past the step limit,
+            // is bad input (exit 2), refused before the adapter is opened or
+            // anything is written.
+            if let Err(e) = mx2d::render::headless::render_steps(time, loaded.file.dt) {
+                report(&format!("error: {e}"));
                 return ExitCode::from(2);
             }
             let options = mx2d::render::headless::RenderOptions { time, size, trails, forces };

@@ -630,7 +630,8 @@ impl Population {
                     "density",
                     format!(
                         "a ball of radius {r} m weighs {mass:e} kg at this density: the f32 tier needs masses in \
-                         [1e-15, 1e15] kg"
+                         [{:e}, {F32_PARAMETER_MAX:e}] kg",
+                        1.0 / F32_PARAMETER_MAX
                     ),
                 ));
             }

@@ -12,7 +12,7 @@ use anyhow::Context;
 use super::png::{Image, Offscreen};
 use super::{Camera, Extras, Style, draw_list, overlay};
 use crate::gpu::GpuContext;
-use crate::scene::Scene;
+use crate::scene::{MAX_STEPS, Scene};
 use crate::world::World;
 
 /// Default picture size (pixels).
@@ -79,15 +79,28 @@ impl Default for RenderOptions {
     }
 }
 
+/// The steps `mx2d render` takes to reach `time` with steps of `dt` (the
+/// nearest step): `time` must be finite and ≥ 0, and the count within
+/// [`MAX_STEPS`] — checked by the command line before the adapter is opened
+/// or anything is written (bad input, exit 2), and by [`render_scene`].
+pub fn render_steps(time: f64, dt: f64) -> Result<u64, String> {
+    if !(time.is_finite() && time >= 0.0) {
+        return Err(format!("--time must be a finite number of seconds >= 0, got {time}"));
+    }
+    let steps = (time / dt).round();
+    // NaN included (a dt that is not a step): only a count known to be within the limit passes.
+    if steps.is_nan() || steps > MAX_STEPS as f64 {
+        return Err(format!("--time {time:e} s is {steps:e} steps of {dt:e} s, more than the limit of {MAX_STEPS:e}"));
+    }
+    Ok(steps as u64)
+}
+
 /// `mx2d render`: builds the scene, steps it to `options.time` (nearest
 /// step), and writes the picture to `out`. Returns the step count reached.
 pub fn render_scene(scene: &Scene, options: &RenderOptions, out: &Path) -> anyhow::Result<u64> {
     let RenderOptions { time, size, .. } = *options;
-    anyhow::ensure!(time.is_finite() && time >= 0.0, "--time must be a finite number of seconds >= 0, got {time}");
+    let steps = render_steps(time, scene.file.dt).map_err(anyhow::Error::msg)?;
     let mut world = scene.build_world()?;
-    let steps = (time / world.dt).round();
-    anyhow::ensure!(steps <= 1e9, "--time {time} is {steps} steps of {} s: at most 10⁹", world.dt);
-    let steps = steps as u64;
     let mut offscreen = Offscreen::new(open_gpu("mx2d render")?)?;
     world.prepare().map_err(|e| anyhow::anyhow!("{}: the initial state cannot be used: {e}", scene.file.name))?;
     let mut trails: Vec<Vec<glam::DVec2>> = Vec::new();
