@@ -12,6 +12,7 @@
 //! - for position rows, the value C (drift).
 
 pub mod angle;
+pub mod augmented;
 pub mod curve;
 pub mod distance;
 pub mod jet;

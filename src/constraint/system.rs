@@ -25,6 +25,7 @@ use std::collections::BTreeSet;
 use glam::DVec2;
 use rayon::prelude::*;
 
+use super::augmented::AugmentedSolve;
 use super::{ConstraintSet, RowBlock};
 use crate::body::Body;
 use crate::solver::{ConstraintId, ConstraintSolver, SolverError, SparseJacobian};
@@ -134,6 +135,12 @@ pub struct ConstraintSystem {
     warned_badly_scaled: std::sync::Arc<[crate::solver::ConstraintId]>,
     /// Warnings raised so far (redundant or singular constraints), each once.
     pub warnings: BTreeSet<String>,
+    /// The dense solve of λ with the angular accelerations of the bodies
+    /// whose rotation is nearly massless (`augmented`; none: not used).
+    augmented: AugmentedSolve,
+    /// Its right-hand side, and the α it found (by augmented body).
+    rhs_augmented: Vec<f64>,
+    alpha: Vec<f64>,
 }
 
 /// The inputs of a body's inverse mass and rank weights (mass and inertia as
@@ -162,6 +169,32 @@ pub struct Scene<'a> {
 #[inline(always)]
 fn larger(m: f64, x: f64) -> f64 {
     if x > m { x } else { m }
+}
+
+/// The lists of a solve's report the warnings are made from.
+struct Report {
+    rank_deficient: std::sync::Arc<[ConstraintId]>,
+    badly_scaled: std::sync::Arc<[ConstraintId]>,
+}
+
+/// rhs = −γ − J M⁻¹f (− 2αĊ − α²C) by row, with `rhs` holding J M⁻¹f on
+/// entry and `jv` = J v (used with Baumgarte only).
+fn write_rhs(blocks: &[RowBlock], jv: &[f64], baumgarte: Option<f64>, rhs: &mut [f64]) {
+    let mut row = 0;
+    for block in blocks {
+        for r in 0..block.rows {
+            let mut b = -block.gamma[r] - rhs[row];
+            if let Some(alpha) = baumgarte {
+                let cdot = jv[row] + block.velocity_bias[r];
+                b -= 2.0 * alpha * cdot;
+                if block.holonomic[r] {
+                    b -= alpha * alpha * block.value[r];
+                }
+            }
+            rhs[row] = b;
+            row += 1;
+        }
+    }
 }
 
 /// A pin's two ends: (rotation, position, velocity) of body a and of body b
@@ -414,6 +447,7 @@ impl ConstraintSystem {
         self.rank_weights.clear();
         self.rank_weights.extend(bodies.iter().map(Body::rank_weights));
         self.solver.set_rank_metric(&self.rank_weights);
+        self.augmented.select(&self.inv_mass, &self.rank_weights);
     }
 
     /// Writes the evaluated rows into J: into its fixed slots when J was built
@@ -470,29 +504,56 @@ impl ConstraintSystem {
         if baumgarte.is_some() {
             self.jac.mul(v, &mut jv)?;
         }
-        let mut row = 0;
-        for block in &self.blocks {
-            for r in 0..block.rows {
-                let mut b = -block.gamma[r] - self.rhs[row];
-                if let Some(alpha) = baumgarte {
-                    let cdot = jv[row] + block.velocity_bias[r];
-                    b -= 2.0 * alpha * cdot;
-                    if block.holonomic[r] {
-                        b -= alpha * alpha * block.value[r];
-                    }
-                }
-                self.rhs[row] = b;
-                row += 1;
+        write_rhs(&self.blocks, &jv, baumgarte, &mut self.rhs);
+        let augmented = self.augmented.applies(n);
+        if augmented {
+            // b with the augmented rotations left out of M⁻¹f (module
+            // `augmented`): J times M⁻¹f without them, then as above
+            for &body in self.augmented.bodies() {
+                self.scratch[3 * body as usize + 2] = 0.0;
             }
+            self.rhs_augmented.resize(n, 0.0);
+            self.jac.mul(&self.scratch, &mut self.rhs_augmented)?;
+            write_rhs(&self.blocks, &jv, baumgarte, &mut self.rhs_augmented);
         }
         self.scratch_rows = jv;
         self.lambda.resize(n, 0.0);
         self.held_factor = None;
-        let report = self.solver.solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
+        let (rank_deficient, badly_scaled, solved_augmented) = if augmented {
+            // the rank decision as always (in the metric G), then the dense
+            // augmented solve where J has full rank and no blend towards the
+            // regularised λ is due (away from a singular configuration)
+            let rep = self.solver.factor(&self.jac, &self.inv_mass, None)?;
+            let dense =
+                rep.rank_deficient.is_empty() && (rep.regularization_weight == 0.0 || !rep.badly_scaled.is_empty());
+            let ok = dense
+                && self.augmented.solve(
+                    scene.constraints,
+                    &self.blocks,
+                    &self.inv_mass,
+                    &self.rank_weights,
+                    &self.rhs_augmented,
+                    f,
+                    &mut self.lambda,
+                    &mut self.alpha,
+                );
+            if ok {
+                (rep.rank_deficient, rep.badly_scaled, true)
+            } else {
+                let rep = self.solver.solve_factored(&self.rhs, &mut self.lambda)?;
+                (rep.rank_deficient, rep.badly_scaled, false)
+            }
+        } else {
+            let rep = self.solver.solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
+            (rep.rank_deficient, rep.badly_scaled, false)
+        };
         self.held_factor = Some(self.pattern());
+        let report = Report { rank_deficient, badly_scaled };
         // a warning is formatted only when the set of named constraints changes
         // (not step after step: no allocation per step, issue 10)
-        if !report.badly_scaled.is_empty() && *report.badly_scaled != *self.warned_badly_scaled {
+        // (after the augmented solve, A singular in f64 is no loss: λ and α
+        // did not come from it, and nothing is regularised)
+        if !solved_augmented && !report.badly_scaled.is_empty() && *report.badly_scaled != *self.warned_badly_scaled {
             self.warned_badly_scaled = report.badly_scaled.clone();
             let names: Vec<_> = report
                 .badly_scaled
@@ -527,6 +588,14 @@ impl ConstraintSystem {
                 for k in 0..3 {
                     fi[k] += s[k];
                 }
+            }
+        }
+        if solved_augmented {
+            // the torque that gives the solved α exactly: a = M⁻¹f then
+            // returns α (to two roundings) instead of (τ + (Jᵀλ)_θ)/I
+            for (&body, &alpha) in self.augmented.bodies().iter().zip(&self.alpha) {
+                let body = body as usize;
+                f[3 * body + 2] = alpha / self.inv_mass[body][2];
             }
         }
         for ((s, inv), vi) in self.scratch.chunks_exact(3).zip(&self.inv_mass).zip(v.chunks_exact(3)) {
