@@ -116,11 +116,15 @@ pub struct BlockLdl {
     /// report costs no allocation step after step (issue 10).
     rank_deficient_shared: Arc<[ConstraintId]>,
     badly_scaled_shared: Arc<[ConstraintId]>,
-    /// The lists published before the current ones: which of several redundant
-    /// rows is dropped depends on the values when two pivots are near the
-    /// tolerance, so a step's stages may alternate between two lists; both are kept.
-    rank_deficient_prev: Arc<[ConstraintId]>,
-    badly_scaled_prev: Arc<[ConstraintId]>,
+    /// The last lists published before the current ones, most recent first:
+    /// which of several redundant rows is dropped depends on the values when
+    /// two pivots are near the tolerance, and which rows' pivots fall to
+    /// roundoff with a nearly massless rotation (`badly_scaled`) changes from
+    /// stage to stage, so a step may cycle through a few lists (the four-bar
+    /// with inertias × 1e-9: none, one, two constraints); up to four distinct
+    /// lists are kept and handed out again without allocation.
+    rank_deficient_prev: [Arc<[ConstraintId]>; 3],
+    badly_scaled_prev: [Arc<[ConstraintId]>; 3],
     /// Relative pivots at or above this need not be known exactly: every
     /// weight computed from the smallest one (the blend's and the metric
     /// gate's) is 0 there ([`ratio_cap`]). Set by each factorisation.
@@ -565,12 +569,15 @@ impl BlockLdl {
     /// Copies the working lists to the shared ones handed out in reports, only
     /// if they changed.
     fn publish_lists(&mut self) {
-        fn publish(list: &[ConstraintId], shared: &mut Arc<[ConstraintId]>, prev: &mut Arc<[ConstraintId]>) {
-            if **shared != *list {
-                std::mem::swap(shared, prev);
-                if **shared != *list {
-                    *shared = Arc::from(list);
-                }
+        fn publish(list: &[ConstraintId], shared: &mut Arc<[ConstraintId]>, prev: &mut [Arc<[ConstraintId]>; 3]) {
+            if **shared == *list {
+                return;
+            }
+            if let Some(i) = prev.iter().position(|p| **p == *list) {
+                std::mem::swap(shared, &mut prev[i]);
+            } else {
+                prev.rotate_right(1);
+                prev[0] = std::mem::replace(shared, Arc::from(list));
             }
         }
         publish(&self.rank_deficient, &mut self.rank_deficient_shared, &mut self.rank_deficient_prev);
