@@ -54,6 +54,9 @@
 //!   pivots are only small relative to a huge 1/J term, they are accurate to
 //!   u × A_rr); only if G is rank-deficient is A regularised, and the constraints
 //!   G named are reported. The common case (no small pivot in A) costs nothing extra.
+//!   (In a small system the constraint system does not use A's λ at such ratios:
+//!   the bodies' angular accelerations are solved with λ instead, module doc of
+//!   [`super`], "Nearly massless rotations".)
 //! * **Several right-hand sides**: [`BlockLdl::solve`] reuses the factors.
 
 use std::sync::Arc;
