@@ -17,20 +17,22 @@
 //! divides the rounding of λ by I. Neither happens here: I appears only on
 //! the diagonal, where it tends to the point-mass limit I = 0.
 //!
-//! *Scaling.* With d_i = 1/√Â_ii for a constraint row (Â = J Ŵ Jᵀ's diagonal,
-//! Ŵ the inverse masses with 1/I replaced by 1/(m ℓ²) on the augmented
-//! rotations) and d_b = √(1/m_b)/ℓ_b for an augmented rotation (ℓ_b the
-//! body's bounding radius), the system D K D has entries O(1) (J_r d_i d_b ≈
-//! ℓ √m · √(1/m)/ℓ) and the diagonal −I/(m ℓ²), below 1e-3: the scaled
-//! matrix is the (well-conditioned) point-mass KKT system plus a small
-//! perturbation, and its condition does not grow as I → 0. It is solved by
-//! Gaussian elimination with complete pivoting (backward stable; B alone may
-//! be singular, e.g. four bars with 10 pin rows on 8 translational degrees of
-//! freedom, so no fixed order of elimination works), followed by one step of
-//! iterative refinement on the scaled system.
+//! *Scaling.* A constraint row is scaled by d_i = 1/√B_ii (by 1/√Â_ii, Â
+//! the diagonal of J Ŵ Jᵀ with 1/(m ℓ²) in place of 1/I, for a row that
+//! only turns augmented bodies, e.g. a weld's angle row; ℓ the bounding
+//! radius), and an augmented rotation's column by the reciprocal of its
+//! largest scaled entry, d_b = 1/max_i |J_ib| d_i ≈ 1/(arm·√m). The scaled
+//! system D K D then has entries O(1) and the α diagonal −I d_b² ≈
+//! −I/(m·arm²) → 0: it is the (well-conditioned) point-mass KKT system plus
+//! a small perturbation, and its condition does not grow as I → 0. It is
+//! solved by Gaussian elimination with complete pivoting (backward stable; B
+//! alone may be singular, e.g. four bars with 10 pin rows on 8 translational
+//! degrees of freedom, so no fixed order of elimination works), followed by
+//! one step of iterative refinement on the scaled system.
 //!
-//! Dense O(N³) with N = rows + augmented rotations: taken for N ≤
-//! [`MAX_UNKNOWNS`] only (a linkage of a few dozen joints); a larger system
+//! Only the light bodies some constraint touches are augmented (a free one's
+//! α = τ/I involves no λ). Dense O(N³) with N = rows + augmented rotations:
+//! taken for N ≤ [`MAX_UNKNOWNS`] only (a linkage of a few dozen joints); a larger system
 //! keeps the normal equations and their warning.
 
 use super::{ConstraintSet, RowBlock};
@@ -39,7 +41,8 @@ use super::{ConstraintSet, RowBlock};
 /// radius; a uniform bar or box has 3, a disc 2, so an inertia ≲ 1/30 of the
 /// shape's own). Below it the normal equations' κ(A) stays ≲ 1e5 on a
 /// linkage and they are accurate to ~1e-11 (`tests/robust_scaling.rs`:
-/// ≤ 4e-14 at a tenth of the shapes' inertia, 3e-12 at a hundredth).
+/// ≤ 4e-14 at a tenth of the shapes' inertia; at a hundredth, which is
+/// augmented, they gave 3e-12).
 pub const RATIO: f64 = 1e2;
 
 /// Largest N = rows + augmented rotations solved densely (the elimination is
@@ -50,9 +53,14 @@ pub const MAX_UNKNOWNS: usize = 96;
 /// allocation once the sizes are reached).
 #[derive(Clone, Debug, Default)]
 pub struct AugmentedSolve {
-    /// Body → index of its augmented rotation (u32::MAX: none).
+    /// Body → whether its rotation is nearly massless ([`RATIO`]).
+    light: Vec<bool>,
+    /// Whether any is.
+    any_light: bool,
+    /// Body → index of its augmented rotation (u32::MAX: none): the light
+    /// bodies some constraint touches (a free body's α = τ/I needs nothing).
     slot: Vec<u32>,
-    /// The augmented bodies.
+    /// The augmented bodies, in the order of their first constraint.
     bodies: Vec<u32>,
     /// Scaled matrix (row-major N×N), its working copy, right-hand side,
     /// solution, residual.
@@ -79,23 +87,36 @@ impl AugmentedSolve {
     /// weights (1, 1, 1/ℓ²): a movable, rotating body with
     /// m ℓ²/I = (1/I)/((1/m)(1/ℓ²)) > [`RATIO`]. Returns whether there is any.
     pub fn select(&mut self, inv_mass: &[[f64; 3]], rank_weights: &[[f64; 3]]) -> bool {
-        self.bodies.clear();
-        self.slot.clear();
-        for (b, (im, rw)) in inv_mass.iter().zip(rank_weights).enumerate() {
-            let augmented = im[0] > 0.0 && im[2] > 0.0 && rw[2] > 0.0 && im[2] > RATIO * im[0] * rw[2];
-            if augmented {
-                self.slot.push(self.bodies.len() as u32);
-                self.bodies.push(b as u32);
-            } else {
-                self.slot.push(u32::MAX);
-            }
-        }
-        !self.bodies.is_empty()
+        self.light.clear();
+        self.light.extend(
+            inv_mass
+                .iter()
+                .zip(rank_weights)
+                .map(|(im, rw)| im[0] > 0.0 && im[2] > 0.0 && rw[2] > 0.0 && im[2] > RATIO * im[0] * rw[2]),
+        );
+        self.any_light = self.light.iter().any(|&l| l);
+        self.any_light
     }
 
-    /// Whether a system of `rows` rows is solved here (some rotation is
-    /// augmented and the dense system is small enough).
-    pub fn applies(&self, rows: usize) -> bool {
+    /// Whether the system of `constraints` (`rows` rows) is solved here: some
+    /// constraint touches a light body, and rows + such bodies ≤
+    /// [`MAX_UNKNOWNS`]. Chooses the augmented bodies.
+    pub fn prepare(&mut self, constraints: &ConstraintSet, rows: usize) -> bool {
+        self.bodies.clear();
+        if !self.any_light {
+            return false;
+        }
+        self.slot.clear();
+        self.slot.resize(self.light.len(), u32::MAX);
+        for c in constraints.iter() {
+            for b in std::iter::once(c.body_a).chain(c.body_b) {
+                let b = b.0;
+                if self.light.get(b).copied().unwrap_or(false) && self.slot[b] == u32::MAX {
+                    self.slot[b] = self.bodies.len() as u32;
+                    self.bodies.push(b as u32);
+                }
+            }
+        }
         !self.bodies.is_empty() && rows + self.bodies.len() <= MAX_UNKNOWNS
     }
 
@@ -105,7 +126,8 @@ impl AugmentedSolve {
     }
 
     /// Solves for λ (`lambda`, by row) and the augmented bodies' α (`alpha`,
-    /// by augmented body). `b` is the constraint rows' right-hand side (see the
+    /// by augmented body), after a [`prepare`](Self::prepare) that returned
+    /// true for the same constraints. `b` is the constraint rows' right-hand side (see the
     /// module doc), `f` the external forces (3 per body). Returns false when
     /// the eliminated matrix has a zero pivot (λ, α then unusable).
     #[allow(clippy::too_many_arguments)]

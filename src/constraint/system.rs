@@ -505,7 +505,7 @@ impl ConstraintSystem {
             self.jac.mul(v, &mut jv)?;
         }
         write_rhs(&self.blocks, &jv, baumgarte, &mut self.rhs);
-        let augmented = self.augmented.applies(n);
+        let augmented = self.augmented.prepare(scene.constraints, n);
         if augmented {
             // b with the augmented rotations left out of M⁻¹f (module
             // `augmented`): J times M⁻¹f without them, then as above

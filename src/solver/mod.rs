@@ -79,8 +79,9 @@
 //! the scaled residual follows. The body's torque is then set to I·α, so that
 //! a = M⁻¹f returns α to two roundings instead of a quotient by I.
 //!
-//! When it is taken: some body has m·ℓ²/I > 100, the system has at most 96
-//! rows + such rotations (dense, N³/3 operations), and the rank decision —
+//! When it is taken: some constrained body has m·ℓ²/I > 100, the system has
+//! at most 96 rows + such constrained rotations (dense, N³/3 operations; a
+//! free body of that kind is left out, its α = τ/I needing no solve), and the rank decision —
 //! made as always, in the metric G of [`gauss`] — finds J of full rank with
 //! no blend towards the regularised λ due (or A merely singular in f64,
 //! which the augmented system does not inherit). Otherwise, and for the
