@@ -289,6 +289,21 @@ pub const DEFAULT_STABILISE_EVERY: u32 = 2;
 /// "Deep overlaps": a bound measured worse than the stabilisation sweep).
 pub const DEFAULT_PUSH_OUT: f32 = f32::INFINITY;
 
+/// Default [`PopulationParams::sleep_time`] (s): a ball at rest for half a
+/// second falls asleep (the module doc's "Sleeping"). 0 would be off.
+pub const DEFAULT_SLEEP_TIME: f64 = 0.5;
+
+/// The default sleep speed is this factor times √(|g|·r_max), the speed
+/// scale of a ball of the largest radius under gravity (balls_box, r = 0.5
+/// m, g = 9.81 m/s²: 0.022 m/s).
+pub const SLEEP_SPEED_FACTOR: f64 = 0.01;
+
+/// A sleeper wakes when one of its contacts (a listed ball, asleep or
+/// awake, or an obstacle) overlaps it by more than this fraction of the
+/// smaller radius at a step's start: sleepers are static in the solve, so
+/// an overlap they are pressed into would otherwise stay.
+pub const WAKE_OVERLAP: f32 = 0.01;
+
 /// Neighbour-list capacity per ball.
 pub const MAX_NEIGHBOURS: usize = 16;
 /// Obstacle-list capacity per ball.
@@ -397,6 +412,13 @@ pub struct PopulationParams {
     pub push_out: f32,
     /// Neighbour margin (m).
     pub skin: f32,
+    /// A ball at rest (below `sleep_speed`) this long falls asleep (s; 0:
+    /// sleeping off). See the module doc's "Sleeping".
+    pub sleep_time: f32,
+    /// The rest speed (m/s): a ball slower than this (and spinning slower
+    /// than `sleep_speed / r`) is at rest; a ball approaching a sleeper
+    /// faster than this wakes it.
+    pub sleep_speed: f32,
     /// The ball arrays are re-sorted by cell every this many steps (0: never;
     /// [`Population::resort`]).
     pub resort_every: u32,
@@ -412,6 +434,13 @@ impl PopulationParams {
     /// none for K = 0. Both backends ask this, so they run the same sweeps.
     pub fn stabilises(&self, substep: u32) -> bool {
         self.stabilise_every != 0 && substep.is_multiple_of(self.stabilise_every)
+    }
+
+    /// Whether a ball that has been at rest for `rest` seconds is asleep
+    /// (both backends ask this of the same f32 timer).
+    #[inline]
+    pub fn asleep(&self, rest: f32) -> bool {
+        self.sleep_time > 0.0 && rest >= self.sleep_time
     }
 
     /// Substeps of a step that begin with the stabilisation sweep.
@@ -470,6 +499,8 @@ pub struct PopulationStats {
     /// Largest overlap of two balls (or a ball and an obstacle) divided by
     /// the smaller radius.
     pub max_overlap_ratio: f64,
+    /// Balls in the world that are asleep (the module doc's "Sleeping").
+    pub asleep: u64,
     /// Candidates left out because a neighbour or obstacle list was full
     /// (over the run; a full obstacle list keeps the nearest obstacles).
     pub list_overflow: u64,
@@ -496,6 +527,9 @@ pub struct Population {
     pub state: Vec<u32>,
     /// Step at which a pending ball is released (0 for the others).
     pub release_step: Vec<u32>,
+    /// How long the ball has been at rest (s; [`PopulationParams::asleep`]
+    /// says whether it sleeps): the sleep timer, 0 while it moves.
+    pub rest: Vec<f32>,
     /// The ball's index at build (its name in every output: `ball<id>` in
     /// the trace, the snapshot's order, the `NotFinite` error): the re-sort
     /// by cell ([`Population::resort`]) moves the balls, not their ids.
@@ -659,6 +693,10 @@ impl Population {
             return Err(invalid("push_out", format!("must be > 0 (inf: unbounded), got {}", readable(def.push_out))));
         }
         nonneg("skin", def.skin)?;
+        nonneg("sleep_time", def.sleep_time)?;
+        if let Some(v) = def.sleep_speed {
+            positive("sleep_speed", v)?;
+        }
         let mut spawn = def.spawn.clone();
         if let Some(n) = def.count {
             match spawn.first_mut() {
@@ -840,6 +878,17 @@ impl Population {
                 push_out: def.push_out as f32,
                 skin: skin as f32,
                 resort_every: def.resort_every,
+                // Off without gravity unless a speed is given (no scale to
+                // derive it from, and nothing to come to rest under).
+                sleep_time: match def.sleep_speed {
+                    Some(_) => def.sleep_time as f32,
+                    None if gravity.length() > 0.0 => def.sleep_time as f32,
+                    None => 0.0,
+                },
+                sleep_speed: def
+                    .sleep_speed
+                    .unwrap_or(SLEEP_SPEED_FACTOR * (gravity.length() * max_radius).sqrt())
+                    as f32,
                 bounds: (bounds.0.as_vec2(), bounds.1.as_vec2()),
                 kill: def.kill.iter().map(spawn::rect32).collect(),
             },
@@ -851,6 +900,7 @@ impl Population {
             inv_mass: Vec::with_capacity(n),
             state: Vec::with_capacity(n),
             release_step: Vec::with_capacity(n),
+            rest: vec![0.0; n],
             ball_id: (0..n as u32).collect(),
             grid: GridSpec { origin: bounds.0.as_vec2(), cell, nx: nx as u32, ny: ny as u32 },
             obstacles: static_obstacles.clone(),
@@ -912,6 +962,7 @@ impl Population {
         permute(&mut self.inv_mass, &order);
         permute(&mut self.state, &order);
         permute(&mut self.release_step, &order);
+        permute(&mut self.rest, &order);
     }
 
     /// Whether the step after `steps` steps re-sorts the balls by cell (both
@@ -963,6 +1014,7 @@ impl Population {
             inv_mass: gather(&self.inv_mass, &slots),
             state: gather(&self.state, &slots),
             release_step: gather(&self.release_step, &slots),
+            rest: gather(&self.rest, &slots),
             ball_id: (0..self.len() as u32).collect(),
             grid: self.grid,
             static_obstacles: self.static_obstacles.clone(),
