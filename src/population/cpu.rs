@@ -178,7 +178,7 @@ fn step_in_pool(pop: &mut Population, dt: f32, clock: &mut StageClock) -> Result
     clock.lap(PopulationStage::Grid);
     pop.list_overflow += find_neighbours(pop, dt, &live);
     if pop.params.sleep_time > 0.0 {
-        wake(pop, dt, &live);
+        wake(pop, &live);
     }
     owned_pairs(&pop.ball_id, &mut pop.scratch, &live);
     sweep_order_pairs(&mut pop.scratch, &live);
@@ -603,49 +603,69 @@ pub fn pair_normal(pa: Vec2, pb: Vec2) -> (Vec2, f32) {
 
 /// The wake pass (after the neighbour lists, before the substeps; the GPU's
 /// `wake` kernel): a sleeper wakes (its rest timer set to 0) when
-/// - a listed ball approaches it faster than `sleep_speed` and is near
-///   enough to meet it in the step (gap ≤ closing speed · dt; a sleeper's
-///   velocity is 0, so the closing speed is the other ball's);
+/// - a listed ball (within `r_i + r_j + skin + |v_j|·dt`: it may meet the
+///   sleeper in the step) moves faster than `sleep_speed` — coming to hit
+///   it, or moving away from under it. (A rule "its gap ≤ its speed · dt"
+///   let a ball sliding at 2 m/s bounce off a sleeper as off a wall: the
+///   contact's rebound distance makes it meet a ball a little farther away,
+///   `tests/population_sleep.rs`);
 /// - a listed ball, asleep or awake, overlaps it by more than
-///   [`super::WAKE_OVERLAP`] of the smaller radius;
+///   `wake_overlap` of the smaller radius;
 /// - a listed obstacle moves (a body's surface velocity there is not 0), or
-///   overlaps it by more than [`super::WAKE_OVERLAP`] of its radius.
+///   overlaps it by more than `wake_overlap` of its radius;
+/// - nothing holds it up any more: no ball or obstacle touches it (gap at
+///   most [`SUPPORT_GAP`] of its radius) on the side its acceleration
+///   (gravity and the fields, `apply_fields`) pushes it to. A sleeper is
+///   weightless: were the balls under it to creep away slower than
+///   `sleep_speed`, it would hang in the air and fall by the gap when
+///   woken. (A guard: on balls_box 10⁴, spawn seed 1, it changed no bit
+///   — sleepers there never lost their support.)
 ///
-/// It reads positions, velocities and radii, which no ball writes in it,
-/// and writes each ball's own timer: the same result at every pool size.
-pub(crate) fn wake(pop: &mut Population, dt: f32, live: &Range<usize>) {
+/// It reads positions, velocities, radii and accelerations, which no ball
+/// writes in it, and writes each ball's own timer: the same result at
+/// every pool size.
+pub(crate) fn wake(pop: &mut Population, live: &Range<usize>) {
     let params = &pop.params;
     let (position, velocity, radius, states, obstacles) =
         (&pop.position, &pop.velocity, &pop.radius, &pop.state, &pop.obstacles);
     let s = &pop.scratch;
-    let (speed, depth) = (params.sleep_speed, super::WAKE_OVERLAP);
+    let acc = &s.acc;
+    let (speed, depth) = (params.sleep_speed, params.wake_overlap);
     par_live(&mut pop.rest, live).for_each(|(i, rest)| {
         if states[i] != state::ALIVE || !params.asleep(*rest) {
             return;
         }
-        let (p, r) = (position[i], radius[i]);
-        let listed = &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize];
-        let ball_wakes = listed.iter().any(|&j| {
+        let (p, r, a) = (position[i], radius[i], acc[i]);
+        // Held up: a touching contact whose normal (into this ball)
+        // opposes the acceleration; nothing to hold where there is none.
+        let mut supported = a == Vec2::ZERO;
+        let mut woken = false;
+        let touching = SUPPORT_GAP * r;
+        for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
             let j = j as usize;
             let (n, d) = pair_normal(p, position[j]);
             let gap = d - r - radius[j];
-            // (v_j − v_i)·n with v_i = 0: the other ball's speed toward i.
-            let closing = velocity[j].dot(n);
-            (closing > speed && gap <= closing * dt) || -gap > depth * r.min(radius[j])
-        });
-        let obstacle_wakes = || {
-            s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize].iter().any(|&o| {
-                let o = &obstacles[o as usize];
-                let c = o.contact(p);
-                o.velocity_at(p - c.normal * r) != Vec2::ZERO
-                    || (obstacle_in_reach(o, c.distance, r) && r - c.distance > depth * r)
-            })
-        };
-        if ball_wakes || obstacle_wakes() {
+            // A sleeper's velocity is 0: the other ball's speed is the
+            // pair's relative speed.
+            woken |= velocity[j].length_squared() > speed * speed || -gap > depth * r.min(radius[j]);
+            supported |= gap <= touching && n.dot(a) < 0.0;
+        }
+        for &o in &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize] {
+            let o = &obstacles[o as usize];
+            let c = o.contact(p);
+            let reach = obstacle_in_reach(o, c.distance, r);
+            woken |= o.velocity_at(p - c.normal * r) != Vec2::ZERO || (reach && r - c.distance > depth * r);
+            supported |= reach && c.distance - r <= touching && c.normal.dot(a) < 0.0;
+        }
+        if woken || !supported {
             *rest = 0.0;
         }
     });
 }
+
+/// A contact within this fraction of a sleeper's radius (gap) touches it:
+/// it holds the sleeper up ([`wake`]).
+pub const SUPPORT_GAP: f32 = 1e-3;
 
 /// The sleep timers at the step's end (before the bounds check; the GPU's
 /// `fall_asleep` kernel): an awake ball slower than `sleep_speed` whose

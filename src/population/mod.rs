@@ -254,9 +254,9 @@
 //! allocation, with the estimate and the limit named. On the CPU the owned
 //! pairs' list entries (16 bytes each, 16 slots) are most of it, then the
 //! record, the pair stream (counted at its worst, 8 bytes × 16) and the
-//! flags: 764 bytes a ball at most, 690 measured at 4·10⁴ balls
-//! (`tests/population_memory.rs`). On the GPU, 208 bytes a ball: 10⁷
-//! balls take 2.1 GB.
+//! flags: 768 bytes a ball at most, 690 measured at 4·10⁴ balls before the
+//! sleep timer came (`tests/population_memory.rs`). On the GPU, 212 bytes
+//! a ball: 10⁷ balls take 2.1 GB.
 
 pub mod contact;
 pub mod cpu;
@@ -289,20 +289,23 @@ pub const DEFAULT_STABILISE_EVERY: u32 = 2;
 /// "Deep overlaps": a bound measured worse than the stabilisation sweep).
 pub const DEFAULT_PUSH_OUT: f32 = f32::INFINITY;
 
-/// Default [`PopulationParams::sleep_time`] (s): a ball at rest for half a
-/// second falls asleep (the module doc's "Sleeping"). 0 would be off.
-pub const DEFAULT_SLEEP_TIME: f64 = 0.5;
+/// Default [`PopulationParams::sleep_time`] (s): 0, sleeping off. It did
+/// not meet issue 8's settling bound on all of balls_box 10⁴'s spawn seeds
+/// 1–20 (the module doc's "Sleeping"); a scene turns it on with e.g.
+/// `sleep_time: 1.0`.
+pub const DEFAULT_SLEEP_TIME: f64 = 0.0;
 
 /// The default sleep speed is this factor times √(|g|·r_max), the speed
 /// scale of a ball of the largest radius under gravity (balls_box, r = 0.5
 /// m, g = 9.81 m/s²: 0.022 m/s).
 pub const SLEEP_SPEED_FACTOR: f64 = 0.01;
 
-/// A sleeper wakes when one of its contacts (a listed ball, asleep or
-/// awake, or an obstacle) overlaps it by more than this fraction of the
-/// smaller radius at a step's start: sleepers are static in the solve, so
-/// an overlap they are pressed into would otherwise stay.
-pub const WAKE_OVERLAP: f32 = 0.01;
+/// Default [`PopulationParams::wake_overlap`]: a sleeper wakes when one of
+/// its contacts (a listed ball, asleep or awake, or an obstacle) overlaps
+/// it by more than this fraction of the smaller radius at a step's start:
+/// sleepers are static in the solve, so an overlap they are pressed into
+/// would otherwise stay.
+pub const DEFAULT_WAKE_OVERLAP: f32 = 0.01;
 
 /// Neighbour-list capacity per ball.
 pub const MAX_NEIGHBOURS: usize = 16;
@@ -322,7 +325,8 @@ pub mod state {
 }
 
 /// Bytes per ball of the CPU twin: state (position 8, velocity 8, angle 4,
-/// spin 4, radius 4, inverse mass 4, state 4, release step 4, id 4 = 44)
+/// spin 4, radius 4, inverse mass 4, state 4, release step 4, id 4, rest
+/// timer 4 = 48)
 /// plus step scratch (acceleration 8, pre-solve velocity 8, predicted
 /// position 8, correction 8, the pair loops' record of the ball 16, contact
 /// count 4, cell key 4, sorted index 4, re-sort order 4, neighbour list
@@ -334,7 +338,7 @@ pub mod state {
 /// 1·16 = 720; pop9 added the record, the stream and the flags and dropped
 /// the rebound distances' 16 list slots: 616 before, and 268 before the
 /// owned pairs, pop8, with a new velocity and spin).
-pub const CPU_BYTES_PER_BALL: u64 = 44 + 720;
+pub const CPU_BYTES_PER_BALL: u64 = 48 + 720;
 
 /// Why a population cannot be built or stepped.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -419,6 +423,9 @@ pub struct PopulationParams {
     /// than `sleep_speed / r`) is at rest; a ball approaching a sleeper
     /// faster than this wakes it.
     pub sleep_speed: f32,
+    /// A contact deeper than this fraction of the smaller radius wakes a
+    /// sleeper.
+    pub wake_overlap: f32,
     /// The ball arrays are re-sorted by cell every this many steps (0: never;
     /// [`Population::resort`]).
     pub resort_every: u32,
@@ -694,6 +701,7 @@ impl Population {
         }
         nonneg("skin", def.skin)?;
         nonneg("sleep_time", def.sleep_time)?;
+        positive("wake_overlap", def.wake_overlap)?;
         if let Some(v) = def.sleep_speed {
             positive("sleep_speed", v)?;
         }
@@ -885,10 +893,9 @@ impl Population {
                     None if gravity.length() > 0.0 => def.sleep_time as f32,
                     None => 0.0,
                 },
-                sleep_speed: def
-                    .sleep_speed
-                    .unwrap_or(SLEEP_SPEED_FACTOR * (gravity.length() * max_radius).sqrt())
+                sleep_speed: def.sleep_speed.unwrap_or(SLEEP_SPEED_FACTOR * (gravity.length() * max_radius).sqrt())
                     as f32,
+                wake_overlap: def.wake_overlap as f32,
                 bounds: (bounds.0.as_vec2(), bounds.1.as_vec2()),
                 kill: def.kill.iter().map(spawn::rect32).collect(),
             },

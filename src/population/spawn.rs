@@ -24,6 +24,9 @@ fn default_push_out() -> f64 {
 fn default_sleep_time() -> f64 {
     super::DEFAULT_SLEEP_TIME
 }
+fn default_wake_overlap() -> f64 {
+    f64::from(super::DEFAULT_WAKE_OVERLAP)
+}
 fn default_resort_every() -> u32 {
     super::DEFAULT_RESORT_EVERY
 }
@@ -95,6 +98,11 @@ pub struct PopulationDef {
     /// [`super::SLEEP_SPEED_FACTOR`]·√(|g|·r_max).
     #[serde(default)]
     pub sleep_speed: Option<f64>,
+    /// A sleeper wakes when a contact overlaps it by more than this
+    /// fraction of the smaller radius (> 0); default
+    /// [`super::DEFAULT_WAKE_OVERLAP`].
+    #[serde(default = "default_wake_overlap")]
+    pub wake_overlap: f64,
     /// The ball arrays are re-sorted by grid cell every this many steps (0:
     /// never); default [`super::DEFAULT_RESORT_EVERY`].
     #[serde(default = "default_resort_every")]
