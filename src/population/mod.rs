@@ -25,7 +25,8 @@
 //!    step: a fast pair must not meet unlisted) in the 3 × 3 cells around it, and the obstacles within `r_i + skin`
 //!    (fixed-capacity lists, [`MAX_NEIGHBOURS`], [`MAX_OBSTACLES`]; overflow
 //!    is counted and reported); on the CPU then the owned-pair lists
-//!    (below: per ball its listed neighbours of higher id);
+//!    (below: per ball its listed neighbours of higher id); with sleeping
+//!    on, then `wake` (below, "Sleeping");
 //! 5. `substeps` × { `stabilise` (one Gauss–Seidel sweep from the current
 //!    positions, committed without velocity; only in substeps 0, K, 2K, …
 //!    of [`PopulationParams::stabilise_every`] = K, default
@@ -37,7 +38,8 @@
 //!    `solve_velocities` as one kernel per ball, each pair's impulse
 //!    computed from both of its balls; the CPU twin splits it in two
 //!    phases (below), with bitwise the same results;
-//! 6. `check_bounds` — balls leaving the world or entering a kill region are
+//! 6. with sleeping on, `fall_asleep` (below, "Sleeping"); `check_bounds` —
+//!    balls leaving the world or entering a kill region are
 //!    removed and counted; a non-finite ball stops the run with its index.
 //!
 //! # The re-sort by cell
@@ -47,7 +49,7 @@
 //! balls out of the world first (slot order: the window's start then moves
 //! past them), then the balls in the world by cell, ties by id. Every
 //! per-ball array moves (position, velocity, angle, spin, radius, inverse
-//! mass, state, release step) and [`Population::ball_id`] keeps each ball's
+//! mass, state, release step, sleep timer) and [`Population::ball_id`] keeps each ball's
 //! index at build: the trace (`ball<id>`), the snapshot (id order), the
 //! `NotFinite` error and [`Population::in_original_order`] name balls by id.
 //! Only the released range moves, so the release cursor keeps working (the
@@ -194,6 +196,39 @@
 //! default; a scene that creates deep overlaps faster than a step can undo
 //! (an emitter into a crowd) may want it. Obstacles are always pushed out
 //! in full (their priority, below).
+//!
+//! # Sleeping
+//! `population.sleep_time` (default 0: off) and `sleep_speed` (default
+//! [`SLEEP_SPEED_FACTOR`]·√(|g| r_max)): per ball, no islands, the same
+//! passes on both backends. Each ball has a rest timer
+//! ([`Population::rest`], moved by the re-sort: `resort_gather` carries it
+//! through `acc`, free at that point). At a step's end (`fall_asleep`) an
+//! awake ball slower than `sleep_speed`, spinning slower than
+//! `sleep_speed / r`, adds dt to its timer, else the timer is 0; at
+//! `sleep_time` it falls asleep with velocity and spin set to 0. A sleeper
+//! is static: no field acts on it, its prediction is its position, and
+//! its inverse mass is 0 in every sweep (the stabilisation's included)
+//! and in the velocity pass, so its neighbours meet it as an obstacle.
+//! After the neighbour lists (`wake`, which reads positions, velocities,
+//! radii and accelerations and writes only the ball's own timer: the same
+//! at every pool size and on the GPU) a sleeper wakes when a listed ball
+//! moves faster than `sleep_speed`, a listed ball or obstacle overlaps it
+//! by more than [`PopulationParams::wake_overlap`] of the smaller radius, a
+//! listed obstacle moves (a body: its surface velocity there is not 0), or
+//! nothing touching it holds it up against its acceleration. Fields other
+//! than gravity are treated alike: they are constant in time, so a ball at
+//! rest in them stays at rest, and a field that pushes a sleeper off its
+//! supports is the last rule.
+//!
+//! **Measured and left off** (balls_box 10⁴, 600 steps, CPU twin, spawn
+//! seeds 1–20, `examples/population_settings.rs`, 28 Nov 2026, session 16;
+//! docs/benchmarks.md "sleep16"). Sleeping ends the tail of a pile that
+//! is nearly at rest, but the failing seeds are still compacting at 10 s
+//! (voids closing): there most balls are faster than any sensible rest
+//! speed and do not sleep, and sleepers frozen mid-compaction collapse
+//! later. No variant met the bound on all 20 seeds:
+//!
+//! SLEEP_TABLE
 //!
 //! **Why not fewer colours.** 4 colours (cells 2 apart) are safe only if a
 //! cell's thread writes its own balls alone, i.e. each side of a pair moves
