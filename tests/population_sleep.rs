@@ -285,3 +285,27 @@ fn gpu_and_cpu_twin_agree_on_the_sleepers() {
         assert!(c.abs_diff(g) <= c / 100 + 1, "asleep: CPU {c}, GPU {g}");
     }
 }
+
+/// Bad sleep values are refused with the field named: a negative or
+/// non-finite time, a speed or wake depth ≤ 0.
+#[test]
+fn bad_sleep_values_are_refused_with_the_field_named() {
+    for (set, field) in [
+        ("population.sleep_time=-1", "sleep_time"),
+        ("population.sleep_time=inf", "sleep_time"),
+        ("population.sleep_speed=0", "sleep_speed"),
+        ("population.sleep_speed=-0.1", "sleep_speed"),
+        ("population.wake_overlap=0", "wake_overlap"),
+    ] {
+        let built = Scene::parse_with_overrides(RESTING, "sleep.ron", &[set.to_string()])
+            .map_err(|e| e.to_string())
+            .and_then(|scene| scene.build_world().map(|_| ()).map_err(|e| e.to_string()));
+        let message = built.expect_err(set);
+        assert!(message.contains(field) && message.contains("must be"), "{set}: {message}");
+    }
+    // Given, the speed turns sleeping on without gravity too; not given, off.
+    let zero_g = RESTING.replace("gravity: (0.0, -9.81)", "gravity: (0.0, 0.0)");
+    assert_eq!(population(&zero_g, &[]).params.sleep_time, 0.0);
+    let set = ["population.sleep_speed=0.01".to_string()];
+    assert_eq!(population(&zero_g, &set).params.sleep_time, 0.5);
+}
