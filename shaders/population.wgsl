@@ -34,7 +34,7 @@ struct Params {
     // assume no infinities).
     push_out: f32,
     // Sleeping (PopulationParams::sleep_time, 0: off; sleep_speed;
-    // population::WAKE_OVERLAP).
+    // PopulationParams::wake_overlap).
     sleep_time: f32,
     sleep_speed: f32,
     wake_overlap: f32,
