@@ -96,13 +96,14 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         depths[0], depths[1], depths[2], depths[3]
     );
     println!(
-        "{count} balls {:?}: KE last second / initial {:.2e} (test, 10 s: < 1e-3), KE at whole seconds after 5 s, largest / initial {:.2e}, overlap at the end {:.2} % of r (test < 2 %), worst seen {:.1} %, escaped {}, {:.1} s for {steps} steps",
+        "{count} balls {:?}: KE last second / initial {:.2e} (test, 10 s: < 1e-3), KE at whole seconds after 5 s, largest / initial {:.2e}, overlap at the end {:.2} % of r (test < 2 %), worst seen {:.1} %, escaped {}, asleep {}, {:.1} s for {steps} steps",
         &overrides[1..],
         tenth_second / initial,
         worst_second / initial,
         100.0 * last.max_overlap_ratio,
         100.0 * f64::from(pop.max_overlap_seen),
         last.escaped,
+        last.asleep,
         seconds
     );
     Ok(())

@@ -33,7 +33,13 @@ struct Params {
     // PopulationParams::push_out (UNBOUNDED_PUSH for infinite: WGSL may
     // assume no infinities).
     push_out: f32,
-    pad2: u32,
+    // Sleeping (PopulationParams::sleep_time, 0: off; sleep_speed;
+    // PopulationParams::wake_overlap).
+    sleep_time: f32,
+    sleep_speed: f32,
+    wake_overlap: f32,
+    pad3: u32,
+    pad4: u32,
 }
 
 // A push-out bound no overlap reaches (gpu.rs `UNBOUNDED_PUSH`).
@@ -67,6 +73,8 @@ const MAX_NEIGHBOURS: u32 = 16u;
 const MAX_OBSTACLES: u32 = 8u;
 const ACTIVE_SLOP: f32 = 1e-3;
 const NONE: u32 = 0xffffffffu;
+// cpu::SUPPORT_GAP.
+const SUPPORT_GAP: f32 = 1e-3;
 
 @group(0) @binding(0) var<uniform> P: Params;
 // Ball state: (x, y, vx, vy) and (angle, omega, radius, inverse mass).
@@ -100,6 +108,22 @@ const NONE: u32 = 0xffffffffu;
 // largest overlap / smaller radius after any substep, as f32 bits (overlaps
 // are >= 0, and non-negative f32s order as their bits: atomicMax).
 @group(0) @binding(21) var<storage, read_write> counters: array<atomic<u32>>;
+// Each ball's rest timer (Population::rest, s): asleep from sleep_time on.
+@group(0) @binding(22) var<storage, read_write> rest: array<f32>;
+
+// PopulationParams::asleep.
+fn asleep(i: u32) -> bool {
+    return P.sleep_time > 0.0 && rest[i] >= P.sleep_time;
+}
+
+// The inverse mass a ball has in the sweeps and the velocity pass: 0 for a
+// sleeper (static; cpu: the records of predict and start_stabilisation).
+fn w_of(i: u32, stabilise: bool) -> f32 {
+    if asleep(i) {
+        return 0.0;
+    }
+    return ang[i].w;
+}
 
 // The invocation's index in a flattened 2D dispatch (cell kernels).
 fn thread_index(wg: vec3<u32>, groups: vec3<u32>, local: u32) -> u32 {
@@ -349,6 +373,8 @@ fn resort_copy(src: u32, dst: u32) {
     neighbour_count[dst] = state[src];
     obstacle_count[dst] = release_step[src];
     cell_of[dst] = ball_id[src];
+    // acc is free until apply_fields, after the re-sort.
+    acc[dst] = vec2<f32>(rest[src], 0.0);
 }
 
 // Thread t moves live ball first + t if it is out of the world (to its rank
@@ -383,6 +409,7 @@ fn resort_commit(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) 
     state[i] = neighbour_count[i];
     release_step[i] = obstacle_count[i];
     ball_id[i] = cell_of[i];
+    rest[i] = acc[i].x;
 }
 
 // Empties the grid's counts for the step's own grid build (cells + 1 entries).
@@ -520,7 +547,7 @@ fn at(j: u32, stabilise: bool) -> vec2<f32> {
 // it while its colour's threads run: they touch disjoint 3 x 3 blocks.
 fn solve_ball(i: u32, stabilise: bool) {
     let r_i = ang[i].z;
-    let w_i = ang[i].w;
+    let w_i = w_of(i, stabilise);
     for (var k = 0u; k < neighbour_count[i]; k++) {
         let j = neighbours[i * MAX_NEIGHBOURS + k];
         // Each pair once per sweep, from its ball of lower id (cpu solve_ball).
@@ -539,12 +566,14 @@ fn solve_ball(i: u32, stabilise: bool) {
             extra = rebound_distance(s0.x - sum_r, vn_pre, P.h, P.restitution, push);
         }
         let s = pair_normal(at(a, stabilise), at(b, stabilise));
-        let kk = ang[a].w + ang[b].w;
+        let w_a = w_of(a, stabilise);
+        let w_b = w_of(b, stabilise);
+        let kk = w_a + w_b;
         let gap = s.x - sum_r - extra;
         if gap < 0.0 && kk > 0.0 {
             let lambda = s.yz * (-gap / kk * P.relaxation);
-            dx[a] += lambda * ang[a].w;
-            dx[b] -= lambda * ang[b].w;
+            dx[a] += lambda * w_a;
+            dx[b] -= lambda * w_b;
         }
     }
     var p_i = at(i, stabilise);
@@ -613,7 +642,8 @@ fn predict(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups
         return;
     }
     dx[i] = vec2<f32>(0.0);
-    if state[i] != ALIVE {
+    // A sleeper does not move in the substep (cpu substep::predict).
+    if state[i] != ALIVE || asleep(i) {
         pred[i] = pv[i];
         return;
     }
@@ -640,7 +670,7 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
         return;
     }
     let r_i = ang[i].z;
-    let w_i = ang[i].w;
+    let w_i = w_of(i, false);
     var dv = vec2<f32>(0.0);
     var domega = 0.0;
     var roll = 0.0;
@@ -670,7 +700,7 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
         let va = pred[a].zw + dx[a] / P.h;
         let vb = pred[b].zw + dx[b] / P.h;
         let rel = (va - t * (ang[a].z * ang[a].y)) - (vb + t * (ang[b].z * ang[b].y));
-        let kk = f32(contacts[a]) * ang[a].w + f32(contacts[b]) * ang[b].w;
+        let kk = f32(contacts[a]) * w_of(a, false) + f32(contacts[b]) * w_of(b, false);
         let p = contact_impulse(n, rel, dot(pred[a].zw - pred[b].zw, n), overlap_pred, kk, balls_material());
         let impulse = n * p.x + t * p.y;
         if i == a {
@@ -680,6 +710,15 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
         }
         domega += -2.0 * w_i * p.y / r_i;
         roll += P.rolling * p.z * 2.0 * w_i / (r_i * r_i);
+    }
+    // A sleeper keeps velocity and spin 0 (static; cpu finish_substep):
+    // its pairs' overlaps count, its obstacles are not visited.
+    if asleep(i) {
+        vout[i] = vec4<f32>(pred[i].zw, ang[i].y, 0.0);
+        if worst > 0.0 {
+            atomicMax(&counters[2], bitcast<u32>(worst));
+        }
+        return;
     }
     // Obstacles after the balls, in turn and in full (infinite mass, priority).
     let p_i = pred[i].xy + dx[i];
@@ -728,6 +767,73 @@ fn finish_substep(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups)
     pv[i] = vec4<f32>(pred[i].xy + correction, vout[i].xy);
     let w = vout[i].z;
     ang[i] = vec4<f32>(ang[i].x + w * P.h, w, ang[i].zw);
+}
+
+// cpu::wake: after the neighbour lists, a sleeper wakes (timer 0) when a
+// listed ball moves faster than sleep_speed, or a listed ball or obstacle overlaps it by more than
+// wake_overlap of the smaller radius, or a listed obstacle moves. Reads
+// positions, velocities and radii only; writes its own timer.
+@compute @workgroup_size(256)
+fn wake(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+        @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n || state[i] != ALIVE || !asleep(i) {
+        return;
+    }
+    let p = pv[i].xy;
+    let r = ang[i].z;
+    let a = acc[i];
+    // Held up: a touching contact whose normal opposes the acceleration.
+    var supported = all(a == vec2<f32>(0.0));
+    var woken = false;
+    let touching = SUPPORT_GAP * r;
+    for (var k = 0u; k < neighbour_count[i]; k++) {
+        let j = neighbours[i * MAX_NEIGHBOURS + k];
+        let s = pair_normal(p, pv[j].xy);
+        let gap = s.x - r - ang[j].z;
+        let v = pv[j].zw;
+        if dot(v, v) > P.sleep_speed * P.sleep_speed || -gap > P.wake_overlap * min(r, ang[j].z) {
+            woken = true;
+        }
+        if gap <= touching && dot(s.yz, a) < 0.0 {
+            supported = true;
+        }
+    }
+    for (var k = 0u; k < obstacle_count[i]; k++) {
+        let o = obstacles[obstacle_ids[i * MAX_OBSTACLES + k]];
+        let c = obstacle_contact(o, p);
+        let reach = in_reach(o, c.x, r);
+        if any(velocity_at(o, p - c.yz * r) != vec2<f32>(0.0)) || (reach && r - c.x > P.wake_overlap * r) {
+            woken = true;
+        }
+        if reach && c.x - r <= touching && dot(c.yz, a) < 0.0 {
+            supported = true;
+        }
+    }
+    if woken || !supported {
+        rest[i] = 0.0;
+    }
+}
+
+// cpu::fall_asleep: the sleep timers at the step's end.
+@compute @workgroup_size(256)
+fn fall_asleep(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+               @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i >= P.n || state[i] != ALIVE || P.sleep_time <= 0.0 || asleep(i) {
+        return;
+    }
+    let v = pv[i].zw;
+    let slow = dot(v, v) < P.sleep_speed * P.sleep_speed && abs(ang[i].y * ang[i].z) < P.sleep_speed;
+    var t = 0.0;
+    if slow {
+        t = rest[i] + P.dt;
+    }
+    rest[i] = t;
+    if asleep(i) {
+        pv[i] = vec4<f32>(pv[i].xy, 0.0, 0.0);
+        ang[i] = vec4<f32>(ang[i].x, 0.0, ang[i].zw);
+    }
 }
 
 @compute @workgroup_size(256)

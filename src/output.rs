@@ -259,10 +259,13 @@ pub struct PopulationSummary {
     pub initial: crate::population::PopulationStats,
     /// Figures at the end: `alive`, `escaped`, `killed`, `pending`,
     /// `kinetic_energy`, `kinetic_per_ball`, `max_overlap_ratio` (overlap over
-    /// the smaller radius), `list_overflow`.
+    /// the smaller radius), `asleep`, `list_overflow`.
     pub last: crate::population::PopulationStats,
     /// Balls that left the world over the run.
     pub escaped: u64,
+    /// Balls asleep at the end (the population's sleeping: at rest for
+    /// `sleep_time`, static until something wakes them).
+    pub asleep: u64,
     /// Kinetic energy per ball in the world at the end (J).
     pub kinetic_per_ball: f64,
     /// Largest overlap / radius at the end.

@@ -229,7 +229,9 @@ fn balls_box_2000_settles() {
 /// module doc's "Deep overlaps"). **These seeds are not typical**: over
 /// seeds 1–20 the default fails this bound in 9 (a pile 100 high still
 /// compacts by collapses in its tenth second and rests by 11–15 s;
-/// docs/benchmarks.md "settle15"), so the test guards the blow-up and the
+/// docs/benchmarks.md "settle15"; sleeping, `population.sleep_time`, does
+/// not fix it: 8 to 12 of the 20 fail with it, "sleep16"), so the test
+/// guards the blow-up and the
 /// overlap, and the energy bound on these three seeds only; issue 8's
 /// settling row stays open on it. 16 substeps × 2 sweeps: fewer substeps
 /// failed this test before (8 × 4: a late collapse; 12 × 2: 1.5e-3). The

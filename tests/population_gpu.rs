@@ -412,7 +412,8 @@ fn balls_box_1000_settles_on_the_gpu() {
 /// adapter's rounding is another path through the chaotic pile, like
 /// another spawn seed on the twin, and 9 of the twin's seeds 1–20 still
 /// have a collapse in their tenth second (docs/benchmarks.md "settle15":
-/// they rest by 11–15 s), so a failure here on a device says "another
+/// they rest by 11–15 s; sleeping does not change that, "sleep16"), so a
+/// failure here on a device says "another
 /// seed" first (issue 8's settling row is open on exactly this).
 #[test]
 fn balls_box_10000_settles_on_the_gpu() {

@@ -40,7 +40,7 @@ fn emitter_with_kill(resort_every: u32) -> Population {
 }
 
 /// Every per-ball array as bits, in id order.
-fn by_id(pop: &Population) -> Vec<[u32; 10]> {
+fn by_id(pop: &Population) -> Vec<[u32; 11]> {
     let p = pop.in_original_order();
     (0..p.len())
         .map(|i| {
@@ -55,6 +55,7 @@ fn by_id(pop: &Population) -> Vec<[u32; 10]> {
                 p.inv_mass[i].to_bits(),
                 p.state[i],
                 p.release_step[i],
+                p.rest[i].to_bits(),
             ]
         })
         .collect()

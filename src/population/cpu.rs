@@ -177,6 +177,9 @@ fn step_in_pool(pop: &mut Population, dt: f32, clock: &mut StageClock) -> Result
     build_grid(&pop.grid, &pop.position, &pop.state, &pop.ball_id, &mut pop.scratch, &live);
     clock.lap(PopulationStage::Grid);
     pop.list_overflow += find_neighbours(pop, dt, &live);
+    if pop.params.sleep_time > 0.0 {
+        wake(pop, &live);
+    }
     owned_pairs(&pop.ball_id, &mut pop.scratch, &live);
     sweep_order_pairs(&mut pop.scratch, &live);
     // The corrections start at zero (then finish_substep clears them).
@@ -187,6 +190,9 @@ fn step_in_pool(pop: &mut Population, dt: f32, clock: &mut StageClock) -> Result
     clock.lap(PopulationStage::Neighbours);
     super::substep::run(pop, h, resting, &live, clock);
     pop.steps += 1;
+    if pop.params.sleep_time > 0.0 {
+        fall_asleep(pop, dt, &live);
+    }
     let result = check_bounds(pop, &live);
     pop.close_window();
     clock.lap(PopulationStage::Bounds);
@@ -380,6 +386,7 @@ pub(crate) fn resort(pop: &mut Population, live: &Range<usize>) {
     gather(&mut pop.inv_mass, live, order);
     gather(&mut pop.state, live, order);
     gather(&mut pop.release_step, live, order);
+    gather(&mut pop.rest, live, order);
     gather(&mut pop.ball_id, live, order);
 }
 
@@ -594,6 +601,97 @@ pub fn pair_normal(pa: Vec2, pb: Vec2) -> (Vec2, f32) {
     if d > 0.0 { (r / d, d) } else { (Vec2::X, 0.0) }
 }
 
+/// The wake pass (after the neighbour lists, before the substeps; the GPU's
+/// `wake` kernel): a sleeper wakes (its rest timer set to 0) when
+/// - a listed ball (within `r_i + r_j + skin + |v_j|·dt`: it may meet the
+///   sleeper in the step) moves faster than `sleep_speed` — coming to hit
+///   it, or moving away from under it. (A rule "its gap ≤ its speed · dt"
+///   let a ball sliding at 2 m/s bounce off a sleeper as off a wall: the
+///   contact's rebound distance makes it meet a ball a little farther away,
+///   `tests/population_sleep.rs`);
+/// - a listed ball, asleep or awake, overlaps it by more than
+///   `wake_overlap` of the smaller radius;
+/// - a listed obstacle moves (a body's surface velocity there is not 0), or
+///   overlaps it by more than `wake_overlap` of its radius;
+/// - nothing holds it up any more: no ball or obstacle touches it (gap at
+///   most [`SUPPORT_GAP`] of its radius) on the side its acceleration
+///   (gravity and the fields, `apply_fields`) pushes it to. A sleeper is
+///   weightless: were the balls under it to creep away slower than
+///   `sleep_speed`, it would hang in the air and fall by the gap when
+///   woken. (A guard: on balls_box 10⁴, spawn seed 1, it changed no bit
+///   — sleepers there never lost their support.)
+///
+/// It reads positions, velocities, radii and accelerations, which no ball
+/// writes in it, and writes each ball's own timer: the same result at
+/// every pool size.
+pub(crate) fn wake(pop: &mut Population, live: &Range<usize>) {
+    let params = &pop.params;
+    let (position, velocity, radius, states, obstacles) =
+        (&pop.position, &pop.velocity, &pop.radius, &pop.state, &pop.obstacles);
+    let s = &pop.scratch;
+    let acc = &s.acc;
+    let (speed, depth) = (params.sleep_speed, params.wake_overlap);
+    par_live(&mut pop.rest, live).for_each(|(i, rest)| {
+        if states[i] != state::ALIVE || !params.asleep(*rest) {
+            return;
+        }
+        let (p, r, a) = (position[i], radius[i], acc[i]);
+        // Held up: a touching contact whose normal (into this ball)
+        // opposes the acceleration; nothing to hold where there is none.
+        let mut supported = a == Vec2::ZERO;
+        let mut woken = false;
+        let touching = SUPPORT_GAP * r;
+        for &j in &s.neighbours[i * MAX_NEIGHBOURS..i * MAX_NEIGHBOURS + s.neighbour_count[i] as usize] {
+            let j = j as usize;
+            let (n, d) = pair_normal(p, position[j]);
+            let gap = d - r - radius[j];
+            // A sleeper's velocity is 0: the other ball's speed is the
+            // pair's relative speed.
+            woken |= velocity[j].length_squared() > speed * speed || -gap > depth * r.min(radius[j]);
+            supported |= gap <= touching && n.dot(a) < 0.0;
+        }
+        for &o in &s.obstacle_ids[i * MAX_OBSTACLES..i * MAX_OBSTACLES + s.obstacle_count[i] as usize] {
+            let o = &obstacles[o as usize];
+            let c = o.contact(p);
+            let reach = obstacle_in_reach(o, c.distance, r);
+            woken |= o.velocity_at(p - c.normal * r) != Vec2::ZERO || (reach && r - c.distance > depth * r);
+            supported |= reach && c.distance - r <= touching && c.normal.dot(a) < 0.0;
+        }
+        if woken || !supported {
+            *rest = 0.0;
+        }
+    });
+}
+
+/// A contact within this fraction of a sleeper's radius (gap) touches it:
+/// it holds the sleeper up ([`wake`]).
+pub const SUPPORT_GAP: f32 = 1e-3;
+
+/// The sleep timers at the step's end (before the bounds check; the GPU's
+/// `fall_asleep` kernel): an awake ball slower than `sleep_speed` whose
+/// spin speed |ω|·r is too adds `dt` to its timer, else the timer is 0; a
+/// ball whose timer reaches `sleep_time` falls asleep with velocity and
+/// spin set to 0. A sleeper's timer stays.
+fn fall_asleep(pop: &mut Population, dt: f32, live: &Range<usize>) {
+    let params = &pop.params;
+    let (states, radius) = (&pop.state, &pop.radius);
+    let speed = params.sleep_speed;
+    par_live(&mut pop.rest, live)
+        .zip(pop.velocity[live.clone()].par_iter_mut())
+        .zip(pop.omega[live.clone()].par_iter_mut())
+        .for_each(|(((i, rest), v), omega)| {
+            if states[i] != state::ALIVE || params.asleep(*rest) {
+                return;
+            }
+            let slow = v.length_squared() < speed * speed && (*omega * radius[i]).abs() < speed;
+            *rest = if slow { *rest + dt } else { 0.0 };
+            if params.asleep(*rest) {
+                *v = Vec2::ZERO;
+                *omega = 0.0;
+            }
+        });
+}
+
 /// Removes (and counts, through their state) balls outside the world or in
 /// a kill region; a non-finite ball stops the run with its index.
 fn check_bounds(pop: &mut Population, live: &Range<usize>) -> Result<(), PopulationError> {
@@ -672,6 +770,11 @@ pub(crate) fn stats(pop: &Population) -> PopulationStats {
         .reduce(|| (0.0, 0.0), |a, b| (a.0 + b.0, a.1.max(b.1)));
     let count = |code| states.par_iter().filter(|&&s| s == code).count() as u64;
     let alive = count(state::ALIVE);
+    let asleep = (0..pop.len())
+        .into_par_iter()
+        .with_min_len(CHUNK)
+        .filter(|&i| states[i] == state::ALIVE && pop.params.asleep(pop.rest[i]))
+        .count() as u64;
     PopulationStats {
         alive,
         pending: count(state::PENDING),
@@ -680,6 +783,7 @@ pub(crate) fn stats(pop: &Population) -> PopulationStats {
         kinetic_energy: kinetic,
         kinetic_per_ball: if alive > 0 { kinetic / alive as f64 } else { 0.0 },
         max_overlap_ratio: overlap,
+        asleep,
         list_overflow: pop.list_overflow,
     }
 }

@@ -28,14 +28,14 @@ use crate::gpu::{GpuContext, GpuError, GpuField};
 /// Bytes per ball on the GPU: ball 16, properties 16, state 4, release
 /// step 4, id 4, acceleration 8, prediction 16, correction 8, velocity-pass
 /// output 16, contact count 4, cell 4, sorted index 4, neighbour list
-/// 4·(16 + 1), obstacle list 4·(8 + 1) = 208. Plus 4 bytes per grid cell
+/// 4·(16 + 1), obstacle list 4·(8 + 1), rest timer 4 = 212. Plus 4 bytes per grid cell
 /// (and the prefix sums' block sums, 1/256 of the cells and of the balls).
 /// The re-sort needs no buffer of its own (it gathers into the step's
 /// scratch). 10⁷ balls: 2.1 GB.
-pub const GPU_BYTES_PER_BALL: u64 = 16 + 16 + 4 + 4 + 4 + 8 + 16 + 8 + 16 + 4 + 4 + 4 + 4 * 17 + 4 * 9;
+pub const GPU_BYTES_PER_BALL: u64 = 16 + 16 + 4 + 4 + 4 + 8 + 16 + 8 + 16 + 4 + 4 + 4 + 4 * 17 + 4 * 9 + 4;
 
 /// Storage bindings the step's bind group uses.
-const STORAGE_BINDINGS: u32 = 21;
+const STORAGE_BINDINGS: u32 = 22;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -66,7 +66,13 @@ struct Params {
     first: u32,
     /// `PopulationParams::push_out`, [`UNBOUNDED_PUSH`] where infinite.
     push_out: f32,
-    _pad: u32,
+    /// `PopulationParams::sleep_time` (0: sleeping off).
+    sleep_time: f32,
+    /// `PopulationParams::sleep_speed`.
+    sleep_speed: f32,
+    /// `PopulationParams::wake_overlap`.
+    wake_overlap: f32,
+    _pad: [u32; 2],
 }
 
 /// The push-out bound the shader gets for an unbounded one (WGSL may assume
@@ -95,6 +101,8 @@ struct Pipelines {
     solve_velocities: wgpu::ComputePipeline,
     finish_substep: wgpu::ComputePipeline,
     check_bounds: wgpu::ComputePipeline,
+    wake: wgpu::ComputePipeline,
+    fall_asleep: wgpu::ComputePipeline,
 }
 
 /// The population's resident GPU buffers, pipelines and bind groups.
@@ -115,6 +123,8 @@ pub struct GpuPopulation {
     obstacles: wgpu::Buffer,
     obstacle_capacity: usize,
     counters: wgpu::Buffer,
+    /// The balls' rest timers (`Population::rest`).
+    rest: wgpu::Buffer,
     /// The step's bind group (one: the sweeps correct in place).
     bind_groups: Vec<wgpu::BindGroup>,
     layout: wgpu::BindGroupLayout,
@@ -262,6 +272,8 @@ impl GpuPopulation {
             solve_velocities: p("solve_velocities")?,
             finish_substep: p("finish_substep")?,
             check_bounds: p("check_bounds")?,
+            wake: p("wake")?,
+            fall_asleep: p("fall_asleep")?,
         };
 
         let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
@@ -293,6 +305,7 @@ impl GpuPopulation {
         let fields = buffer("population fields", (pop.fields.len().max(1) * size_of::<GpuField>()) as u64, none)?;
         let kill = buffer("population kill regions", (pop.params.kill.len().max(1) * 16) as u64, none)?;
         let counters = buffer("population counters", 16, none)?;
+        let rest = buffer("population rest", n * 4, none)?;
         let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("population params"),
             size: size_of::<Params>() as u64,
@@ -320,6 +333,7 @@ impl GpuPopulation {
         write(&state, bytemuck::cast_slice(&pop.state));
         write(&release, bytemuck::cast_slice(&pop.release_step));
         write(&ball_id, bytemuck::cast_slice(&pop.ball_id));
+        write(&rest, bytemuck::cast_slice(&pop.rest));
         write(&obstacles, bytemuck::cast_slice(&pop.obstacles));
         write(&fields, bytemuck::cast_slice(&pop.fields));
         let kills: Vec<Vec4> = pop.params.kill.iter().map(|(a, b)| Vec4::new(a.x, a.y, b.x, b.y)).collect();
@@ -357,6 +371,7 @@ impl GpuPopulation {
             obstacles,
             obstacle_capacity,
             counters,
+            rest,
             layout,
             others,
             readback: Readback::new(),
@@ -371,8 +386,8 @@ impl GpuPopulation {
 
     fn bind_group(&self) -> wgpu::BindGroup {
         let o = &self.others;
-        // The shader's bindings 0..=21, in order.
-        let buffers: [&wgpu::Buffer; 22] = [
+        // The shader's bindings 0..=22, in order.
+        let buffers: [&wgpu::Buffer; 23] = [
             &self.params,
             &self.balls,
             &self.properties,
@@ -395,6 +410,7 @@ impl GpuPopulation {
             &o[11],
             &o[12],
             &self.counters,
+            &self.rest,
         ];
         let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
             .iter()
@@ -537,7 +553,10 @@ impl GpuPopulation {
             dt,
             first: live.start as u32,
             push_out: pop.params.push_out.min(UNBOUNDED_PUSH),
-            _pad: 0,
+            sleep_time: pop.params.sleep_time,
+            sleep_speed: pop.params.sleep_speed,
+            wake_overlap: pop.params.wake_overlap,
+            _pad: [0; 2],
         };
         ctx.queue.write_buffer(&self.params, 0, bytemuck::bytes_of(&params));
         let (x, y) = ctx.dispatch_grid((live.len() as u64).max(1)).map_err(gpu_error)?;
@@ -602,7 +621,11 @@ impl GpuPopulation {
         self.prefix.encode(&ctx, pass, self.cells + 1).map_err(gpu_error)?;
         run(pass, &p.scatter, balls);
         run(pass, &p.sort_cells, cell_grid);
-        run(stage!("neighbours"), &p.find_neighbours, balls);
+        let pass = stage!("neighbours");
+        run(pass, &p.find_neighbours, balls);
+        if pop.params.sleep_time > 0.0 {
+            run(pass, &p.wake, balls);
+        }
         for substep in 0..substeps {
             if pop.params.stabilises(substep) {
                 let pass = stage!("stabilise");
@@ -620,7 +643,11 @@ impl GpuPopulation {
             run(pass, &p.solve_velocities, balls);
             run(pass, &p.finish_substep, balls);
         }
-        run(stage!("bounds"), &p.check_bounds, balls);
+        let pass = stage!("bounds");
+        if pop.params.sleep_time > 0.0 {
+            run(pass, &p.fall_asleep, balls);
+        }
+        run(pass, &p.check_bounds, balls);
         let commands = staged.finish(&ctx).map_err(gpu_error)?;
         ctx.submit("population step", [commands]).map_err(gpu_error)?;
         ctx.check("population step").map_err(gpu_error)?;
@@ -648,6 +675,7 @@ impl GpuPopulation {
         // The re-sort moves every per-ball array.
         self.readback.read(&ctx, &self.release, n, &mut pop.release_step).map_err(gpu_error)?;
         self.readback.read(&ctx, &self.ball_id, n, &mut pop.ball_id).map_err(gpu_error)?;
+        self.readback.read(&ctx, &self.rest, n, &mut pop.rest).map_err(gpu_error)?;
         self.readback.read(&ctx, &self.counters, 4, &mut counters).map_err(gpu_error)?;
         for i in 0..n {
             pop.position[i] = Vec2::new(pv[i].x, pv[i].y);

@@ -21,6 +21,12 @@ fn default_stabilise_every() -> u32 {
 fn default_push_out() -> f64 {
     super::DEFAULT_PUSH_OUT as f64
 }
+fn default_sleep_time() -> f64 {
+    super::DEFAULT_SLEEP_TIME
+}
+fn default_wake_overlap() -> f64 {
+    f64::from(super::DEFAULT_WAKE_OVERLAP)
+}
 fn default_resort_every() -> u32 {
     super::DEFAULT_RESORT_EVERY
 }
@@ -80,6 +86,23 @@ pub struct PopulationDef {
     /// radius (> 0); default [`super::DEFAULT_PUSH_OUT`], unbounded.
     #[serde(default = "default_push_out")]
     pub push_out: f64,
+    /// Sleeping (the module doc of [`crate::population`], "Sleeping"): a
+    /// ball slower than `sleep_speed` (and spinning slower than
+    /// `sleep_speed / r`) for `sleep_time` seconds falls asleep (s, ≥ 0; 0:
+    /// never); default [`super::DEFAULT_SLEEP_TIME`], off without gravity
+    /// unless `sleep_speed` is given.
+    #[serde(default = "default_sleep_time")]
+    pub sleep_time: f64,
+    /// The speed under which a ball counts as at rest, and over which a
+    /// ball approaching a sleeper wakes it (m/s, > 0); default
+    /// [`super::SLEEP_SPEED_FACTOR`]·√(|g|·r_max).
+    #[serde(default)]
+    pub sleep_speed: Option<f64>,
+    /// A sleeper wakes when a contact overlaps it by more than this
+    /// fraction of the smaller radius (> 0); default
+    /// [`super::DEFAULT_WAKE_OVERLAP`].
+    #[serde(default = "default_wake_overlap")]
+    pub wake_overlap: f64,
     /// The ball arrays are re-sorted by grid cell every this many steps (0:
     /// never); default [`super::DEFAULT_RESORT_EVERY`].
     #[serde(default = "default_resort_every")]

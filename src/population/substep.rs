@@ -422,10 +422,16 @@ impl Substeps<'_> {
     unsafe fn start_stabilisation(&self, balls: Range<usize>) {
         let (pop, m) = (self.pop, &self.m);
         let (radius, inv_mass) = (&pop.radius[balls.clone()], &pop.inv_mass[balls.clone()]);
+        let rest = &pop.rest[balls.clone()];
         let (position, dx, ball) =
             unsafe { (&m.position.all()[balls.clone()], &m.dx.all()[balls.clone()], m.ball.range_mut(balls)) };
         for k in 0..ball.len() {
-            ball[k] = SweepBall { at: position[k] + dx[k], radius: radius[k], inv_mass: inv_mass[k] };
+            // A sleeper is static here too (inverse mass 0): pushed apart
+            // weightless, sleepers opened gaps under the balls they carried
+            // (balls_box 10⁴ seed 2: late collapses, KE 1.7e-3 of the
+            // initial at 10 s, against 8.6e-6 static).
+            let w = if pop.params.asleep(rest[k]) { 0.0 } else { inv_mass[k] };
+            ball[k] = SweepBall { at: position[k] + dx[k], radius: radius[k], inv_mass: w };
         }
     }
 
@@ -439,6 +445,7 @@ impl Substeps<'_> {
         let (pop, m, h) = (self.pop, &self.m, self.h);
         let (states, acc) = (&pop.state[balls.clone()], &pop.scratch.acc[balls.clone()]);
         let (radius, inv_mass) = (&pop.radius[balls.clone()], &pop.inv_mass[balls.clone()]);
+        let rest = &pop.rest[balls.clone()];
         let (position, dx, velocity, v_pre, x_pred, ball) = unsafe {
             (
                 m.position.range_mut(balls.clone()),
@@ -452,7 +459,11 @@ impl Substeps<'_> {
         for k in 0..position.len() {
             position[k] += dx[k];
             dx[k] = Vec2::ZERO;
-            if states[k] != state::ALIVE {
+            // A sleeper does not move in the substep (no field, no
+            // velocity) and is static in the sweeps and the velocity pass
+            // (inverse mass 0, as in `start_stabilisation`).
+            let asleep = pop.params.asleep(rest[k]);
+            if states[k] != state::ALIVE || asleep {
                 v_pre[k] = velocity[k];
                 x_pred[k] = position[k];
             } else {
@@ -461,7 +472,8 @@ impl Substeps<'_> {
             }
             // The sweeps' base + dx (x* + 0 is x* but for the sign of a
             // zero; the same sum as theirs).
-            ball[k] = SweepBall { at: x_pred[k] + dx[k], radius: radius[k], inv_mass: inv_mass[k] };
+            let w = if asleep { 0.0 } else { inv_mass[k] };
+            ball[k] = SweepBall { at: x_pred[k] + dx[k], radius: radius[k], inv_mass: w };
         }
     }
 
@@ -868,6 +880,7 @@ impl Substeps<'_> {
     unsafe fn finish_substep(&self, balls: Range<usize>) -> f32 {
         let (m, h) = (&self.m, self.h);
         let states = &self.pop.state[balls.clone()];
+        let rest = &self.pop.rest[balls.clone()];
         let x_pred = unsafe { &m.x_pred.all()[balls.clone()] };
         let (dx, position, velocity, omega, angle) = unsafe {
             (
@@ -882,6 +895,12 @@ impl Substeps<'_> {
         for k in 0..dx.len() {
             let correction = std::mem::take(&mut dx[k]);
             if states[k] != state::ALIVE {
+                continue;
+            }
+            if self.pop.params.asleep(rest[k]) {
+                // Static: its solve correction is 0 (inverse mass 0), its
+                // velocity and spin stay 0.
+                position[k] = x_pred[k] + correction;
                 continue;
             }
             let (v, spin, overlap) = unsafe { self.ball_velocity(balls.start + k, correction, omega[k]) };

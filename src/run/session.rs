@@ -240,6 +240,7 @@ impl Session {
                     initial,
                     last,
                     escaped: last.escaped,
+                    asleep: last.asleep,
                     kinetic_per_ball: last.kinetic_per_ball,
                     max_overlap_ratio: last.max_overlap_ratio,
                     // The step's own reduction over every substep, and the

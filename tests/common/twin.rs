@@ -47,11 +47,12 @@ pub fn differences(a: &Population, b: &Population) -> Differences {
     d
 }
 
-/// Whether two populations hold the same bits (positions, velocities, spins).
+/// Whether two populations hold the same bits (positions, velocities, spins,
+/// sleep timers).
 pub fn bitwise_equal(a: &Population, b: &Population) -> bool {
     let bits = |p: &Population| {
         (0..p.len())
-            .flat_map(|i| [p.position[i].x, p.position[i].y, p.velocity[i].x, p.velocity[i].y, p.omega[i]])
+            .flat_map(|i| [p.position[i].x, p.position[i].y, p.velocity[i].x, p.velocity[i].y, p.omega[i], p.rest[i]])
             .map(f32::to_bits)
             .collect::<Vec<_>>()
     };
