@@ -664,7 +664,7 @@ pub(crate) fn wake(pop: &mut Population, live: &Range<usize>) {
 }
 
 /// A contact within this fraction of a sleeper's radius (gap) touches it:
-/// it holds the sleeper up ([`wake`]).
+/// it holds the sleeper up (the wake pass, `wake`).
 pub const SUPPORT_GAP: f32 = 1e-3;
 
 /// The sleep timers at the step's end (before the bounds check; the GPU's
