@@ -56,12 +56,12 @@
 //! | fields | uniform, radial (falloff), vortex, drag in rectangles, discs, half-planes | [`field`] (CPU), [`gpu`] (WGSL) |
 //! | integrators | Euler, symplectic Euler, implicit midpoint (Newton), RK2, RK4, Adams–Bashforth 4, Dormand–Prince 5(4) with dense output, L-stable SDIRK3 for stiff mechanisms (both adaptive, `--tolerance`) | [`integrator`] |
 //! | constraints | revolute, distance, prismatic, weld, angle, gear, motor, rolling, point-on-curve, user closures | [`constraint`] |
-//! | solver | block-sparse J, A = J M⁻¹ Jᵀ, leaves-first LDLᵀ (AMD on loops, supernodal panels on meshes), regularised minimal norm for redundancy, continuous near the rank threshold, rank decided independently of masses and inertias | [`solver`] |
+//! | solver | block-sparse J, A = J M⁻¹ Jᵀ, leaves-first LDLᵀ (AMD on loops, supernodal panels on meshes), regularised minimal norm for redundancy, continuous near the rank threshold, rank decided independently of masses and inertias; nearly massless rotations (m·ℓ²/I > 100) solved with the multipliers in a scaled KKT system (small systems, dense) | [`solver`] |
 //! | drift | Newton projection of positions and velocities, Baumgarte | [`constraint::system`] |
 //! | inverse problems | inverse kinematics, joint torques, impulsive constraints | [`inverse`], [`world::World::impulsive_constraint`] |
 //! | broadphase | uniform grid (CPU twin + WGSL), sweep-and-prune | [`broadphase`], [`gpu`] |
 //! | contacts | narrowphase (circle, polygon clipping, any shape vs surfaces), time of impact on the integrator's trajectory, Newton impacts, Coulomb friction (static/kinetic) and rolling resistance by block PGS (graph-coloured, parallel colours); or Box2D v3's soft step for tall stacks (`contacts.solver: SoftStep`); contact forces in the reactions file, materials with a mixing rule | [`contact`], [`solver::pgs`], [`contact::soft_step`] |
-//! | population | balls from generators (random boxes without overlap); contacts, restitution, friction, spin; surfaces and bodies as obstacles; CPU twin + WGSL; binary snapshots (`--snapshot`) | [`population`], [`population::snapshot`] |
+//! | population | balls from generators (random boxes without overlap); contacts, restitution, friction, spin; surfaces and bodies as obstacles; per-ball sleeping with wake through contacts (`population.sleep_time`, off by default); CPU twin + WGSL; binary snapshots (`--snapshot`) | [`population`], [`population::snapshot`] |
 //! | scenes and CLI | RON scenes with positioned errors, `--set` overrides, CSV/JSON outputs | [`scene`], [`run`], [`output`] |
 //! | pictures | wgpu renderer (SDF discs, tessellated shapes, surfaces, fields, joints, force arrows, trails; population balls straight from the GPU backend's buffers) to a winit window or PNG; default demo sized to the adapter; `--frames`; energy and bench plots with plotters | [`render`] |
 //!
