@@ -28,6 +28,9 @@ pub mod mechanism;
 pub mod prefix_sum;
 pub mod timing;
 
+#[cfg(test)]
+mod shader_constants;
+
 pub use broadphase::{GpuGridBroadphase, GpuPairsReport};
 pub use context::{
     DEFAULT_WAIT_TIMEOUT, GpuContext, GpuError, GpuOptions, GpuTiming, MAX_IN_FLIGHT, TimingSource, parse_wait_timeout,

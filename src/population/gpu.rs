@@ -78,7 +78,7 @@ struct Params {
 /// The push-out bound the shader gets for an unbounded one (WGSL may assume
 /// no infinities; no overlap is 1e20 radii deep). Also the shader's bound
 /// for obstacles.
-const UNBOUNDED_PUSH: f32 = 1e20;
+pub(crate) const UNBOUNDED_PUSH: f32 = 1e20;
 
 struct Pipelines {
     release: wgpu::ComputePipeline,
