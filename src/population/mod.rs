@@ -507,6 +507,14 @@ impl PopulationParams {
         self.sleep_time > 0.0 && rest >= self.sleep_time
     }
 
+    /// The inverse mass a ball has in the sweeps and the velocity pass: its
+    /// own, or 0 while it sleeps (a sleeper is static to its neighbours;
+    /// the module doc's "Sleeping").
+    #[inline]
+    pub fn solve_inverse_mass(&self, rest: f32, inv_mass: f32) -> f32 {
+        if self.asleep(rest) { 0.0 } else { inv_mass }
+    }
+
     /// Substeps of a step that begin with the stabilisation sweep.
     pub fn stabilising_substeps(&self) -> u32 {
         (0..self.substeps).filter(|&s| self.stabilises(s)).count() as u32

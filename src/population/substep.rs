@@ -430,7 +430,7 @@ impl Substeps<'_> {
             // weightless, sleepers opened gaps under the balls they carried
             // (balls_box 10⁴ seed 2: late collapses, KE 1.7e-3 of the
             // initial at 10 s, against 8.6e-6 static).
-            let w = if pop.params.asleep(rest[k]) { 0.0 } else { inv_mass[k] };
+            let w = pop.params.solve_inverse_mass(rest[k], inv_mass[k]);
             ball[k] = SweepBall { at: position[k] + dx[k], radius: radius[k], inv_mass: w };
         }
     }
@@ -472,7 +472,7 @@ impl Substeps<'_> {
             }
             // The sweeps' base + dx (x* + 0 is x* but for the sign of a
             // zero; the same sum as theirs).
-            let w = if asleep { 0.0 } else { inv_mass[k] };
+            let w = pop.params.solve_inverse_mass(rest[k], inv_mass[k]);
             ball[k] = SweepBall { at: x_pred[k] + dx[k], radius: radius[k], inv_mass: w };
         }
     }
