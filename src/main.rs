@@ -118,6 +118,19 @@ struct RunArgs {
     /// Override a scene field: PATH=VALUE (repeatable).
     #[arg(long = "set", value_name = "PATH=VALUE")]
     set: Vec<String>,
+    /// Refuse a run whose --trace, --snapshot and --energy files would take more than SIZE by the estimate (500M, 4G, 1.5T, bytes, or none).
+    #[arg(long, value_name = "SIZE", default_value = "4G")]
+    max_output: String,
+}
+
+/// Exit status of a run that could not start: 2 (bad input) for outputs
+/// over `--max-output`, found before anything is written; 1 otherwise.
+fn start_failure(e: &anyhow::Error) -> ExitCode {
+    if e.downcast_ref::<mx2d::run::output_size::OutputTooLarge>().is_some() {
+        ExitCode::from(2)
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 /// What the process prints on stdout, written so that a closed pipe
@@ -328,6 +341,13 @@ fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let max_output = match mx2d::run::output_size::parse_max_output(&args.max_output) {
+        Ok(limit) => limit,
+        Err(e) => {
+            report(&format!("error: {e}"));
+            return ExitCode::from(2);
+        }
+    };
     let mut options = RunOptions {
         steps: args.steps,
         duration: args.duration,
@@ -347,6 +367,7 @@ fn run(args: RunArgs) -> ExitCode {
         frames: args.frames,
         frame_size: args.size,
         energy_plot: args.energy_plot,
+        max_output,
     };
     // Bad flags are bad input (exit 2), found before anything is written.
     if let Err(e) = planned_steps(&scene, &options)
@@ -372,7 +393,7 @@ fn run(args: RunArgs) -> ExitCode {
             }
             Err(e) => {
                 report(&format!("error: {e:#}"));
-                ExitCode::from(1)
+                start_failure(&e)
             }
         };
     }
@@ -432,7 +453,7 @@ fn run(args: RunArgs) -> ExitCode {
         }
         Err(e) => {
             report(&format!("error: {e:#}"));
-            ExitCode::from(1)
+            start_failure(&e)
         }
     }
 }

@@ -2,6 +2,7 @@
 //! headless loop; the loop's body — outputs, stop checks, summary — is a
 //! [`Session`], shared with the window.
 
+pub mod output_size;
 pub mod session;
 
 pub use session::Session;
@@ -69,6 +70,11 @@ pub struct RunOptions {
     pub frame_size: Option<(u32, u32)>,
     /// Energy plot PNG (`--energy-plot FILE.png`), drawn at the end from the recorded steps.
     pub energy_plot: Option<PathBuf>,
+    /// The most bytes the run's files may take by the estimate of
+    /// [`output_size`], checked before anything is written; `None`: no
+    /// limit (the library's default; the command line's is
+    /// [`output_size::DEFAULT_MAX_OUTPUT`]).
+    pub max_output: Option<u64>,
 }
 
 /// Why a run ended before the steps it was asked for.

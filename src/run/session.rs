@@ -42,6 +42,11 @@ impl Session {
     pub fn open(scene: &Scene, options: &RunOptions, world: &World) -> anyhow::Result<Session> {
         let planned = planned_steps(scene, options).map_err(anyhow::Error::msg)?;
         check_distinct_outputs(options).map_err(anyhow::Error::msg)?;
+        if let Some(limit) = options.max_output {
+            let asked = [options.trace.is_some(), options.snapshot.is_some(), options.energy.is_some()];
+            let every = options.every.unwrap_or(1).max(1);
+            super::output_size::check(world, planned, every, asked, limit)?;
+        }
         let open = |p: &Option<std::path::PathBuf>, header: &str| -> anyhow::Result<Option<CsvWriter>> {
             Ok(p.as_ref().map(|p| CsvWriter::create(p, header)).transpose()?)
         };
