@@ -433,6 +433,21 @@ fn run(args: RunArgs) -> ExitCode {
                 if let Err(code) = say(&line) {
                     return code;
                 }
+                let end = &p.last;
+                let line = format!(
+                    "  population at the end: {} in the world, {} asleep, {} pending, {} escaped, {} killed; kinetic energy {:.4e} J per ball; overlap {:.2} % of r (worst seen {:.2} %)",
+                    end.alive,
+                    end.asleep,
+                    end.pending,
+                    end.escaped,
+                    end.killed,
+                    end.kinetic_per_ball,
+                    100.0 * end.max_overlap_ratio,
+                    100.0 * p.max_overlap_ratio_seen
+                );
+                if let Err(code) = say(&line) {
+                    return code;
+                }
             }
             if s.substeps != s.steps || s.newton_iterations > 0 {
                 let line = format!(

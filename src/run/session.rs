@@ -297,7 +297,11 @@ impl Session {
                 },
                 message: e.to_string(),
             }),
-            warnings: world.warnings().cloned().collect(),
+            warnings: world
+                .warnings()
+                .cloned()
+                .chain(population.as_ref().and_then(|p| population_warnings(&p.last)))
+                .collect(),
             population,
         };
         if let Some(p) = &options.summary {
@@ -382,4 +386,25 @@ impl Recorder {
         }
         Ok(())
     }
+}
+
+/// What went wrong in the population without stopping the run, said on the
+/// console and in the summary's `warnings` (the figures alone sit in the
+/// JSON, where a user who did not ask for it never sees them): contacts
+/// that did not fit a ball's list were not solved, and balls that left the
+/// world are gone. `None` when neither happened (the shipped scenes).
+fn population_warnings(last: &PopulationStats) -> Option<String> {
+    let mut parts = Vec::new();
+    if last.list_overflow > 0 {
+        parts.push(format!(
+            "{} neighbour or obstacle candidates did not fit a ball's list (at most {} neighbours and {} obstacles a ball) and their contacts were not solved: balls packed closer than touching (a spawner's spacing under 2 r) or a `skin` of several radii fill the lists",
+            last.list_overflow,
+            crate::population::MAX_NEIGHBOURS,
+            crate::population::MAX_OBSTACLES
+        ));
+    }
+    if last.escaped > 0 {
+        parts.push(format!("{} balls left the world (`population.bounds`) and were removed", last.escaped));
+    }
+    (!parts.is_empty()).then(|| format!("population: {}", parts.join("; ")))
 }
