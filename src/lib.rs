@@ -116,6 +116,16 @@
 //! - *A constraint is listed twice.* It works: the multipliers are the
 //!   regularised minimal-norm ones, the motion is unique, and a warning names
 //!   the constraints.
+//! - *My pile takes longer than 10 s to come to rest.* A pile 100 balls high
+//!   keeps compacting (voids along its grain boundaries close) until 10–15 s;
+//!   Box2D v3 does the same on that scene (docs/benchmarks.md, "settle17").
+//!   `population.sleep_time` freezes balls at rest (off by default: it leaves
+//!   sleepers' overlaps in place).
+//! - *`mx2d run` refuses my `--trace`.* A trace row per ball and recorded step
+//!   is ~84 bytes (84 MB a step at 10⁶ balls): past `--max-output` (4 GiB by
+//!   default) the run is refused before any file exists, with the smallest
+//!   `--every` that fits; `--snapshot` writes 28 bytes a ball and
+//!   `--max-output none` lifts the limit.
 //! - *Can I see it without a display?* Yes: `mx2d render SCENE --out F.png`
 //!   and `mx2d run SCENE --headless --frames DIR` draw offscreen on any wgpu
 //!   adapter, Mesa's software lavapipe included.
