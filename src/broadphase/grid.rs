@@ -71,7 +71,7 @@ use rayon::prelude::*;
 
 /// Largest cell coordinate magnitude; keeps `ix − origin` and the row-major
 /// index inside i32/u32 arithmetic for any finite input.
-const CELL_COORD_LIMIT: f32 = (1u32 << 30) as f32;
+pub(crate) const CELL_COORD_LIMIT: f32 = (1u32 << 30) as f32;
 
 /// Largest number of cells one box may scan on the CPU, `(2·Sx + 1)(2·Sy + 1)`
 /// at worst. Beyond this the grid is a poor fit for the scene, and the CPU

@@ -30,6 +30,8 @@ mod grid;
 mod sap;
 
 pub use fat::{FAT_MARGIN, FatBoxPairs, FatPairStats, Rebuild};
+#[cfg(test)]
+pub(crate) use grid::CELL_COORD_LIMIT;
 pub use grid::{GridBroadphase, GridParams};
 pub use sap::SweepAndPrune;
 

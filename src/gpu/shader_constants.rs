@@ -49,6 +49,12 @@ fn population_shader_constants_match_the_rust_ones() {
 }
 
 #[test]
+fn broadphase_shader_clamps_cells_as_the_grid_does() {
+    let src = include_str!("../../shaders/broadphase.wgsl");
+    assert_eq!(float(src, "CELL_COORD_LIMIT"), crate::broadphase::CELL_COORD_LIMIT);
+}
+
+#[test]
 fn render_shader_reads_the_population_states() {
     let src = include_str!("../../shaders/render.wgsl");
     assert_eq!(int(src, "BALL_ALIVE"), state::ALIVE as u64);
