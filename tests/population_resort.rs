@@ -39,28 +39,6 @@ fn emitter_with_kill(resort_every: u32) -> Population {
     scene_population(&text, "pour.ron", &[])
 }
 
-/// Every per-ball array as bits, in id order.
-fn by_id(pop: &Population) -> Vec<[u32; 11]> {
-    let p = pop.in_original_order();
-    (0..p.len())
-        .map(|i| {
-            [
-                p.position[i].x.to_bits(),
-                p.position[i].y.to_bits(),
-                p.velocity[i].x.to_bits(),
-                p.velocity[i].y.to_bits(),
-                p.angle[i].to_bits(),
-                p.omega[i].to_bits(),
-                p.radius[i].to_bits(),
-                p.inv_mass[i].to_bits(),
-                p.state[i],
-                p.release_step[i],
-                p.rest[i].to_bits(),
-            ]
-        })
-        .collect()
-}
-
 fn run(pop: &mut Population, steps: usize) {
     for _ in 0..steps {
         cpu::step(pop, 1.0 / 60.0).unwrap_or_else(|e| panic!("{e}"));
@@ -73,7 +51,7 @@ fn resort_is_a_stable_permutation_by_cell() {
     run(&mut pop, 40);
     let before = pop.clone();
     pop.resort();
-    assert_eq!(by_id(&pop), by_id(&before), "the re-sort changed a ball's values");
+    assert_eq!(twin::bits_by_id(&pop), twin::bits_by_id(&before), "the re-sort changed a ball's values");
     assert_ne!(pop.ball_id, before.ball_id, "40 steps of a falling pile should leave the balls out of cell order");
     // Sorted by cell, ties by id.
     let cell = |p: &Population, i: usize| {
@@ -101,7 +79,7 @@ fn resorting_every_step_changes_no_physics() {
     for step in 0..90 {
         run(&mut never, 1);
         run(&mut every, 1);
-        let (a, b) = (by_id(&never), by_id(&every));
+        let (a, b) = (twin::bits_by_id(&never), twin::bits_by_id(&every));
         let diff = (0..a.len()).find(|&i| a[i] != b[i]);
         assert!(diff.is_none(), "step {step}: ball {diff:?} differs");
     }
@@ -117,7 +95,7 @@ fn resort_keeps_the_release_cursor_and_the_removed_balls() {
     for step in 0..240 {
         run(&mut never, 1);
         run(&mut every, 1);
-        let (a, b) = (by_id(&never), by_id(&every));
+        let (a, b) = (twin::bits_by_id(&never), twin::bits_by_id(&every));
         let diff = (0..a.len()).find(|&i| a[i] != b[i]);
         assert!(diff.is_none(), "step {step}: ball {diff:?} differs");
     }
@@ -142,7 +120,7 @@ fn resorting_step_is_the_same_at_every_pool_size() {
     let result = assert_same_at_every_pool_size("population step with a re-sort every step", || {
         let mut pop = emitter_with_kill(1);
         run(&mut pop, 60);
-        (pop.ball_id.clone(), by_id(&pop))
+        (pop.ball_id.clone(), twin::bits_by_id(&pop))
     });
     assert!(result.0.iter().enumerate().any(|(i, &id)| id as usize != i), "nothing was re-sorted");
 }
@@ -209,7 +187,7 @@ fn gpu_resort_moves_the_balls_as_the_cpu_twin_and_changes_no_result() {
             assert_eq!(every.state, on_cpu.state, "round {round}: states differ");
             assert_eq!(every.live_range(), on_cpu.live_range(), "round {round}: windows differ");
         }
-        let (a, b) = (by_id(&never), by_id(&every));
+        let (a, b) = (twin::bits_by_id(&never), twin::bits_by_id(&every));
         let diff = (0..a.len()).find(|&i| a[i] != b[i]);
         assert!(diff.is_none(), "round {round}: ball {diff:?} differs on the GPU with and without re-sorting");
     }

@@ -189,25 +189,6 @@ fn a_sleeper_hit_by_a_sliding_ball_wakes_on_the_gpu() {
     impact_wakes_the_sleeper(gpu_stepper(&ctx, &pop), pop, "gpu", Some(reference));
 }
 
-/// Every per-ball value as bits, in id order, the sleep timer included.
-fn bits_by_id(pop: &Population) -> Vec<[u32; 8]> {
-    let p = pop.in_original_order();
-    (0..p.len())
-        .map(|i| {
-            [
-                p.position[i].x.to_bits(),
-                p.position[i].y.to_bits(),
-                p.velocity[i].x.to_bits(),
-                p.velocity[i].y.to_bits(),
-                p.angle[i].to_bits(),
-                p.omega[i].to_bits(),
-                p.state[i],
-                p.rest[i].to_bits(),
-            ]
-        })
-        .collect()
-}
-
 /// balls_box with `count` balls and sleeping at the defaults (spelled out,
 /// so that the test holds whatever the default).
 fn sleeping_box(count: u64, resort_every: u32) -> Population {
@@ -230,7 +211,7 @@ fn sleep_state_survives_the_resort_bitwise() {
     for step in 0..480 {
         cpu::step(&mut never, DT).unwrap();
         cpu::step(&mut every, DT).unwrap();
-        let (a, b) = (bits_by_id(&never), bits_by_id(&every));
+        let (a, b) = (common::twin::bits_by_id(&never), common::twin::bits_by_id(&every));
         let diff = (0..a.len()).find(|&i| a[i] != b[i]);
         assert!(diff.is_none(), "step {step}: ball {diff:?} differs");
     }
@@ -249,7 +230,7 @@ fn sleeping_is_the_same_at_every_pool_size() {
         for _ in 0..420 {
             cpu::step(&mut pop, DT).unwrap();
         }
-        (bits_by_id(&pop), pop.stats().asleep)
+        (common::twin::bits_by_id(&pop), pop.stats().asleep)
     });
     assert!(asleep > 100 && bits.len() == 1000, "only {asleep} asleep: the test would prove little");
 }
@@ -279,7 +260,11 @@ fn gpu_and_cpu_twin_agree_on_the_sleepers() {
     gpu.read_back(&mut on_gpu).unwrap();
     let (c, g) = (on_cpu.stats().asleep, on_gpu.stats().asleep);
     if common::twin::bitwise_equal(&on_cpu, &on_gpu) {
-        assert_eq!(bits_by_id(&on_cpu), bits_by_id(&on_gpu), "the same positions, other timers");
+        assert_eq!(
+            common::twin::bits_by_id(&on_cpu),
+            common::twin::bits_by_id(&on_gpu),
+            "the same positions, other timers"
+        );
         eprintln!("the device computes the CPU twin's bits, sleep timers included ({c} asleep)");
     } else {
         assert!(c.abs_diff(g) <= c / 100 + 1, "asleep: CPU {c}, GPU {g}");

@@ -94,3 +94,27 @@ pub fn assert_within_envelope(gpu: Differences, envelope: Differences, what: &st
     );
     assert!(gpu.metres <= 2.0 * envelope.metres, "{what}: {} m, envelope {} m", gpu.metres, envelope.metres);
 }
+
+/// Every per-ball array as bits, in id order (position, velocity, angle,
+/// spin, radius, inverse mass, state, release step, rest timer): equal
+/// when two runs agree bit for bit whatever their arrays' order.
+pub fn bits_by_id(pop: &Population) -> Vec<[u32; 11]> {
+    let p = pop.in_original_order();
+    (0..p.len())
+        .map(|i| {
+            [
+                p.position[i].x.to_bits(),
+                p.position[i].y.to_bits(),
+                p.velocity[i].x.to_bits(),
+                p.velocity[i].y.to_bits(),
+                p.angle[i].to_bits(),
+                p.omega[i].to_bits(),
+                p.radius[i].to_bits(),
+                p.inv_mass[i].to_bits(),
+                p.state[i],
+                p.release_step[i],
+                p.rest[i].to_bits(),
+            ]
+        })
+        .collect()
+}
