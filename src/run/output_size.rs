@@ -50,8 +50,9 @@ pub struct OutputEstimate {
     pub parts: Vec<(&'static str, u64, String)>,
     /// Recorded steps (step 0, every K-th, the last).
     pub recorded: u64,
-    /// `--every`'s K.
-    pub every: u64,
+    /// Bytes each recorded step adds, over all the files: every part is
+    /// this much per recorded step, so the total is `per_step × recorded`.
+    pub per_step: u64,
 }
 
 impl OutputEstimate {
@@ -62,13 +63,17 @@ impl OutputEstimate {
 }
 
 /// What the outputs asked for will take: `planned` steps recorded every
-/// `every`-th, `trace`/`snapshot`/`energy` whether each file is asked for.
-pub fn estimate(world: &World, planned: u64, every: u64, trace: bool, snapshot: bool, energy: bool) -> OutputEstimate {
-    let every = every.max(1);
+/// `every`-th; `[trace, snapshot, energy]`: whether each file is asked for.
+pub fn estimate(world: &World, planned: u64, every: u64, [trace, snapshot, energy]: [bool; 3]) -> OutputEstimate {
     let recorded = recorded_steps(planned, every);
     let balls = world.population.as_ref().map_or(0, |p| p.len() as u64);
     let bodies = world.bodies.len() as u64;
     let mut parts = Vec::new();
+    let mut per_step_total = 0u64;
+    let mut part = |flag, per_step: u64, what| {
+        per_step_total = per_step_total.saturating_add(per_step);
+        parts.push((flag, per_step.saturating_mul(recorded), what));
+    };
     if trace {
         let per_step = bodies.saturating_mul(BODY_ROW_BYTES).saturating_add(balls.saturating_mul(BALL_ROW_BYTES));
         let what = match (bodies, balls) {
@@ -78,24 +83,16 @@ pub fn estimate(world: &World, planned: u64, every: u64, trace: bool, snapshot: 
                 "({bodies} bodies × ~{BODY_ROW_BYTES} B + {balls} balls × ~{BALL_ROW_BYTES} B) × {recorded} recorded steps"
             ),
         };
-        parts.push(("--trace", per_step.saturating_mul(recorded), what));
+        part("--trace", per_step, what);
     }
     if snapshot && balls > 0 {
         let frame = crate::population::snapshot::frame_bytes(balls);
-        parts.push((
-            "--snapshot",
-            frame.saturating_mul(recorded),
-            format!("{recorded} frames × {frame} B ({balls} balls)"),
-        ));
+        part("--snapshot", frame, format!("{recorded} frames × {frame} B ({balls} balls)"));
     }
     if energy {
-        parts.push((
-            "--energy",
-            ENERGY_ROW_BYTES.saturating_mul(recorded),
-            format!("{recorded} rows × ~{ENERGY_ROW_BYTES} B"),
-        ));
+        part("--energy", ENERGY_ROW_BYTES, format!("{recorded} rows × ~{ENERGY_ROW_BYTES} B"));
     }
-    OutputEstimate { parts, recorded, every }
+    OutputEstimate { parts, recorded, per_step: per_step_total }
 }
 
 /// A run whose files would exceed `--max-output` (bad input: exit 2).
@@ -137,14 +134,14 @@ impl std::error::Error for OutputTooLarge {}
 /// Refuses outputs estimated above `limit` bytes, naming the estimate and
 /// the smallest `--every` that fits.
 pub fn check(world: &World, planned: u64, every: u64, asked: [bool; 3], limit: u64) -> Result<(), OutputTooLarge> {
-    let [trace, snapshot, energy] = asked;
-    let estimate = estimate(world, planned, every, trace, snapshot, energy);
+    let estimate = estimate(world, planned, every, asked);
     if estimate.total() <= limit {
         return Ok(());
     }
-    // The total falls as K grows (fewer recorded steps), so the smallest K
-    // that fits is found by bisection over every..=planned.
-    let fits = |k: u64| estimate_total(world, planned, k, asked) <= limit;
+    // The total, per_step × recorded, falls as K grows (fewer recorded
+    // steps), so the smallest K that fits is found by bisection over
+    // every..=planned.
+    let fits = |k: u64| estimate.per_step.saturating_mul(recorded_steps(planned, k)) <= limit;
     let every_that_fits = if fits(planned.max(1)) {
         let (mut lo, mut hi) = (every.max(1), planned.max(1));
         while lo < hi {
@@ -156,10 +153,6 @@ pub fn check(world: &World, planned: u64, every: u64, asked: [bool; 3], limit: u
         None
     };
     Err(OutputTooLarge { estimate, limit, every_that_fits })
-}
-
-fn estimate_total(world: &World, planned: u64, every: u64, [trace, snapshot, energy]: [bool; 3]) -> u64 {
-    estimate(world, planned, every, trace, snapshot, energy).total()
 }
 
 /// Parses `--max-output`: a byte count with an optional binary suffix
