@@ -13,7 +13,7 @@
 //! would take 3 × bodies. The constraint forces are differentiated with λ held
 //! at its value at the state (their geometric stiffness): J(q + δ)ᵀ λ.
 
-use super::ForceModel;
+use super::forces::ForceModel;
 use crate::integrator::LinearModel;
 use crate::integrator::implicit::kind_norms;
 

@@ -244,8 +244,10 @@ mod manifold;
 mod prepare;
 mod settings;
 mod step;
+mod work;
 
 pub use settings::{SoftStepSettings, Softness};
+pub(crate) use work::{contact_impulse_work, kinetic_energy};
 
 use lanes::SoftLanes;
 use manifold::{SoftInfo, SoftTotals};

@@ -192,7 +192,7 @@ impl ContactSet {
         settings: &SoftStepSettings,
     ) -> SoftSubsteps {
         let h = self.soft.h;
-        let kinetic = |v: &[f64]| crate::world::kinetic_energy(bodies, v);
+        let kinetic = |v: &[f64]| super::kinetic_energy(bodies, v);
         let mut integrate = Duration::ZERO;
         let mut contact_work = 0.0;
         let mut kinetic_end = None;
@@ -205,7 +205,7 @@ impl ContactSet {
             }
             integrate += started.elapsed();
             self.soft_warm_start_and_solve(v, settings.iterations);
-            contact_work += crate::world::contact_impulse_work(bodies, v_start, acceleration, h, v);
+            contact_work += super::contact_impulse_work(bodies, v_start, acceleration, h, v);
             let started = Instant::now();
             self.soft_integrate_positions(q, v);
             integrate += started.elapsed();
@@ -338,14 +338,10 @@ impl ContactSet {
                     unsafe {
                         let v = std::slice::from_raw_parts(shared.ptr, shared.len);
                         match k {
-                            0 => work_team.set(
-                                s,
-                                crate::world::contact_impulse_work(bodies, v_start_team.all(), acceleration, h, v),
-                            ),
-                            1 => before_team.set(s, crate::world::kinetic_energy(bodies, v)),
-                            _ if k < sums => {
-                                after_team.set(s - 1, crate::world::kinetic_energy(bodies, v_start_team.all()))
-                            }
+                            0 => work_team
+                                .set(s, super::contact_impulse_work(bodies, v_start_team.all(), acceleration, h, v)),
+                            1 => before_team.set(s, super::kinetic_energy(bodies, v)),
+                            _ if k < sums => after_team.set(s - 1, super::kinetic_energy(bodies, v_start_team.all())),
                             _ => {
                                 let k = k - sums;
                                 let piece_bodies = k * piece..((k + 1) * piece).min(body_count);
@@ -381,7 +377,7 @@ impl ContactSet {
         self.soft.delta = delta;
         self.soft.by_colour = by_colour;
         self.soft.totals_by_colour = totals_by_colour;
-        let kinetic_end = crate::world::kinetic_energy(bodies, v);
+        let kinetic_end = super::kinetic_energy(bodies, v);
         if let Some(last) = after_relax.last_mut() {
             *last = kinetic_end;
         }

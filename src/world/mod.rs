@@ -1,0 +1,528 @@
+//! The world and its step.
+//!
+//! `World::step` is the stage list of DESIGN.md, each stage a function with its
+//! time recorded:
+//!
+//! 1. `gather_state` — body states into the integrator's flat vectors;
+//! 2. `integrate` — the chosen integrator; every acceleration evaluation runs
+//!    `apply_fields` (gravity alone: m·g in one serial pass; with force
+//!    fields, per body, in parallel for large worlds) and `apply_loads`
+//!    (forces, torques, springs, drag), then divides by the mass — and
+//!    `solve_constraints`: assemble J, A = J M⁻¹ Jᵀ, solve for λ (sparse
+//!    Gauss) and add the constraint forces Jᵀλ;
+//! 3. contacts, when the scene has them (`src/contact/`): `broadphase`,
+//!    `impacts` (time of impact inside the step, integrator advanced to it),
+//!    `narrowphase`, `contact_solve` (impacts left, PGS with friction,
+//!    position update), `project_penetration` (overlap beyond the slop
+//!    projected out on the exact gaps); with `contacts.solver: SoftStep`
+//!    stages 2–3 are Box2D v3's soft step instead (`src/contact/soft_step/`:
+//!    `broadphase`, `narrowphase`, then sub-steps timed as `integrate` and
+//!    `contact_solve`);
+//! 4. `correct_drift` — Newton projection of positions and velocities onto
+//!    the constraints (seed 003 §IV);
+//! 5. `scatter_state` — back into the bodies;
+//! 6. `check_divergence` — NaN/∞ or runaway energy stops the run, naming the
+//!    step and the body;
+//! 7. `step_population` — when the world has a population tier
+//!    ([`crate::population`]), its balls are stepped last, so that they see
+//!    the bodies' new poses and velocities as moving obstacles (one-way
+//!    coupling: balls do not push bodies). A non-finite ball stops the run
+//!    with the step and the ball's index.
+
+use std::time::Instant;
+
+use glam::DVec2;
+
+use crate::body::{Body, BodyHandle, BodySet};
+use crate::constraint::system::{ConstraintSystem, Reaction, Scene, Stabilization};
+use crate::constraint::{Constraint, ConstraintHandle, ConstraintSet};
+use crate::contact::ContactSet;
+use crate::field::Field;
+use crate::gpu::GpuFieldBackend;
+use crate::integrator::{DenseOutput, Dynamics, Integrator, IntegratorStats, Method, State};
+use crate::load::Load;
+use crate::population::Population;
+use crate::population::gpu::GpuPopulation;
+use crate::solver::SolverError;
+use crate::surface::Surface;
+
+mod contacts;
+mod error;
+mod forces;
+mod linear_model;
+mod population_stage;
+mod stages;
+
+pub use error::{DivergenceLimits, SimulationError};
+pub(crate) use linear_model::LinearisationScratch;
+pub use stages::{Stage, StageTimes};
+
+/// Energy of the world at one instant.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Energy {
+    /// ½ m v² + ½ J ω², summed (J).
+    pub kinetic: f64,
+    /// Gravity −m g·r plus spring ½k(l − l₀)² (J).
+    pub potential: f64,
+    /// kinetic + potential (J).
+    pub total: f64,
+    /// Work done so far by non-conservative loads: fields, applied forces and
+    /// torques, dampers, drag (J).
+    pub work: f64,
+}
+
+impl Energy {
+    /// `total − work`: constant in exact arithmetic (energy balance).
+    pub fn balance(&self) -> f64 {
+        self.total - self.work
+    }
+}
+
+/// A planar world: bodies, static surfaces, loads, fields and gravity, advanced
+/// by a chosen integrator with a fixed step.
+#[derive(Clone, Debug)]
+pub struct World {
+    /// The bodies.
+    pub bodies: BodySet,
+    /// Static surfaces.
+    pub surfaces: Vec<Surface>,
+    /// Loads.
+    pub loads: Vec<Load>,
+    /// Force fields.
+    pub fields: Vec<Field>,
+    /// Gravitational acceleration (m/s²).
+    pub gravity: DVec2,
+    /// Step size (s).
+    pub dt: f64,
+    /// Divergence detection.
+    pub limits: DivergenceLimits,
+    /// Joints, rolling and curve contacts, motors.
+    pub constraints: ConstraintSet,
+    /// Drift correction of the constraints.
+    pub stabilization: Stabilization,
+    /// Contacts and impacts (off unless the scene turns them on).
+    pub contacts: ContactSet,
+    /// The population tier (balls), stepped after the bodies.
+    pub population: Option<Population>,
+    /// The population's GPU backend, when it runs there.
+    population_gpu: Option<std::sync::Arc<std::sync::Mutex<GpuPopulation>>>,
+    system: ConstraintSystem,
+    /// Field forces from the GPU kernel instead of `field.rs`, when set.
+    gpu_fields: Option<std::sync::Arc<std::sync::Mutex<GpuFieldBackend>>>,
+    max_constraint_error: f64,
+    prepared: bool,
+    time: f64,
+    /// (step, time, dt) from which `time` is counted: see `step`.
+    time_origin: (u64, f64, f64),
+    steps: u64,
+    integrator: Integrator,
+    state: State,
+    times: StageTimes,
+}
+
+impl World {
+    /// An empty world with this gravity, step 1 ms, symplectic Euler.
+    pub fn new(gravity: DVec2) -> Self {
+        Self {
+            bodies: BodySet::new(),
+            surfaces: Vec::new(),
+            loads: Vec::new(),
+            fields: Vec::new(),
+            gravity,
+            dt: 1e-3,
+            limits: DivergenceLimits::default(),
+            constraints: ConstraintSet::new(),
+            stabilization: Stabilization::default(),
+            contacts: ContactSet::default(),
+            population: None,
+            population_gpu: None,
+            system: ConstraintSystem::default(),
+            gpu_fields: None,
+            max_constraint_error: 0.0,
+            prepared: false,
+            time: 0.0,
+            time_origin: (0, 0.0, 1e-3),
+            steps: 0,
+            integrator: Integrator::new(Method::Symplectic),
+            state: State::default(),
+            times: StageTimes::default(),
+        }
+    }
+
+    /// Adds a body; fails if its name is taken.
+    pub fn add_body(&mut self, body: Body) -> Result<BodyHandle, String> {
+        self.integrator.reset();
+        self.bodies.insert(body)
+    }
+
+    /// Adds a constraint after checking it against the bodies and surfaces.
+    pub fn add_constraint(&mut self, c: Constraint) -> Result<ConstraintHandle, String> {
+        c.validate(self.bodies.as_slice(), &self.surfaces)?;
+        self.integrator.reset();
+        self.prepared = false;
+        Ok(self.constraints.insert(c))
+    }
+
+    /// The body behind a handle.
+    pub fn body(&self, h: BodyHandle) -> &Body {
+        &self.bodies[h]
+    }
+
+    /// Evaluates the force fields on the GPU (f32) from now on, or on the CPU
+    /// again with `None`. Clones of the world share the device.
+    pub fn set_gpu_fields(&mut self, backend: Option<GpuFieldBackend>) {
+        self.gpu_fields = backend.map(|b| std::sync::Arc::new(std::sync::Mutex::new(b)));
+    }
+
+    /// `"gpu"` when the fields run on the GPU, else `"cpu"`.
+    pub fn field_backend(&self) -> &'static str {
+        if self.gpu_fields.is_some() { "gpu" } else { "cpu" }
+    }
+
+    /// Selects the integration method (restarts multistep history; keeps
+    /// the tolerance).
+    pub fn set_integrator(&mut self, method: Method) {
+        let tolerance = self.integrator.tolerance;
+        self.integrator = Integrator::new(method);
+        self.integrator.tolerance = tolerance;
+    }
+
+    /// Makes the implicit integrators' Newton iteration use the dense
+    /// finite-difference Jacobian instead of the sparse factorisation (the
+    /// reference for tests and comparisons; see `integrator::sparse_newton`).
+    pub fn set_dense_newton(&mut self, dense: bool) {
+        self.integrator.set_dense_newton(dense);
+    }
+
+    /// Sets the relative error tolerance of the adaptive integrators
+    /// (`dopri5`, `sdirk3`: steps ≤ `dt` chosen to meet it; infinite: fixed
+    /// steps of `dt`).
+    pub fn set_tolerance(&mut self, tolerance: f64) {
+        self.integrator.tolerance = tolerance;
+    }
+
+    /// The integrators' tolerance.
+    pub fn tolerance(&self) -> f64 {
+        self.integrator.tolerance
+    }
+
+    /// Integrator counters: accepted and rejected (sub)steps, Newton
+    /// iterations, Jacobians and acceleration evaluations.
+    pub fn integrator_stats(&self) -> IntegratorStats {
+        self.integrator.stats()
+    }
+
+    /// The DOPRI5 continuous extension of the last substep, when that is the
+    /// integrator (for event location, e.g. a time of impact).
+    pub fn dense_output(&self) -> Option<&DenseOutput> {
+        self.integrator.dense_output()
+    }
+
+    /// The integration method in use.
+    pub fn integrator(&self) -> Method {
+        self.integrator.method()
+    }
+
+    /// Simulated time (s).
+    pub fn time(&self) -> f64 {
+        self.time
+    }
+
+    /// Steps taken.
+    pub fn step_count(&self) -> u64 {
+        self.steps
+    }
+
+    /// Time per stage, accumulated over all steps.
+    pub fn stage_times(&self) -> &StageTimes {
+        &self.times
+    }
+
+    /// Kinetic, potential, total energy and the non-conservative work so far.
+    pub fn energy(&self) -> Energy {
+        let bodies = self.bodies.as_slice();
+        // Folded from +0.0: `Sum` of an empty iterator of floats is −0.0,
+        // which a scene without bodies (a population alone) printed as "-0".
+        let kinetic = bodies.iter().map(Body::kinetic_energy).fold(0.0, |s, e| s + e);
+        let gravity =
+            bodies.iter().filter(|b| !b.fixed).map(|b| -b.mass * self.gravity.dot(b.position)).fold(0.0, |s, e| s + e);
+        let springs = self.loads.iter().map(|l| l.potential_energy(bodies)).fold(0.0, |s, e| s + e);
+        let potential = gravity + springs;
+        Energy { kinetic, potential, total: kinetic + potential, work: self.state.work }
+    }
+
+    /// Makes the initial state consistent with the constraints (positions and
+    /// velocities projected as after a step), once, before the first step; also
+    /// fixes the divergence bound from the initial energy if none was given.
+    /// Scene files give positions to a few digits; this settles them so that
+    /// the first step does not start with a jump in energy.
+    pub fn prepare(&mut self) -> Result<(), SimulationError> {
+        if self.prepared {
+            return Ok(());
+        }
+        self.prepared = true;
+        if self.limits.max_body_energy.is_none() {
+            let e = self.energy();
+            self.limits.max_body_energy = Some(1e12 * (1.0 + e.kinetic + e.potential.abs()));
+        }
+        if self.constraints.is_empty() || !self.stabilization.projection {
+            return Ok(());
+        }
+        gather_state(self.bodies.as_slice(), &mut self.state);
+        let result = self.correct_drift();
+        scatter_state(&self.state, self.bodies.as_mut_slice());
+        self.max_constraint_error = 0.0;
+        result
+    }
+
+    /// Advances the world by one step of `dt`.
+    pub fn step(&mut self) -> Result<(), SimulationError> {
+        self.prepare()?;
+        self.times.timed(Stage::GatherState, || gather_state(self.bodies.as_slice(), &mut self.state));
+        let soft = self.contacts.soft_step_settings();
+        let start = (self.contacts.enabled() && soft.is_none()).then(|| self.state.clone());
+        if let Some(settings) = soft {
+            let result = self.soft_step(settings);
+            if result.is_err() {
+                self.times.timed(Stage::ScatterState, || scatter_state(&self.state, self.bodies.as_mut_slice()));
+            }
+            result?;
+        } else {
+            self.integrate_span(self.time, self.dt)?;
+        }
+        if let Some(start) = start {
+            let result = self.contact_stages(start);
+            if result.is_err() {
+                self.times.timed(Stage::ScatterState, || scatter_state(&self.state, self.bodies.as_mut_slice()));
+            }
+            result?;
+        }
+        self.steps += 1;
+        // t = t₀ + (n − n₀)·dt, not a running sum of dt: after 8000 steps of
+        // 0.0005 the sum reads 4.000000000000503. (t₀, n₀) move only when dt
+        // is changed between steps.
+        if self.dt != self.time_origin.2 {
+            self.time_origin = (self.steps - 1, self.time, self.dt);
+        }
+        let (n0, t0, dt) = self.time_origin;
+        self.time = t0 + (self.steps - n0) as f64 * dt;
+        let drift = self.correct_drift();
+        // Scatter even when the projection failed: the run stops with the
+        // state that failed, which the trace then shows.
+        self.times.timed(Stage::ScatterState, || scatter_state(&self.state, self.bodies.as_mut_slice()));
+        drift?;
+        let started = Instant::now();
+        let result = self.check_divergence();
+        self.times.add(Stage::CheckDivergence, started.elapsed());
+        result?;
+        let started = Instant::now();
+        let result = self.step_population();
+        self.times.add(Stage::StepPopulation, started.elapsed());
+        result
+    }
+
+    fn integrate_span(&mut self, t: f64, dt: f64) -> Result<(), SimulationError> {
+        let started = Instant::now();
+        let force_time = |t: &StageTimes| {
+            t.get(Stage::ApplyFields)
+                + t.get(Stage::ApplyLoads)
+                + t.get(Stage::SolveConstraints)
+                + t.get(Stage::CorrectDrift)
+        };
+        let before = force_time(&self.times);
+        let step = self.steps + 1;
+        let (mut model, integrator, state) = self.force_model();
+        let result = integrator.step(&mut model, t, dt, state);
+        let notice = integrator.take_notice();
+        let solver_error = model.solver_error.take();
+        let gpu_error = model.gpu_error.take();
+        let forces = force_time(&self.times) - before;
+        self.times.add(Stage::Integrate, started.elapsed().saturating_sub(forces));
+        if let Some(notice) = notice {
+            self.system.warnings.insert(notice);
+        }
+        if let Some(message) = gpu_error {
+            return Err(SimulationError::Gpu { step, time: t, message });
+        }
+        if let Some(source) = solver_error {
+            return Err(SimulationError::Constraints { step, time: t, source });
+        }
+        result.map_err(|source| SimulationError::Integrator { step, time: t, source })
+    }
+
+    /// Projects the state onto the constraints (positions, then velocities)
+    /// when projection is on, and records the constraint error.
+    fn correct_drift(&mut self) -> Result<(), SimulationError> {
+        if self.constraints.is_empty() {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let scene = Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces };
+        let (t, settings) = (self.time, self.stabilization);
+        let result = if settings.projection {
+            self.system.project_state(scene, t, &mut self.state.q, &mut self.state.v, &settings)
+        } else {
+            self.system.assemble(scene, t, &self.state.q, &self.state.v).map(|_| self.system.max_error())
+        };
+        self.times.add(Stage::CorrectDrift, started.elapsed());
+        let err = result.map_err(|source| SimulationError::Constraints { step: self.steps, time: t, source })?;
+        self.max_constraint_error = self.max_constraint_error.max(err);
+        Ok(())
+    }
+
+    /// Largest |C| over the position rows at the current state.
+    pub fn constraint_error(&mut self) -> f64 {
+        if self.constraints.is_empty() {
+            return 0.0;
+        }
+        gather_state(self.bodies.as_slice(), &mut self.state);
+        let scene = Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces };
+        match self.system.assemble(scene, self.time, &self.state.q, &self.state.v) {
+            Ok(()) => self.system.max_error(),
+            Err(_) => f64::NAN,
+        }
+    }
+
+    /// Largest constraint error seen after any step so far.
+    pub fn max_constraint_error(&self) -> f64 {
+        self.max_constraint_error
+    }
+
+    /// Warnings of the constraint solver (redundant or singular constraints),
+    /// each once.
+    pub fn warnings(&self) -> impl Iterator<Item = &String> {
+        self.system.warnings.iter()
+    }
+
+    /// Accelerations (3 per body) at the current state, constraint forces
+    /// included; the multipliers are kept for [`World::reactions`].
+    pub fn accelerations(&mut self) -> Result<Vec<f64>, SolverError> {
+        gather_state(self.bodies.as_slice(), &mut self.state);
+        let t = self.time;
+        let (mut model, _, state) = self.force_model();
+        let mut a = vec![0.0; state.q.len()];
+        model.acceleration(t, &state.q, &state.v, &mut a);
+        match model.solver_error {
+            Some(e) => Err(e),
+            None => Ok(a),
+        }
+    }
+
+    /// The reaction of every constraint on its first body at the current
+    /// state (forces and λ recomputed there).
+    pub fn reactions(&mut self) -> Result<Vec<Reaction>, SolverError> {
+        if self.constraints.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.accelerations()?;
+        let scene = Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces };
+        Ok(self.system.reactions(scene))
+    }
+
+    /// Impulsive velocity correction (seed 003 §IV-D): constraint `c` takes
+    /// hold instantly (a foot caught by the ground, a hook) and the velocities
+    /// jump to v ← v − factor·M⁻¹Jᵀ A⁻¹ (J v + bias) over all constraints,
+    /// `c` included: factor 1 is absorbing (the new constraint's velocity
+    /// becomes zero), 2 elastic (it reverses). `c` stays in the world when
+    /// `keep` is true. Returns the kinetic energy before and after.
+    pub fn impulsive_constraint(&mut self, c: Constraint, factor: f64, keep: bool) -> Result<(f64, f64), String> {
+        if !(1.0..=2.0).contains(&factor) {
+            return Err(format!("impulse factor must be in [1, 2] (1 absorbing … 2 elastic), got {factor}"));
+        }
+        let handle = self.add_constraint(c)?;
+        let before = self.energy().kinetic;
+        gather_state(self.bodies.as_slice(), &mut self.state);
+        let scene = Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces };
+        let result = self
+            .system
+            .assemble(scene, self.time, &self.state.q, &self.state.v)
+            .and_then(|_| self.system.velocity_correction(&mut self.state.v, factor));
+        if !keep {
+            self.constraints.remove(handle);
+        }
+        result.map_err(|e| e.to_string())?;
+        scatter_state(&self.state, self.bodies.as_mut_slice());
+        self.integrator.reset();
+        Ok((before, self.energy().kinetic))
+    }
+
+    /// A view of the constraint machinery for the inverse problems. Call
+    /// [`World::sync_state`] first: the flat state is used as it is, so that
+    /// repeated calls can move it step by step.
+    pub(crate) fn constraint_parts(&mut self) -> (Scene<'_>, &mut ConstraintSystem, &mut State, f64) {
+        (
+            Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces },
+            &mut self.system,
+            &mut self.state,
+            self.time,
+        )
+    }
+
+    /// Copies the bodies' states into the flat state.
+    pub(crate) fn sync_state(&mut self) {
+        gather_state(self.bodies.as_slice(), &mut self.state);
+    }
+
+    /// Writes the flat state back into the bodies (after the inverse problems
+    /// moved it) and forgets the multistep history.
+    pub(crate) fn commit_state(&mut self) {
+        scatter_state(&self.state, self.bodies.as_mut_slice());
+        self.integrator.reset();
+    }
+
+    /// The state as flat vectors (x, y, φ per body; vx, vy, ω per body).
+    pub fn state_vectors(&mut self) -> (&[f64], &[f64]) {
+        gather_state(self.bodies.as_slice(), &mut self.state);
+        (&self.state.q, &self.state.v)
+    }
+
+    /// Overwrites the bodies' states from flat vectors (as `state_vectors`).
+    pub fn set_state_vectors(&mut self, q: &[f64], v: &[f64]) {
+        self.state.q.clear();
+        self.state.q.extend_from_slice(q);
+        self.state.v.clear();
+        self.state.v.extend_from_slice(v);
+        scatter_state(&self.state, self.bodies.as_mut_slice());
+        self.integrator.reset();
+    }
+
+    fn check_divergence(&self) -> Result<(), SimulationError> {
+        let limit = self.limits.max_body_energy.unwrap_or(f64::INFINITY);
+        let bad = |b: &Body| -> Option<String> {
+            let finite = b.position.is_finite()
+                && b.velocity.is_finite()
+                && b.angle.is_finite()
+                && b.angular_velocity.is_finite();
+            if !finite {
+                return Some("position or velocity is not finite".into());
+            }
+            let e = b.kinetic_energy();
+            (e > limit).then(|| format!("kinetic energy {e:e} J passed the bound {limit:e} J"))
+        };
+        match self.bodies.iter().find_map(|b| bad(b).map(|r| (b, r))) {
+            None => Ok(()),
+            Some((b, reason)) => {
+                Err(SimulationError::Diverged { step: self.steps, time: self.time, body: b.name.clone(), reason })
+            }
+        }
+    }
+}
+
+fn gather_state(bodies: &[Body], state: &mut State) {
+    state.q.resize(3 * bodies.len(), 0.0);
+    state.v.resize(3 * bodies.len(), 0.0);
+    for (i, b) in bodies.iter().enumerate() {
+        state.q[3 * i..3 * i + 3].copy_from_slice(&[b.position.x, b.position.y, b.angle]);
+        state.v[3 * i..3 * i + 3].copy_from_slice(&[b.velocity.x, b.velocity.y, b.angular_velocity]);
+    }
+}
+
+fn scatter_state(state: &State, bodies: &mut [Body]) {
+    for (i, b) in bodies.iter_mut().enumerate() {
+        let (q, v) = (&state.q[3 * i..3 * i + 3], &state.v[3 * i..3 * i + 3]);
+        b.position = DVec2::new(q[0], q[1]);
+        b.angle = q[2];
+        b.velocity = DVec2::new(v[0], v[1]);
+        b.angular_velocity = v[2];
+    }
+}
