@@ -12,6 +12,30 @@
 use glam::DVec2;
 use serde::{Deserialize, Serialize};
 
+use crate::body::Body;
+
+/// Evaluates the force fields on every body at once in place of this
+/// module's f64 loop, when a world is given one
+/// ([`World::set_field_evaluator`](crate::world::World::set_field_evaluator)):
+/// the GPU kernel [`GpuFieldBackend`](crate::gpu::GpuFieldBackend) is one.
+/// The world holds it behind this trait, so that `src/world/` names no
+/// device API.
+pub trait FieldEvaluator: std::fmt::Debug + Send {
+    /// Writes into `out` the field force on each body (gravity not
+    /// included), one per body in body order, at positions `q` and
+    /// velocities `v` (x, y, φ per body).
+    fn field_forces(
+        &mut self,
+        fields: &[Field],
+        bodies: &[Body],
+        q: &[f64],
+        v: &[f64],
+        out: &mut Vec<DVec2>,
+    ) -> Result<(), String>;
+    /// Where it runs, as summaries report it (`"gpu"`).
+    fn backend(&self) -> &'static str;
+}
+
 /// Where a field acts. Boundaries belong to the region (closed sets), so a body
 /// exactly on an edge feels the field.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, Default)]

@@ -397,7 +397,7 @@ fn balance(mut w: World, seconds: f64) -> (f64, f64) {
 /// * a box resting on the floor: its contact does no work and the balance
 ///   stays at the spring's first sag, ≤ 1e-3 J per kg (measured 3.9e-4).
 ///   Before the contact work was counted as the impulses' work
-///   (`contact_impulse_work` in src/world.rs), each sub-step's kick of
+///   (`contact_impulse_work` in src/contact/soft_step/work.rs), each sub-step's kick of
 ///   ½ m g² h² was counted as work taken: 0.625 J per kg over 3 s, the test's
 ///   bound then.
 /// * a box dropped 2 m (the impact takes ≈ m g H = 20 J per kg, no

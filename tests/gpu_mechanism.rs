@@ -23,7 +23,7 @@ fn fields_on_the_gpu_match_the_cpu_trajectory() {
     let scene = Scene::load(&path, &[]).expect("scene");
     let mut cpu = scene.build_world().expect("world");
     let mut gpu = scene.build_world().expect("world");
-    gpu.set_gpu_fields(Some(backend));
+    gpu.set_field_evaluator(Some(Box::new(backend)));
     assert_eq!((cpu.field_backend(), gpu.field_backend()), ("cpu", "gpu"));
     let (e_cpu, e_gpu) = (cpu.energy(), gpu.energy());
     for _ in 0..2000 {

@@ -56,7 +56,7 @@ fn gpu_buffers_draw_what_the_host_upload_draws_without_a_readback() {
     let gpu = GpuPopulation::new(ctx.clone(), world.population.as_ref().unwrap()).unwrap();
     let balls = GpuBalls::of(&gpu);
     assert_eq!(balls.count(), 400);
-    world.set_population_gpu(Some(gpu)).unwrap();
+    world.set_population_backend(Some(Box::new(gpu))).unwrap();
     world.prepare().unwrap();
     for _ in 0..30 {
         world.step().unwrap();
@@ -202,7 +202,7 @@ fn gpu_ball_energy_arrives_without_waiting_and_equals_the_readback() {
     let mut world = scene.build_world().unwrap();
     let gpu = GpuPopulation::new(ctx.clone(), world.population.as_ref().unwrap()).unwrap();
     let balls = GpuBalls::of(&gpu);
-    world.set_population_gpu(Some(gpu)).unwrap();
+    world.set_population_backend(Some(Box::new(gpu))).unwrap();
     world.prepare().unwrap();
     for _ in 0..20 {
         world.step().unwrap();

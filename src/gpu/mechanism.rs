@@ -61,3 +61,20 @@ impl GpuFieldBackend {
         Ok(())
     }
 }
+
+impl crate::field::FieldEvaluator for GpuFieldBackend {
+    fn field_forces(
+        &mut self,
+        fields: &[Field],
+        bodies: &[Body],
+        q: &[f64],
+        v: &[f64],
+        out: &mut Vec<DVec2>,
+    ) -> Result<(), String> {
+        self.forces(fields, bodies, q, v, out).map_err(|e| e.to_string())
+    }
+
+    fn backend(&self) -> &'static str {
+        "gpu"
+    }
+}

@@ -714,3 +714,21 @@ impl GpuPopulation {
         Ok(())
     }
 }
+
+impl super::PopulationBackend for GpuPopulation {
+    fn step(&mut self, pop: &mut Population, dt: f32) -> Result<(), PopulationError> {
+        GpuPopulation::step(self, pop, dt)
+    }
+
+    fn wait(&self) -> Result<(), PopulationError> {
+        GpuPopulation::wait(self)
+    }
+
+    fn read_back(&mut self, pop: &mut Population) -> Result<(), PopulationError> {
+        GpuPopulation::read_back(self, pop)
+    }
+
+    fn backend(&self) -> &'static str {
+        "gpu"
+    }
+}

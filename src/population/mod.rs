@@ -315,6 +315,7 @@
 //! sleep timer came (`tests/population_memory.rs`). On the GPU, 212 bytes
 //! a ball: 10⁷ balls take 2.1 GB.
 
+pub mod backend;
 pub mod contact;
 pub mod cpu;
 pub mod gpu;
@@ -331,6 +332,7 @@ use crate::body::Body;
 use crate::field::Field;
 use crate::gpu::GpuField;
 use crate::surface::Surface;
+pub use backend::PopulationBackend;
 pub use obstacle::Obstacle;
 pub use spawn::{ContainerDef, PopulationDef, RectDef, SpawnDef};
 

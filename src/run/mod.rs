@@ -278,7 +278,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
         Backend::Gpu => match crate::gpu::GpuFieldBackend::new() {
             Ok(gpu) => {
                 let name = gpu.adapter();
-                world.set_gpu_fields(Some(gpu));
+                world.set_field_evaluator(Some(Box::new(gpu)));
                 name
             }
             // No silent fallback: say once why the CPU runs instead, unless
@@ -308,7 +308,7 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             // Per-stage times for the summary: timestamps where the adapter
             // has them (the summary says when it has not).
             gpu.time_stages();
-            world.set_population_gpu(Some(gpu))?;
+            world.set_population_backend(Some(Box::new(gpu)))?;
             name
         }
         // No silent fallback (as for the fields above).

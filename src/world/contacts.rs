@@ -133,8 +133,8 @@ impl World {
         acc.resize(self.state.q.len(), 0.0);
         let (mut model, _, state) = self.force_model();
         let power = model.acceleration(t0, &state.q, &state.v, &mut acc);
-        let gpu_error = model.gpu_error.take();
-        if let Some(message) = gpu_error {
+        let evaluator_error = model.evaluator_error.take();
+        if let Some(message) = evaluator_error {
             self.contacts.soft_put_buffers(acc, q_end);
             return Err(SimulationError::Gpu { step, time: t0, message });
         }

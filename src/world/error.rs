@@ -30,7 +30,7 @@ pub enum SimulationError {
         /// The solver's error.
         source: SolverError,
     },
-    /// The GPU field kernel failed (device lost, out of memory …).
+    /// The field evaluator (the GPU kernel) failed (device lost, out of memory …).
     #[error("step {step} (t = {time}): GPU fields: {message}")]
     Gpu {
         /// Step that failed.

@@ -8,12 +8,11 @@ use std::time::Instant;
 use glam::DVec2;
 use rayon::prelude::*;
 
-use super::{Stage, StageTimes, World};
+use super::{Shared, Stage, StageTimes, World};
 use crate::body::{Body, BodyHandle};
 use crate::constraint::ConstraintSet;
 use crate::constraint::system::{ConstraintSystem, Scene, Stabilization};
-use crate::field::{Field, total_force};
-use crate::gpu::GpuFieldBackend;
+use crate::field::{Field, FieldEvaluator, total_force};
 use crate::integrator::{Dynamics, Integrator, LinearModel, State};
 use crate::load::{Kinematics, Load};
 use crate::solver::SolverError;
@@ -40,8 +39,8 @@ impl World {
                 baumgarte: self.stabilization.baumgarte,
                 projection: self.stabilization.projection.then_some(self.stabilization),
                 solver_error: None,
-                gpu_fields: self.gpu_fields.as_deref(),
-                gpu_error: None,
+                field_evaluator: self.field_evaluator.as_ref(),
+                evaluator_error: None,
                 field_forces: Vec::new(),
                 times: &mut self.times,
             },
@@ -67,11 +66,11 @@ pub(super) struct ForceModel<'w> {
     pub(super) projection: Option<Stabilization>,
     /// The first solver failure of this step (an evaluation cannot return it).
     pub(super) solver_error: Option<SolverError>,
-    /// The GPU field kernel, when the fields run there.
-    pub(super) gpu_fields: Option<&'w std::sync::Mutex<GpuFieldBackend>>,
-    /// The first GPU failure of this step.
-    pub(super) gpu_error: Option<String>,
-    /// Field forces from the GPU, one per body.
+    /// The field evaluator (the GPU kernel), when the fields run there.
+    pub(super) field_evaluator: Option<&'w Shared<dyn FieldEvaluator>>,
+    /// The evaluator's first failure in this step.
+    pub(super) evaluator_error: Option<String>,
+    /// Field forces from the evaluator, one per body.
     pub(super) field_forces: Vec<DVec2>,
     pub(super) times: &'w mut StageTimes,
 }
@@ -81,10 +80,10 @@ impl ForceModel<'_> {
     /// body) and returns the power of the field forces (gravity has a
     /// potential and is not counted as work).
     pub(super) fn apply_fields(&mut self, q: &[f64], v: &[f64], f: &mut [f64]) -> f64 {
-        if let Some(gpu) = self.gpu_fields
+        if let Some(evaluator) = self.field_evaluator
             && !self.fields.is_empty()
         {
-            return self.apply_fields_gpu(gpu, q, v, f);
+            return self.apply_evaluated_fields(evaluator, q, v, f);
         }
         if self.fields.is_empty() {
             return self.apply_gravity(f);
@@ -136,22 +135,23 @@ impl ForceModel<'_> {
         0.0
     }
 
-    /// Gravity on the CPU, fields from the GPU kernel (the twin of the CPU
-    /// loop above); a GPU failure is kept for the step to report.
-    fn apply_fields_gpu(
+    /// Gravity on the CPU, fields from the evaluator (the GPU kernel, the
+    /// twin of the CPU loop above); its failure is kept for the step to
+    /// report.
+    fn apply_evaluated_fields(
         &mut self,
-        gpu: &std::sync::Mutex<GpuFieldBackend>,
+        evaluator: &Shared<dyn FieldEvaluator>,
         q: &[f64],
         v: &[f64],
         f: &mut [f64],
     ) -> f64 {
         let mut forces = std::mem::take(&mut self.field_forces);
-        let result = match gpu.lock() {
-            Ok(mut backend) => backend.forces(self.fields, self.bodies, q, v, &mut forces).map_err(|e| e.to_string()),
-            Err(_) => Err("the GPU field backend was poisoned by an earlier panic".to_string()),
+        let result = match evaluator.lock() {
+            Ok(mut e) => e.field_forces(self.fields, self.bodies, q, v, &mut forces),
+            Err(()) => Err("the field evaluator was poisoned by an earlier panic".to_string()),
         };
         if let Err(e) = result {
-            self.gpu_error.get_or_insert(e);
+            self.evaluator_error.get_or_insert(e);
             forces.clear();
         }
         forces.resize(self.bodies.len(), DVec2::ZERO);

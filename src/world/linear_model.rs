@@ -30,10 +30,10 @@ impl ForceModel<'_> {
             *inv = b.inverse_mass();
         }
         model.rank_weights.extend(self.bodies.iter().map(|b| b.rank_weights()));
-        // The derivatives must be of f64 forces: a GPU field kernel computes in f32.
-        let gpu = self.gpu_fields.take();
+        // The derivatives must be of f64 forces: the GPU field kernel computes in f32.
+        let evaluator = self.field_evaluator.take();
         let ok = self.linearise_cpu(t, q, v, model);
-        self.gpu_fields = gpu;
+        self.field_evaluator = evaluator;
         ok
     }
 

@@ -28,6 +28,33 @@
 //!    the bodies' new poses and velocities as moving obstacles (one-way
 //!    coupling: balls do not push bodies). A non-finite ball stops the run
 //!    with the step and the ball's index.
+//!
+//! # Two tiers, one world
+//!
+//! One `World` owns both tiers and steps them as one stage list: the
+//! mechanism tier (bodies, joints, contacts; f64) in stages 1–6, then the
+//! population (balls; f32) in stage 7, every stage charged to its
+//! [`Stage`] in [`World::stage_times`]. Where a stage runs on a device,
+//! the world holds the device's backend behind a trait of the tier it
+//! serves, and names no device API itself: the fields'
+//! [`FieldEvaluator`] (the GPU kernel
+//! [`crate::gpu::GpuFieldBackend`]) and the population's
+//! [`PopulationBackend`]
+//! ([`crate::population::gpu::GpuPopulation`]); without one, the CPU path
+//! (`field.rs`, the population's CPU twin) runs. Clones of a world share
+//! its backends.
+//!
+//! # Files
+//!
+//! | file | what |
+//! |---|---|
+//! | `mod.rs` | `World`, its step (the stage list above) and its queries |
+//! | `stages.rs` | [`Stage`] and [`StageTimes`] |
+//! | `error.rs` | [`SimulationError`] (the step, time and body, ball or pair at fault) and [`DivergenceLimits`] |
+//! | `forces.rs` | the forces at an integrator stage: gravity, fields, loads, constraint forces |
+//! | `linear_model.rs` | their linearisation for the implicit integrators' Newton iteration |
+//! | `contacts.rs` | the exact contact stages and the soft step |
+//! | `population_stage.rs` | the population stage and its backend |
 
 use std::time::Instant;
 
@@ -37,12 +64,10 @@ use crate::body::{Body, BodyHandle, BodySet};
 use crate::constraint::system::{ConstraintSystem, Reaction, Scene, Stabilization};
 use crate::constraint::{Constraint, ConstraintHandle, ConstraintSet};
 use crate::contact::ContactSet;
-use crate::field::Field;
-use crate::gpu::GpuFieldBackend;
+use crate::field::{Field, FieldEvaluator};
 use crate::integrator::{DenseOutput, Dynamics, Integrator, IntegratorStats, Method, State};
 use crate::load::Load;
-use crate::population::Population;
-use crate::population::gpu::GpuPopulation;
+use crate::population::{Population, PopulationBackend};
 use crate::solver::SolverError;
 use crate::surface::Surface;
 
@@ -104,11 +129,11 @@ pub struct World {
     pub contacts: ContactSet,
     /// The population tier (balls), stepped after the bodies.
     pub population: Option<Population>,
-    /// The population's GPU backend, when it runs there.
-    population_gpu: Option<std::sync::Arc<std::sync::Mutex<GpuPopulation>>>,
+    /// The population's backend when it does not run on the CPU twin (the GPU).
+    population_backend: Option<Shared<dyn PopulationBackend>>,
     system: ConstraintSystem,
-    /// Field forces from the GPU kernel instead of `field.rs`, when set.
-    gpu_fields: Option<std::sync::Arc<std::sync::Mutex<GpuFieldBackend>>>,
+    /// Field forces from this evaluator (the GPU kernel) instead of `field.rs`, when set.
+    field_evaluator: Option<Shared<dyn FieldEvaluator>>,
     max_constraint_error: f64,
     prepared: bool,
     time: f64,
@@ -118,6 +143,33 @@ pub struct World {
     integrator: Integrator,
     state: State,
     times: StageTimes,
+}
+
+/// A backend the world reaches through a lock, so that clones of the world
+/// share it (one device, one set of buffers), with its name kept beside it
+/// so that reporting where a stage runs takes no lock.
+#[derive(Debug)]
+struct Shared<T: ?Sized> {
+    name: &'static str,
+    inner: std::sync::Arc<std::sync::Mutex<Box<T>>>,
+}
+
+// (not derived: a derive would ask `T: Clone`, and the clone shares the backend)
+impl<T: ?Sized> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Self { name: self.name, inner: self.inner.clone() }
+    }
+}
+
+impl<T: ?Sized> Shared<T> {
+    fn new(name: &'static str, backend: Box<T>) -> Self {
+        Self { name, inner: std::sync::Arc::new(std::sync::Mutex::new(backend)) }
+    }
+
+    /// The backend, or `Err` when an earlier panic poisoned its lock.
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Box<T>>, ()> {
+        self.inner.lock().map_err(|_| ())
+    }
 }
 
 impl World {
@@ -135,9 +187,9 @@ impl World {
             stabilization: Stabilization::default(),
             contacts: ContactSet::default(),
             population: None,
-            population_gpu: None,
+            population_backend: None,
             system: ConstraintSystem::default(),
-            gpu_fields: None,
+            field_evaluator: None,
             max_constraint_error: 0.0,
             prepared: false,
             time: 0.0,
@@ -168,15 +220,16 @@ impl World {
         &self.bodies[h]
     }
 
-    /// Evaluates the force fields on the GPU (f32) from now on, or on the CPU
-    /// again with `None`. Clones of the world share the device.
-    pub fn set_gpu_fields(&mut self, backend: Option<GpuFieldBackend>) {
-        self.gpu_fields = backend.map(|b| std::sync::Arc::new(std::sync::Mutex::new(b)));
+    /// Evaluates the force fields with `evaluator` from now on (the GPU
+    /// kernel, in f32: [`GpuFieldBackend`](crate::gpu::GpuFieldBackend)), or
+    /// on the CPU in f64 again with `None`. Clones of the world share it.
+    pub fn set_field_evaluator(&mut self, evaluator: Option<Box<dyn FieldEvaluator>>) {
+        self.field_evaluator = evaluator.map(|e| Shared::new(e.backend(), e));
     }
 
-    /// `"gpu"` when the fields run on the GPU, else `"cpu"`.
+    /// Where the fields are evaluated: the evaluator's name (`"gpu"`), else `"cpu"`.
     pub fn field_backend(&self) -> &'static str {
-        if self.gpu_fields.is_some() { "gpu" } else { "cpu" }
+        self.field_evaluator.as_ref().map_or("cpu", |e| e.name)
     }
 
     /// Selects the integration method (restarts multistep history; keeps
@@ -278,47 +331,58 @@ impl World {
     /// Advances the world by one step of `dt`.
     pub fn step(&mut self) -> Result<(), SimulationError> {
         self.prepare()?;
-        self.times.timed(Stage::GatherState, || gather_state(self.bodies.as_slice(), &mut self.state));
-        let soft = self.contacts.soft_step_settings();
-        let start = (self.contacts.enabled() && soft.is_none()).then(|| self.state.clone());
-        if let Some(settings) = soft {
-            let result = self.soft_step(settings);
-            if result.is_err() {
-                self.times.timed(Stage::ScatterState, || scatter_state(&self.state, self.bodies.as_mut_slice()));
+        self.run_stage(Stage::GatherState, |w| gather_state(w.bodies.as_slice(), &mut w.state));
+        self.move_bodies()?;
+        self.advance_clock();
+        let drift = self.correct_drift();
+        // Scatter even when the projection failed: the run stops with the
+        // state that failed, which the trace then shows.
+        self.run_stage(Stage::ScatterState, |w| scatter_state(&w.state, w.bodies.as_mut_slice()));
+        drift?;
+        self.run_stage(Stage::CheckDivergence, |w| w.check_divergence())?;
+        self.run_stage(Stage::StepPopulation, World::step_population)
+    }
+
+    /// Runs `stage` on the world, charging its wall time to the stage.
+    fn run_stage<T>(&mut self, stage: Stage, f: impl FnOnce(&mut Self) -> T) -> T {
+        let started = Instant::now();
+        let out = f(self);
+        self.times.add(stage, started.elapsed());
+        out
+    }
+
+    /// The bodies' motion over the step: the integrator, followed by the
+    /// exact contact stages when the scene has contacts (`contacts.rs`), or
+    /// the soft step in place of both. The stages time themselves.
+    fn move_bodies(&mut self) -> Result<(), SimulationError> {
+        let result = match self.contacts.soft_step_settings() {
+            Some(settings) => self.soft_step(settings),
+            None if self.contacts.enabled() => {
+                let start = self.state.clone();
+                // an integrator failure leaves the bodies as they were
+                self.integrate_span(self.time, self.dt)?;
+                self.contact_stages(start)
             }
-            result?;
-        } else {
-            self.integrate_span(self.time, self.dt)?;
+            None => return self.integrate_span(self.time, self.dt),
+        };
+        if result.is_err() {
+            // the run stops with the state the contacts failed on (the trace shows it)
+            self.run_stage(Stage::ScatterState, |w| scatter_state(&w.state, w.bodies.as_mut_slice()));
         }
-        if let Some(start) = start {
-            let result = self.contact_stages(start);
-            if result.is_err() {
-                self.times.timed(Stage::ScatterState, || scatter_state(&self.state, self.bodies.as_mut_slice()));
-            }
-            result?;
-        }
+        result
+    }
+
+    /// Counts the step and sets the clock: t = t₀ + (n − n₀)·dt, not a
+    /// running sum of dt (after 8000 steps of 0.0005 the sum reads
+    /// 4.000000000000503). (t₀, n₀) move only when dt is changed between
+    /// steps.
+    fn advance_clock(&mut self) {
         self.steps += 1;
-        // t = t₀ + (n − n₀)·dt, not a running sum of dt: after 8000 steps of
-        // 0.0005 the sum reads 4.000000000000503. (t₀, n₀) move only when dt
-        // is changed between steps.
         if self.dt != self.time_origin.2 {
             self.time_origin = (self.steps - 1, self.time, self.dt);
         }
         let (n0, t0, dt) = self.time_origin;
         self.time = t0 + (self.steps - n0) as f64 * dt;
-        let drift = self.correct_drift();
-        // Scatter even when the projection failed: the run stops with the
-        // state that failed, which the trace then shows.
-        self.times.timed(Stage::ScatterState, || scatter_state(&self.state, self.bodies.as_mut_slice()));
-        drift?;
-        let started = Instant::now();
-        let result = self.check_divergence();
-        self.times.add(Stage::CheckDivergence, started.elapsed());
-        result?;
-        let started = Instant::now();
-        let result = self.step_population();
-        self.times.add(Stage::StepPopulation, started.elapsed());
-        result
     }
 
     fn integrate_span(&mut self, t: f64, dt: f64) -> Result<(), SimulationError> {
@@ -335,13 +399,13 @@ impl World {
         let result = integrator.step(&mut model, t, dt, state);
         let notice = integrator.take_notice();
         let solver_error = model.solver_error.take();
-        let gpu_error = model.gpu_error.take();
+        let evaluator_error = model.evaluator_error.take();
         let forces = force_time(&self.times) - before;
         self.times.add(Stage::Integrate, started.elapsed().saturating_sub(forces));
         if let Some(notice) = notice {
             self.system.warnings.insert(notice);
         }
-        if let Some(message) = gpu_error {
+        if let Some(message) = evaluator_error {
             return Err(SimulationError::Gpu { step, time: t, message });
         }
         if let Some(source) = solver_error {

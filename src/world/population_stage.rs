@@ -1,16 +1,21 @@
 //! The population stage of [`World::step`]: the bodies become the balls'
 //! moving obstacles at their new pose, then one population step on the CPU
-//! twin or on the backend the world was given; and the calls that reach
-//! that backend between steps (wait, read back).
+//! twin or on the [`PopulationBackend`] the world was given; and the calls
+//! that reach that backend between steps (wait, read back).
 
 use std::time::{Duration, Instant};
 
-use super::{SimulationError, Stage, World};
-use crate::population::gpu::GpuPopulation;
+use super::{Shared, SimulationError, Stage, World};
+use crate::population::{PopulationBackend, PopulationError};
+
+/// A lock poisoned by an earlier panic, as a population error.
+fn poisoned() -> PopulationError {
+    PopulationError::Gpu("the population backend was poisoned by an earlier panic".into())
+}
 
 impl World {
     /// The population stage: bodies become obstacles at their new pose, then
-    /// one population step on the CPU twin or the GPU.
+    /// one population step on the CPU twin or the world's backend.
     pub(super) fn step_population(&mut self) -> Result<(), SimulationError> {
         let Some(pop) = self.population.as_mut() else {
             return Ok(());
@@ -19,42 +24,41 @@ impl World {
             pop.set_body_obstacles(self.bodies.as_slice());
         }
         let dt = self.dt as f32;
-        let result = match &self.population_gpu {
+        let result = match &self.population_backend {
             None => crate::population::cpu::step(pop, dt),
-            Some(gpu) => match gpu.lock() {
-                Ok(mut gpu) => gpu.step(pop, dt),
-                Err(_) => Err(crate::population::PopulationError::Gpu("the GPU backend was poisoned".into())),
-            },
+            Some(backend) => backend.lock().map_err(|_| poisoned()).and_then(|mut b| b.step(pop, dt)),
         };
         result.map_err(|source| SimulationError::Population { step: self.steps, time: self.time, source })
     }
 
-    /// Steps the population on the GPU from now on (`None`: on the CPU twin
-    /// again, after reading the balls back). Clones of the world share it.
-    pub fn set_population_gpu(&mut self, gpu: Option<GpuPopulation>) -> Result<(), SimulationError> {
+    /// Steps the population on `backend` from now on (the GPU's:
+    /// [`GpuPopulation`](crate::population::gpu::GpuPopulation)), or on the
+    /// CPU twin again with `None`, after reading the balls back from the
+    /// backend it replaces. Clones of the world share it.
+    pub fn set_population_backend(
+        &mut self,
+        backend: Option<Box<dyn PopulationBackend>>,
+    ) -> Result<(), SimulationError> {
         self.sync_population()?;
-        self.population_gpu = gpu.map(|g| std::sync::Arc::new(std::sync::Mutex::new(g)));
+        self.population_backend = backend.map(|b| Shared::new(b.backend(), b));
         Ok(())
     }
 
-    /// `"gpu"` when the population steps on the GPU, else `"cpu"`.
+    /// Where the population steps: its backend's name (`"gpu"`), else `"cpu"`.
     pub fn population_backend(&self) -> &'static str {
-        if self.population_gpu.is_some() { "gpu" } else { "cpu" }
+        self.population_backend.as_ref().map_or("cpu", |b| b.name)
     }
 
-    /// Waits until the GPU has finished the population steps submitted so
-    /// far and counts the wait in the `step_population` stage: the GPU runs
-    /// behind the host, so its steps' time is known only once the last one
-    /// completed. Nothing to do on the CPU twin. Returns the wait.
+    /// Waits until the backend has finished the population steps submitted
+    /// so far and counts the wait in the `step_population` stage: the GPU
+    /// runs behind the host, so its steps' time is known only once the last
+    /// one completed. Nothing to do on the CPU twin. Returns the wait.
     pub fn finish_population_steps(&mut self) -> Result<Duration, SimulationError> {
-        let Some(gpu) = &self.population_gpu else {
+        let Some(backend) = &self.population_backend else {
             return Ok(Duration::ZERO);
         };
         let started = Instant::now();
-        let result = match gpu.lock() {
-            Ok(gpu) => gpu.wait(),
-            Err(_) => Err(crate::population::PopulationError::Gpu("the GPU backend was poisoned".into())),
-        };
+        let result = backend.lock().map_err(|_| poisoned()).and_then(|b| b.wait());
         let waited = started.elapsed();
         self.times.add(Stage::StepPopulation, waited);
         result.map(|()| waited).map_err(|source| SimulationError::Population {
@@ -64,16 +68,13 @@ impl World {
         })
     }
 
-    /// Brings the GPU's balls into [`World::population`] (a readback; nothing
-    /// to do on the CPU twin). Call before reading the balls.
+    /// Brings the backend's balls into [`World::population`] (a readback;
+    /// nothing to do on the CPU twin). Call before reading the balls.
     pub fn sync_population(&mut self) -> Result<(), SimulationError> {
-        let (Some(pop), Some(gpu)) = (self.population.as_mut(), &self.population_gpu) else {
+        let (Some(pop), Some(backend)) = (self.population.as_mut(), &self.population_backend) else {
             return Ok(());
         };
-        let result = match gpu.lock() {
-            Ok(mut gpu) => gpu.read_back(pop),
-            Err(_) => Err(crate::population::PopulationError::Gpu("the GPU backend was poisoned".into())),
-        };
+        let result = backend.lock().map_err(|_| poisoned()).and_then(|mut b| b.read_back(pop));
         result.map_err(|source| SimulationError::Population { step: self.steps, time: self.time, source })
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-/// The stages of [`World::step`], in step order. Adding a stage is one variant
+/// The stages of [`World::step`](super::World::step), in step order. Adding a stage is one variant
 /// here, one name in [`Stage::name`] and one timed call in the step: the
 /// summary's `stage_ms` lists every variant in this order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -341,7 +341,7 @@ impl App {
         let population_only = self.world.bodies.is_empty() && self.world.population.is_some();
         if !population_only {
             match crate::gpu::GpuFieldBackend::new() {
-                Ok(fields) => self.world.set_gpu_fields(Some(fields)),
+                Ok(fields) => self.world.set_field_evaluator(Some(Box::new(fields))),
                 Err(e) if required => anyhow::bail!("--backend gpu: {e} (MX2D_REQUIRE_GPU=1)"),
                 Err(e) => report(&format!("mx2d: --backend gpu cannot run ({e}); the fields run on the CPU")),
             }
@@ -350,7 +350,7 @@ impl App {
         match GpuPopulation::new(ctx.clone(), pop) {
             Ok(gpu) => {
                 self.gpu_balls = Some(GpuBalls::of(&gpu));
-                self.world.set_population_gpu(Some(gpu))?;
+                self.world.set_population_backend(Some(Box::new(gpu)))?;
             }
             Err(e) if required => anyhow::bail!("--backend gpu: population: {e} (MX2D_REQUIRE_GPU=1)"),
             Err(e) => report(&format!("mx2d: --backend gpu cannot run the population ({e}); it runs on the CPU twin")),
