@@ -60,6 +60,7 @@ pub fn inverse_kinematics(
         body_b: None,
         kind: ConstraintKind::Revolute { anchor_a: local, anchor_b: target },
     };
+    world.check_constraints().map_err(|e| e.to_string())?;
     let handle = world.add_constraint(goal)?;
     let mut report = IkReport { residuals: Vec::new(), distances: Vec::new(), converged: false };
     world.sync_state();

@@ -318,3 +318,75 @@ fn singular_linkage_runs_without_nan_and_warns() {
         "{warnings:?}"
     );
 }
+
+/// `World::constraints` is public: a constraint inserted there directly,
+/// past `World::add_constraint`'s check, that names a body or a surface the
+/// world does not have must stop the step (and the queries) with the
+/// constraint's name — it indexed the body list out of range and panicked
+/// before. A valid set inserted the same way steps as usual, and removing
+/// the bad constraint lets the world go on.
+#[test]
+fn a_constraint_inserted_past_add_constraint_is_checked_before_it_is_used() {
+    let mut w = World::new(DVec2::new(0.0, -9.81));
+    let bob = w
+        .add_body(
+            Body::builder("bob", Shape::Circle { radius: 0.1 })
+                .mass(1.0)
+                .position(DVec2::new(1.0, 0.0))
+                .build()
+                .expect("bob"),
+        )
+        .expect("add");
+    // valid, inserted directly: steps
+    w.constraints.insert(pin("rod", bob, None, DVec2::new(-1.0, 0.0), DVec2::ZERO));
+    w.step().expect("a valid directly inserted pin steps");
+    // a pin to body 7 of a world of one body
+    let bad = w.constraints.insert(pin("to_nowhere", bob, Some(BodyHandle(7)), DVec2::ZERO, DVec2::ZERO));
+    let err = w.step().expect_err("a pin to a missing body must be refused").to_string();
+    assert!(err.contains("to_nowhere") && err.contains("does not exist"), "{err}");
+    assert_eq!(w.step_count(), 1, "the refused step did not run");
+    let err = w.accelerations().expect_err("the query is refused too").to_string();
+    assert!(err.contains("to_nowhere"), "{err}");
+    assert!(w.constraint_error().is_nan());
+    // rolling on a surface that does not exist
+    w.constraints.remove(bad).expect("the last one");
+    let rolling = w.constraints.insert(Constraint {
+        name: "on_air".into(),
+        body_a: bob,
+        body_b: None,
+        kind: ConstraintKind::Rolling { surface: 3, sliding: false },
+    });
+    let err = w.step().expect_err("rolling on a missing surface must be refused").to_string();
+    assert!(err.contains("on_air") && err.contains("surface index 3"), "{err}");
+    // without it the world goes on
+    w.constraints.remove(rolling).expect("the last one");
+    w.step().expect("steps again");
+    assert_eq!(w.step_count(), 2);
+}
+
+/// A body inserted into `World::bodies` directly, past `World::add_body`
+/// (which restarts the integrator), between steps of a multistep method:
+/// AB4's history was of one body fewer and indexed past its end (a panic).
+/// The world restarts the history; the new body then falls freely, to the
+/// closed form y = −g t²/2 within the start-up steps' error (AB4 restarts
+/// with RK4, exact for a constant acceleration: 1e-12 m).
+#[test]
+fn a_body_inserted_past_add_body_restarts_the_multistep_history() {
+    for method in [Method::Ab4, Method::Rk4, Method::Dopri5, Method::Sdirk3] {
+        let mut w = World::new(DVec2::new(0.0, -9.81));
+        w.dt = 1e-3;
+        w.set_integrator(method);
+        w.add_body(Body::builder("a", Shape::Circle { radius: 0.1 }).mass(1.0).build().expect("a")).expect("add");
+        for _ in 0..5 {
+            w.step().expect("step");
+        }
+        let b = Body::builder("b", Shape::Circle { radius: 0.1 }).mass(1.0).position(DVec2::new(3.0, 0.0)).build();
+        w.bodies.insert(b.expect("b")).expect("insert");
+        for _ in 0..20 {
+            w.step().unwrap_or_else(|e| panic!("{method:?}: {e}"));
+        }
+        let t = 20.0 * w.dt;
+        let y = w.bodies.as_slice()[1].position.y;
+        assert!((y + 0.5 * 9.81 * t * t).abs() < 1e-12, "{method:?}: y = {y}, closed form {}", -0.5 * 9.81 * t * t);
+    }
+}

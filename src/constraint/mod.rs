@@ -281,7 +281,7 @@ impl Constraint {
             ),
             ConstraintKind::User(_) => {}
         }
-        let (vb, _) = (b.map(|x| x.1).unwrap_or([0.0; 3]), ());
+        let vb = b.map_or([0.0; 3], |x| x.1);
         let v = [va[0], va[1], va[2], vb[0], vb[1], vb[2]];
         let mut block = RowBlock { rows: rows.len(), ..Default::default() };
         for (r, row) in rows.iter().enumerate() {
@@ -394,7 +394,10 @@ impl ConstraintSet {
     pub fn new() -> Self {
         Self::default()
     }
-    /// Adds a constraint.
+    /// Adds a constraint as it is. [`World::add_constraint`](crate::world::World::add_constraint)
+    /// checks it against the world's bodies and surfaces first; one inserted
+    /// here directly is checked when the world next steps or is queried
+    /// (a bad one stops that step with the constraint's name).
     pub fn insert(&mut self, c: Constraint) -> ConstraintHandle {
         self.items.push(c);
         self.bump();

@@ -327,6 +327,17 @@ pub enum SolverError {
     /// `solve` called before `factor`, or with another matrix than the factored one.
     #[error("the matrix was not factored (or its pattern changed since)")]
     NotFactored,
+    /// A constraint that does not fit its world (a body or surface that does
+    /// not exist, an unsupported shape, a bad length or axis), found when a
+    /// set changed outside [`World::add_constraint`](crate::world::World::add_constraint)
+    /// is first used.
+    #[error("constraint '{name}': {reason}")]
+    InvalidConstraint {
+        /// The constraint's name.
+        name: String,
+        /// What [`Constraint::validate`](crate::constraint::Constraint::validate) found.
+        reason: String,
+    },
 }
 
 /// Tolerances of the solver. The defaults suit f64 mechanisms; all are relative,

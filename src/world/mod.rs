@@ -135,6 +135,13 @@ pub struct World {
     /// Field forces from this evaluator (the GPU kernel) instead of `field.rs`, when set.
     field_evaluator: Option<Shared<dyn FieldEvaluator>>,
     max_constraint_error: f64,
+    /// (constraint set generation, bodies, surfaces) at the last check of
+    /// every constraint ([`World::check_constraints`]).
+    constraints_checked: Option<(u64, usize, usize)>,
+    /// The number of bodies the integrator's history is of (None before the
+    /// first step): a body inserted into `World::bodies` directly, past
+    /// [`World::add_body`], restarts the history at the next step.
+    history_bodies: Option<usize>,
     prepared: bool,
     time: f64,
     /// (step, time, dt) from which `time` is counted: see `step`.
@@ -191,6 +198,8 @@ impl World {
             system: ConstraintSystem::default(),
             field_evaluator: None,
             max_constraint_error: 0.0,
+            constraints_checked: None,
+            history_bodies: None,
             prepared: false,
             time: 0.0,
             time_origin: (0, 0.0, 1e-3),
@@ -310,6 +319,17 @@ impl World {
     /// Scene files give positions to a few digits; this settles them so that
     /// the first step does not start with a jump in energy.
     pub fn prepare(&mut self) -> Result<(), SimulationError> {
+        self.check_constraints().map_err(|source| SimulationError::Constraints {
+            step: self.steps + 1,
+            time: self.time,
+            source,
+        })?;
+        // a multistep history of fewer bodies than the state (AB4 indexed
+        // past its end)
+        if self.history_bodies.is_some_and(|n| n != self.bodies.len()) {
+            self.integrator.reset();
+        }
+        self.history_bodies = Some(self.bodies.len());
         if self.prepared {
             return Ok(());
         }
@@ -326,6 +346,27 @@ impl World {
         scatter_state(&self.state, self.bodies.as_mut_slice());
         self.max_constraint_error = 0.0;
         result
+    }
+
+    /// Checks every constraint against the bodies and surfaces
+    /// ([`Constraint::validate`]) when the set, or the number of bodies or
+    /// surfaces, changed since the last check. [`World::add_constraint`]
+    /// checks what it adds, but `World::constraints` is public: a constraint
+    /// inserted there directly that names a body or surface the world does
+    /// not have is refused with its name (before the step or query that
+    /// would use it) instead of indexing out of range where its rows are
+    /// evaluated. One comparison when nothing changed.
+    pub(crate) fn check_constraints(&mut self) -> Result<(), SolverError> {
+        let key = (self.constraints.generation(), self.bodies.len(), self.surfaces.len());
+        if self.constraints_checked == Some(key) {
+            return Ok(());
+        }
+        for c in self.constraints.iter() {
+            c.validate(self.bodies.as_slice(), &self.surfaces)
+                .map_err(|reason| SolverError::InvalidConstraint { name: c.name.clone(), reason })?;
+        }
+        self.constraints_checked = Some(key);
+        Ok(())
     }
 
     /// Advances the world by one step of `dt`.
@@ -439,6 +480,9 @@ impl World {
         if self.constraints.is_empty() {
             return 0.0;
         }
+        if self.check_constraints().is_err() {
+            return f64::NAN;
+        }
         gather_state(self.bodies.as_slice(), &mut self.state);
         let scene = Scene { bodies: self.bodies.as_slice(), constraints: &self.constraints, surfaces: &self.surfaces };
         match self.system.assemble(scene, self.time, &self.state.q, &self.state.v) {
@@ -461,6 +505,7 @@ impl World {
     /// Accelerations (3 per body) at the current state, constraint forces
     /// included; the multipliers are kept for [`World::reactions`].
     pub fn accelerations(&mut self) -> Result<Vec<f64>, SolverError> {
+        self.check_constraints()?;
         gather_state(self.bodies.as_slice(), &mut self.state);
         let t = self.time;
         let (mut model, _, state) = self.force_model();
@@ -493,6 +538,7 @@ impl World {
         if !(1.0..=2.0).contains(&factor) {
             return Err(format!("impulse factor must be in [1, 2] (1 absorbing … 2 elastic), got {factor}"));
         }
+        self.check_constraints().map_err(|e| e.to_string())?;
         let handle = self.add_constraint(c)?;
         let before = self.energy().kinetic;
         gather_state(self.bodies.as_slice(), &mut self.state);
