@@ -167,7 +167,7 @@ fn main() -> ExitCode {
         }
         Some(Command::Check { scene, set }) => match Scene::load(&scene, &set).and_then(|s| s.build_world()) {
             Ok(w) => {
-                let line = format!(
+                let mut line = format!(
                     "{}: ok ({} bodies, {} constraints, {} surfaces, {} loads, {} fields)",
                     scene.display(),
                     w.bodies.len(),
@@ -176,6 +176,18 @@ fn main() -> ExitCode {
                     w.loads.len(),
                     w.fields.len()
                 );
+                if let Some(pop) = &w.population {
+                    let start = pop.stats();
+                    line.push_str(&format!(
+                        "\npopulation: {} balls at the start, {} more from emitters; overlap at the start {:.2} % of r",
+                        start.alive,
+                        start.pending,
+                        100.0 * start.max_overlap_ratio
+                    ));
+                    if let Some(w) = mx2d::run::session::start_overlap_warning(&start) {
+                        report(&format!("warning: population: {w}"));
+                    }
+                }
                 say(&line).map_or_else(|code| code, |()| ExitCode::SUCCESS)
             }
             Err(e) => {

@@ -479,6 +479,40 @@ fn population_overflow_and_escapes_are_said_on_the_console() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("200 in the world, 0 asleep, 0 pending, 0 escaped"));
 }
 
+/// A grid spawner packed closer than touching (balls_box's r = 0.5 m at a
+/// spacing of 0.8 m: neighbours overlap by 2r − 0.8 = 0.2 m = 40 % of r) is
+/// said by `mx2d check` (with the population's size) and by `mx2d run`
+/// (console and summary), with the overlap it starts with; the scene as
+/// shipped (spacing 1.25 m) is not.
+#[test]
+fn balls_spawned_overlapping_are_said_by_check_and_run() {
+    let overlapping = ["--set", "population.count=100", "--set", "population.spawn.0.spacing=0.8"];
+    let o = mx2d().args(["check", &scene("balls_box.ron")]).args(overlapping).output().expect("runs");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        out.contains("population: 100 balls at the start, 0 more from emitters; overlap at the start 40.00 % of r"),
+        "{out}"
+    );
+    let warning = stderr(&o);
+    assert!(warning.contains("warning: population: balls start overlapping by up to 40.0 % of r"), "{warning}");
+    let o = mx2d().args(["check", &scene("balls_box.ron"), "--set", "population.count=100"]).output().expect("runs");
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("overlap at the start 0.00 % of r"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let summary = dir.path().join("summary.json");
+    let o = mx2d()
+        .args(["run", &scene("balls_box.ron"), "--headless", "--steps", "5", "--summary"])
+        .arg(&summary)
+        .args(overlapping)
+        .output()
+        .expect("runs");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("balls start overlapping by up to 40.0 % of r"), "{}", stderr(&o));
+    let json = std::fs::read_to_string(&summary).expect("summary");
+    assert!(json.contains("balls start overlapping by up to 40.0 % of r"), "{json}");
+}
+
 /// Class 7: a byte-order mark is accepted; invalid UTF-8 is positioned.
 #[test]
 fn bom_and_invalid_utf8() {
