@@ -109,6 +109,17 @@ fn zero_radius_is_refused_with_its_place() {
     assert_error(&e, 4, 47, "bodies[0].shape.radius", "radius must be a positive");
 }
 
+/// A scene whose only body has a bad radius and stands off the origin: the
+/// radius is named, not the position (the extent check divided by the
+/// largest radius, 0 for an invalid shape, and said the position was too far
+/// out: "1e0 from the origin is more than 1e12 × the largest body radius").
+#[test]
+fn a_bad_radius_off_the_origin_is_named_as_the_radius() {
+    let one = "Scene(\n    name: \"t\",\n    bodies: [\n        Body(name: \"a\", shape: Circle(radius: -1.0), mass: 1.0, position: (0.0, 1.0)),\n    ],\n)\n";
+    let e = error_for(one);
+    assert_error(&e, 4, 47, "bodies[0].shape.radius", "radius must be a positive");
+}
+
 #[test]
 fn unknown_body_name_is_refused_with_the_known_names() {
     let e = error_for(&GOOD.replace("Body(body: \"b\")", "Body(body: \"c\")"));

@@ -279,6 +279,12 @@ impl Scene {
                 );
             }
         }
+        // An invalid shape (a negative radius) is named at its own field by
+        // the body checks; its bounding radius means nothing here (a scene
+        // whose one ball had radius −1 was told its position was too far out).
+        if self.file.bodies.iter().any(|b| b.shape.validate().is_err()) {
+            return Ok(());
+        }
         let largest = self.file.bodies.iter().map(|b| b.shape.bounding_radius()).fold(0.0, f64::max);
         for (i, b) in self.file.bodies.iter().enumerate() {
             let r = b.position.length();
