@@ -198,8 +198,17 @@ impl Field {
         }
     }
 
-    /// A description of what makes the field unphysical or ill-defined, if any.
+    /// A description of what makes the field unphysical or ill-defined, if any
+    /// ([`validate_kind`](Self::validate_kind), then
+    /// [`validate_region`](Self::validate_region)).
     pub fn validate(&self) -> Result<(), String> {
+        self.validate_kind()?;
+        self.validate_region()
+    }
+
+    /// What makes the field's `kind` unphysical, if any; the message starts
+    /// with the name of the parameter at fault (scene errors point at it).
+    pub fn validate_kind(&self) -> Result<(), String> {
         let finite = |name: &str, v: f64| {
             if v.is_finite() { Ok(()) } else { Err(format!("{name} must be finite, got {v}")) }
         };
@@ -221,32 +230,44 @@ impl Field {
             FieldKind::Drag { coefficient, .. } => {
                 if !(coefficient.is_finite() && coefficient >= 0.0) {
                     return Err(format!(
-                        "drag coefficient must be finite and >= 0 (drag removes energy), got {coefficient}"
+                        "coefficient must be finite and >= 0 (drag removes energy), got {coefficient}"
                     ));
                 }
             }
         }
+        Ok(())
+    }
+
+    /// What makes the field's `region` ill-defined, if any; the message
+    /// starts with the name of the parameter at fault.
+    pub fn validate_region(&self) -> Result<(), String> {
         match self.region {
             Region::Everywhere => Ok(()),
             Region::Rect { min, max } => {
-                if min.is_finite() && max.is_finite() && min.x <= max.x && min.y <= max.y {
+                if !min.is_finite() {
+                    Err(format!("min must be finite, got {min}"))
+                } else if max.is_finite() && min.x <= max.x && min.y <= max.y {
                     Ok(())
                 } else {
-                    Err(format!("rectangle needs finite min <= max, got min {min}, max {max}"))
+                    Err(format!("max must be finite and >= min in x and y, got min {min}, max {max}"))
                 }
             }
             Region::Circle { center, radius } => {
-                if center.is_finite() && radius.is_finite() && radius > 0.0 {
+                if !center.is_finite() {
+                    Err(format!("center must be finite, got {center}"))
+                } else if radius.is_finite() && radius > 0.0 {
                     Ok(())
                 } else {
-                    Err(format!("circle region needs a finite centre and radius > 0, got {radius}"))
+                    Err(format!("radius of a circle region must be finite and > 0, got {radius}"))
                 }
             }
             Region::HalfPlane { point, normal } => {
-                if point.is_finite() && normal.is_finite() && normal.length_squared() > 0.0 {
+                if !point.is_finite() {
+                    Err(format!("point must be finite, got {point}"))
+                } else if normal.is_finite() && normal.length_squared() > 0.0 {
                     Ok(())
                 } else {
-                    Err("half-plane needs a finite point and a non-zero normal".into())
+                    Err(format!("normal of a half-plane must be finite and non-zero, got {normal}"))
                 }
             }
         }

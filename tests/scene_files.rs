@@ -120,6 +120,30 @@ fn a_bad_radius_off_the_origin_is_named_as_the_radius() {
     assert_error(&e, 4, 47, "bodies[0].shape.radius", "radius must be a positive");
 }
 
+/// A field's bad parameter is named where it is written: a circle region's
+/// radius at `region.radius` (it was `fields[0].kind`, a line above, with
+/// "circle region needs …"), a half-plane's normal at `region.normal`, a drag
+/// coefficient at `kind.coefficient`; a drop's shape that gets no mass (a
+/// zero-width bar from a density) at that shape (it was the `shapes` list).
+#[test]
+fn field_regions_and_drop_shapes_are_named_where_they_are_written() {
+    let field = |kind: &str, region: &str| {
+        format!(
+            "Scene(\n    name: \"t\",\n    fields: [\n        Field(kind: {kind},\n              region: {region}),\n    ],\n)\n"
+        )
+    };
+    let radial = "Radial(center: (1.0, 3.0), strength: -6.0, falloff: InverseSquare, softening: 0.2, per_mass: true)";
+    let e = error_for(&field(radial, "Circle(center: (1.0, 3.0), radius: -1.0)"));
+    assert_error(&e, 5, 58, "fields[0].region.radius", "radius of a circle region must be finite and > 0");
+    let e = error_for(&field(radial, "HalfPlane(point: (0.0, 0.0), normal: (0.0, 0.0))"));
+    assert_error(&e, 5, 60, "fields[0].region.normal", "normal of a half-plane must be");
+    let e = error_for(&field("Drag(coefficient: -8.0, stokes: true)", "Everywhere"));
+    assert_error(&e, 4, 39, "fields[0].kind.coefficient", "coefficient must be finite and >= 0");
+    let drop = "Scene(\n    name: \"t\",\n    drops: [\n        Drop(prefix: \"s\", count: 4, columns: 2, origin: (0.0, 1.0), spacing: 1.0,\n             shapes: [\n                 Circle(radius: 0.2),\n                 Bar(length: 0.4, width: 0.0),\n             ]),\n    ],\n)\n";
+    let e = error_for(drop);
+    assert_error(&e, 7, 18, "drops[0].shapes[1]", "a bar of zero width needs an explicit mass");
+}
+
 #[test]
 fn unknown_body_name_is_refused_with_the_known_names() {
     let e = error_for(&GOOD.replace("Body(body: \"b\")", "Body(body: \"c\")"));

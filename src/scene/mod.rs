@@ -439,7 +439,8 @@ impl Scene {
             self.build_drop(&mut world, i, d)?;
         }
         for (i, fd) in f.fields.iter().enumerate() {
-            fd.validate().map_err(|m| self.error_at(&format!("fields[{i}].kind"), m))?;
+            fd.validate_kind().map_err(|m| self.error_at(&format!("fields[{i}].kind"), m))?;
+            fd.validate_region().map_err(|m| self.error_at(&format!("fields[{i}].region"), m))?;
         }
         world.fields = f.fields.clone();
         for (i, c) in f.chains.iter().enumerate() {
@@ -633,7 +634,7 @@ impl Scene {
                 .position(p)
                 .angle(0.7 * k as f64)
                 .build()
-                .map_err(|m| self.error_at(&at("shapes"), m))?;
+                .map_err(|m| self.error_at(&format!("drops[{i}].shapes[{}]", k % d.shapes.len()), m))?;
             world.add_body(body).map_err(|m| self.error_at(&at("prefix"), m))?;
             world.contacts.settings.body_materials.push(material);
         }
