@@ -146,6 +146,18 @@
 //!   before the stabilisation sweep every other substep became the default:
 //!   it adds 72 colour dispatches to the 288 of a step, not yet re-measured);
 //!   `mx2d bench --scene balls_box --passes` shows where each stage's time goes.
+//! - *Where does the GPU plug into the world?* Through two traits, so that
+//!   [`world`] names no device API: the fields' [`field::FieldEvaluator`]
+//!   ([`gpu::GpuFieldBackend`], `World::set_field_evaluator`) and the
+//!   population's [`population::PopulationBackend`]
+//!   ([`population::gpu::GpuPopulation`], `World::set_population_backend`).
+//!   Without one the CPU path runs; another device (or a test double) is one
+//!   impl of the trait.
+//! - *May I push into `world.constraints` or `world.bodies` directly?* Yes:
+//!   `World::add_constraint` checks a constraint as it adds it, and a set
+//!   changed directly is checked before the next step or query uses it (a
+//!   pin to a body the world does not have stops that step with the pin's
+//!   name); a body count changed directly restarts the multistep history.
 //! - *The GPU path says it cannot run.* Without any Vulkan/Metal/DX12 adapter the
 //!   CPU twins run and the reason is printed once; `MX2D_REQUIRE_GPU=1` turns
 //!   that into an error (CI sets it, with Mesa's lavapipe installed).

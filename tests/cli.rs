@@ -109,7 +109,7 @@ fn backend_flag_is_checked_and_reported() {
         .arg(&summary)
         .output()
         .expect("runs");
-    let required = std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1");
+    let required = mx2d::run::backends::gpu_required();
     let s: serde_json::Value = match out.status.code() {
         Some(0) => serde_json::from_str(&std::fs::read_to_string(&summary).expect("summary")).expect("json"),
         code => panic!("exit {code:?}: {}", String::from_utf8_lossy(&out.stderr)),
@@ -165,7 +165,7 @@ fn bench_passes_reports_each_gpu_pass_in_json() {
     let rows = doc["rows"].as_array().expect("rows");
     let row = |kernel: &str| rows.iter().find(|r| r["kernel"] == kernel).expect("row");
     if doc["adapter"].as_str().is_some_and(|a| a.starts_with("none")) {
-        assert!(std::env::var("MX2D_REQUIRE_GPU").as_deref() != Ok("1"), "MX2D_REQUIRE_GPU=1 but no adapter: {doc}");
+        assert!(!mx2d::run::backends::gpu_required(), "MX2D_REQUIRE_GPU=1 but no adapter: {doc}");
         assert!(row("broadphase")["gpu_passes"].is_null());
         return;
     }
@@ -286,7 +286,7 @@ fn bench_scene_times_the_population_step_on_both_backends() {
                 assert!(r["gpu_ms"].as_f64().is_some_and(|t| t > 0.0), "{r}");
                 assert_eq!(r["agree"], true, "{r}");
             } else {
-                assert!(std::env::var("MX2D_REQUIRE_GPU").as_deref() != Ok("1"), "no GPU: {r}");
+                assert!(!mx2d::run::backends::gpu_required(), "no GPU: {r}");
             }
         }
     }

@@ -11,7 +11,7 @@ use mx2d::scene::Scene;
 fn fields_on_the_gpu_match_the_cpu_trajectory() {
     let backend = match GpuFieldBackend::new() {
         Ok(b) => b,
-        Err(e) if std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1") => {
+        Err(e) if mx2d::run::backends::gpu_required() => {
             panic!("MX2D_REQUIRE_GPU=1 but the GPU is unavailable: {e}")
         }
         Err(e) => {

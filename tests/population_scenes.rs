@@ -272,7 +272,7 @@ fn run_summary_times_each_population_stage_on_both_backends() {
         let s = outcome.summary;
         let p = s.population.as_ref().expect("a population summary");
         if backend == Backend::Gpu && p.backend != "gpu" {
-            assert!(std::env::var("MX2D_REQUIRE_GPU").as_deref() != Ok("1"), "no GPU: {}", s.adapter);
+            assert!(!mx2d::run::backends::gpu_required(), "no GPU: {}", s.adapter);
             continue;
         }
         eprintln!(

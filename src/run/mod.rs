@@ -2,6 +2,7 @@
 //! headless loop; the loop's body — outputs, stop checks, summary — is a
 //! [`Session`], shared with the window.
 
+pub mod backends;
 pub mod output_size;
 pub mod session;
 
@@ -13,7 +14,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::integrator::Method;
 use crate::output::Summary;
-use crate::population::gpu::GpuPopulation;
 use crate::scene::{MAX_STEPS, Scene};
 use crate::world::{SimulationError, World};
 
@@ -271,57 +271,11 @@ pub struct RunOutcome {
 /// as the run goes and kept if it stops early.
 pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutcome> {
     let mut world = scene.build_world()?;
-    let adapter = match options.backend {
-        Backend::Cpu => "none (--backend cpu)".to_string(),
-        // A population-only scene: one device, opened for the population below.
-        Backend::Gpu if world.bodies.is_empty() && world.population.is_some() => String::new(),
-        Backend::Gpu => match crate::gpu::GpuFieldBackend::new() {
-            Ok(gpu) => {
-                let name = gpu.adapter();
-                world.set_field_evaluator(Some(Box::new(gpu)));
-                name
-            }
-            // No silent fallback: say once why the CPU runs instead, unless
-            // the GPU is required.
-            Err(e) if std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1") => {
-                anyhow::bail!("--backend gpu: {e} (MX2D_REQUIRE_GPU=1)")
-            }
-            Err(e) => {
-                crate::output::report(&format!("mx2d: --backend gpu cannot run ({e}); the fields run on the CPU"));
-                format!("none ({e})")
-            }
-        },
-    };
     planned_steps(scene, options).map_err(anyhow::Error::msg)?;
     check_distinct_outputs(options).map_err(anyhow::Error::msg)?;
-    let population_gpu = match (options.backend, &world.population) {
-        (Backend::Gpu, Some(pop)) => Some(
-            crate::gpu::GpuContext::new()
-                .map_err(|e| e.to_string())
-                .and_then(|ctx| GpuPopulation::new(std::sync::Arc::new(ctx), pop).map_err(|e| e.to_string())),
-        ),
-        _ => None,
-    };
-    let adapter = match population_gpu {
-        Some(Ok(mut gpu)) => {
-            let name = gpu.adapter();
-            // Per-stage times for the summary: timestamps where the adapter
-            // has them (the summary says when it has not).
-            gpu.time_stages();
-            world.set_population_backend(Some(Box::new(gpu)))?;
-            name
-        }
-        // No silent fallback (as for the fields above).
-        Some(Err(e)) if std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1") => {
-            anyhow::bail!("--backend gpu: population: {e} (MX2D_REQUIRE_GPU=1)")
-        }
-        Some(Err(e)) => {
-            crate::output::report(&format!(
-                "mx2d: --backend gpu cannot run the population ({e}); it runs on the CPU twin"
-            ));
-            format!("none ({e})")
-        }
-        None => adapter,
+    let adapter = match options.backend {
+        Backend::Cpu => "none (--backend cpu)".to_string(),
+        Backend::Gpu => backends::attach_gpu(&mut world, None, true, |_| ())?,
     };
     if let Some(dt) = options.dt {
         world.dt = dt;

@@ -168,7 +168,7 @@ pub fn gpu(options: mx2d::gpu::GpuOptions) -> Option<mx2d::gpu::GpuContext> {
             eprintln!("GPU: {}", ctx.summary());
             Some(ctx)
         }
-        Err(e) if std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1") => {
+        Err(e) if mx2d::run::backends::gpu_required() => {
             panic!("MX2D_REQUIRE_GPU=1 but the GPU is unavailable: {e}")
         }
         Err(e) => {

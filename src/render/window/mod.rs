@@ -62,7 +62,6 @@ use super::{BallStyle, Camera, Extras, GpuBalls, Renderer, Style, draw_list, ove
 use crate::gpu::GpuContext;
 use crate::load::{Anchor, Load};
 use crate::output::report;
-use crate::population::gpu::GpuPopulation;
 use crate::run::{Backend, RunOptions, RunStop, Session};
 use crate::scene::Scene;
 use crate::world::World;
@@ -334,27 +333,13 @@ impl App {
         self.gpu_balls = None;
         self.ball_energy.clear();
         self.ball_style = self.world.population.as_ref().map(|p| BallStyle::for_population(p, self.style.ball_colour));
-        let required = std::env::var("MX2D_REQUIRE_GPU").as_deref() == Ok("1");
         if self.options.backend != Backend::Gpu {
             return Ok(());
         }
-        let population_only = self.world.bodies.is_empty() && self.world.population.is_some();
-        if !population_only {
-            match crate::gpu::GpuFieldBackend::new() {
-                Ok(fields) => self.world.set_field_evaluator(Some(Box::new(fields))),
-                Err(e) if required => anyhow::bail!("--backend gpu: {e} (MX2D_REQUIRE_GPU=1)"),
-                Err(e) => report(&format!("mx2d: --backend gpu cannot run ({e}); the fields run on the CPU")),
-            }
-        }
-        let Some(pop) = &self.world.population else { return Ok(()) };
-        match GpuPopulation::new(ctx.clone(), pop) {
-            Ok(gpu) => {
-                self.gpu_balls = Some(GpuBalls::of(&gpu));
-                self.world.set_population_backend(Some(Box::new(gpu)))?;
-            }
-            Err(e) if required => anyhow::bail!("--backend gpu: population: {e} (MX2D_REQUIRE_GPU=1)"),
-            Err(e) => report(&format!("mx2d: --backend gpu cannot run the population ({e}); it runs on the CPU twin")),
-        }
+        let gpu_balls = &mut self.gpu_balls;
+        crate::run::backends::attach_gpu(&mut self.world, Some(ctx.clone()), false, |gpu| {
+            *gpu_balls = Some(GpuBalls::of(gpu));
+        })?;
         Ok(())
     }
 
