@@ -224,6 +224,17 @@
 //!   of reloading each from the store just made (a store-to-load forwarding on
 //!   the chain per pivot). Bitwise the same; the backward sweep fell from
 //!   8.9 % to 6.7 % of the profile, ≈ 76.7 → 74.7 µs a step.
+//! * Copies and loads (linkage18): a caller that factors step after step
+//!   hands the solver its inverse masses once
+//!   ([`ConstraintSolver::set_inverse_masses`], then
+//!   [`factor_held`](ConstraintSolver::factor_held) /
+//!   [`solve_held`](ConstraintSolver::solve_held)), and the same-system test
+//!   keeps the masses' and the rank metric's versions instead of copying both
+//!   at every factorisation; with every constraint of two rows the row scales
+//!   load the exact pass's pivot blocks while they read A's diagonal (d + 0·s
+//!   is d bit for bit for d > 0), and a pivot block is written as its leading
+//!   2×2 only (the padding row and column stay in place from the analysis).
+//!   Bitwise the same (docs/benchmarks.md, "linkage18").
 //!
 //! Each of these changed no result, bitwise (the shipped scenes' CSVs compared
 //! byte for byte); the RK4 step of `scenes/linkage_loops.ron` (99 bars, 132
