@@ -246,6 +246,22 @@ fn held_masses_decide_the_reuse_by_version() {
     solver.factor_held(&t).expect("factor");
     assert_eq!(allocations(), before, "held solves allocate nothing");
     assert_eq!(solver.reused_factorizations(), 4);
+    // new held masses are checked again (A's assembly skips the check only
+    // for the version it last assembled with), and a body made static
+    // changes A's pattern: bitwise a fresh solver's λ
+    let mut broken = heavier;
+    broken[2][0] = f64::NAN;
+    solver.set_inverse_masses(&broken);
+    assert!(solver.solve_held(&t, &tri_rhs, &mut l).is_err(), "a NaN held mass is refused");
+    let mut pinned = heavier;
+    pinned[2] = [0.0; 3];
+    solver.set_inverse_masses(&pinned);
+    solver.set_rank_metric(&[]);
+    solver.solve_held(&t, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(bits(&l), fresh(&pinned));
+    solver.set_inverse_masses(&heavier);
+    solver.solve_held(&t, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(bits(&l), fresh(&heavier));
 }
 
 /// Three bodies in a closed loop (body 0 pinned, hinges 0–1, 1–2, 2–0); the

@@ -230,7 +230,9 @@
 //!   [`factor_held`](ConstraintSolver::factor_held) /
 //!   [`solve_held`](ConstraintSolver::solve_held)), and the same-system test
 //!   keeps the masses' and the rank metric's versions instead of copying both
-//!   at every factorisation; with every constraint of two rows the row scales
+//!   at every factorisation, and A's assembly does not check again the held
+//!   masses it was last assembled with (finite, ≥ 0, which bodies are
+//!   static); with every constraint of two rows the row scales
 //!   load the exact pass's pivot blocks while they read A's diagonal (d + 0·s
 //!   is d bit for bit for d > 0), and a pivot block is written as its leading
 //!   2×2 only (the padding row and column stay in place from the analysis).
@@ -458,6 +460,9 @@ pub struct ConstraintSolver {
     /// change.
     held_inv_mass: Vec<[f64; 3]>,
     held_inv_mass_version: u64,
+    /// The version of the held masses A was last assembled with (None: given
+    /// masses, or a failed assembly).
+    a_held_inv_mass_version: Option<u64>,
     /// G, assembled only when A shows a small pivot.
     metric_matrix: BlockSparseSymmetric,
     /// The inputs of the last factorisation, to skip an identical one.
@@ -597,7 +602,14 @@ impl ConstraintSolver {
             return Ok(rep);
         }
         self.factored.valid = false;
-        self.a.assemble(jac, inv_mass, compliance)?;
+        // the held masses at the version A was last assembled with were
+        // checked then (finite, ≥ 0, which bodies are static): not again
+        let checked = matches!(masses, Masses::Held(_, v) if self.a_held_inv_mass_version == Some(v));
+        self.a_held_inv_mass_version = None;
+        self.a.assemble_masses(jac, inv_mass, compliance, checked)?;
+        if let Masses::Held(_, v) = masses {
+            self.a_held_inv_mass_version = Some(v);
+        }
         let rep = if self.rank_metric.len() == jac.n_bodies() && !self.rank_metric.is_empty() {
             let (weights, g) = (&self.rank_metric, &mut self.metric_matrix);
             self.ldl.factor_with_metric(&self.a, &self.settings, || {

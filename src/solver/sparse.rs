@@ -500,6 +500,21 @@ impl BlockSparseSymmetric {
         inv_mass: &[[f64; 3]],
         compliance: Option<&[f64]>,
     ) -> Result<bool, SolverError> {
+        self.assemble_masses(jac, inv_mass, compliance, false)
+    }
+
+    /// [`assemble`](Self::assemble); with `masses_checked`, `inv_mass` are
+    /// bit for bit the masses of this matrix's last successful assembly, so
+    /// their check (finite, ≥ 0) and the comparison of which bodies are
+    /// static are not made again (the held masses of
+    /// [`ConstraintSolver`](super::ConstraintSolver) at the same version).
+    pub(crate) fn assemble_masses(
+        &mut self,
+        jac: &SparseJacobian,
+        inv_mass: &[[f64; 3]],
+        compliance: Option<&[f64]>,
+        masses_checked: bool,
+    ) -> Result<bool, SolverError> {
         check_len("inv_mass", jac.n_bodies, inv_mass.len())?;
         if let Some(c) = compliance {
             check_len("compliance", jac.n_rows, c.len())?;
@@ -515,11 +530,11 @@ impl BlockSparseSymmetric {
         let flat: &[f64] = bytemuck::cast_slice(inv_mass);
         // `&`, not the short-circuiting `contains`: no branch per value
         #[allow(clippy::manual_range_contains)]
-        let valid = flat.iter().fold(true, |ok, &v| ok & (v >= 0.0) & (v <= f64::MAX));
+        let valid = masses_checked || flat.iter().fold(true, |ok, &v| ok & (v >= 0.0) & (v <= f64::MAX));
         if !valid {
             return Err(SolverError::NonFinite("inverse mass (must be finite and >= 0)"));
         }
-        let changed = self.update_pattern(jac, inv_mass);
+        let changed = self.update_pattern(jac, inv_mass, masses_checked);
         // constraints of at most 2 rows (revolute joints, contacts): only the
         // leading 2×2 of each block is non-zero, the same expressions as the 3×3
         // kernel (so bitwise the same values) at less than half the cost
@@ -569,14 +584,15 @@ impl BlockSparseSymmetric {
     }
 
     /// Rebuilds the pattern if the constraint graph changed; returns whether it did.
-    fn update_pattern(&mut self, jac: &SparseJacobian, inv_mass: &[[f64; 3]]) -> bool {
+    /// `same_masses`: the masses of the last call (so the same bodies static).
+    fn update_pattern(&mut self, jac: &SparseJacobian, inv_mass: &[[f64; 3]], same_masses: bool) -> bool {
         let n = jac.cons.len();
         let is_dyn = |b: u32| b != NO_BODY && inv_mass[b as usize] != [0.0; 3];
         // the J whose pattern this is, with the same bodies static: nothing to compare
         if jac.structure_id != 0
             && jac.structure_id == self.structure_id
             && self.dynamic.len() == inv_mass.len()
-            && self.dynamic.iter().zip(inv_mass).all(|(&d, m)| d == (*m != [0.0; 3]))
+            && (same_masses || self.dynamic.iter().zip(inv_mass).all(|(&d, m)| d == (*m != [0.0; 3])))
         {
             return false;
         }
