@@ -235,8 +235,10 @@
 //!   static); with every constraint of two rows the row scales
 //!   load the exact pass's pivot blocks while they read A's diagonal (d + 0·s
 //!   is d bit for bit for d > 0), and a pivot block is written as its leading
-//!   2×2 only (the padding row and column stay in place from the analysis).
-//!   Bitwise the same (docs/benchmarks.md, "linkage18").
+//!   2×2 only (the padding row and column stay in place from the analysis);
+//!   each off-diagonal block of A takes its first contribution as a store of
+//!   +0 + product, without a zeroing pass. Bitwise the same
+//!   (docs/benchmarks.md, "linkage18").
 //!
 //! Each of these changed no result, bitwise (the shipped scenes' CSVs compared
 //! byte for byte); the RK4 step of `scenes/linkage_loops.ron` (99 bars, 132

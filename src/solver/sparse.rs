@@ -445,7 +445,12 @@ pub struct BlockSparseSymmetric {
     /// Off-diagonal blocks: `off_i[k] > off_j[k]`, grouped by `off_i` ascending.
     pub(crate) off_i: Vec<u32>,
     pub(crate) off_j: Vec<u32>,
+    /// The first contribution to each off-diagonal block (one per block,
+    /// in block order), then the others in the order of discovery (each
+    /// block's in the order of its shared bodies): an assembly stores the
+    /// first and adds the others, as a sum from +0 would.
     pub(crate) contrib: Vec<Contribution>,
+    pub(crate) contrib_more: Vec<Contribution>,
     /// Values.
     pub(crate) diag: Vec<Block>,
     pub(crate) off: Vec<Block>,
@@ -569,11 +574,19 @@ impl BlockSparseSymmetric {
         }
         // off-diagonal blocks: contributions of each shared body (only the
         // leading R × R entries are ever written: the rest stays the zero the
-        // pattern build put there, R being fixed by the pattern's row counts)
-        for v in self.off.iter_mut() {
-            block::copy_leading::<R>(v, &ZERO);
-        }
+        // pattern build put there, R being fixed by the pattern's row counts).
+        // Each block's first contribution is stored as +0 + product (the bits
+        // of an addition to a zeroed block, without the zeroing pass), the
+        // others are added after it in their order: the same sums bit for bit.
         for ct in &self.contrib {
+            block::set_adbt_r::<R>(
+                &mut self.off[ct.target as usize],
+                &jac.blocks[ct.jac_i as usize],
+                &inv_mass[ct.body as usize],
+                &jac.blocks[ct.jac_j as usize],
+            );
+        }
+        for ct in &self.contrib_more {
             block::add_adbt_r::<R>(
                 &mut self.off[ct.target as usize],
                 &jac.blocks[ct.jac_i as usize],
@@ -661,6 +674,7 @@ impl BlockSparseSymmetric {
         self.off_i.clear();
         self.off_j.clear();
         self.contrib.clear();
+        self.contrib_more.clear();
         self.mark.clear();
         self.mark.resize(n, NO_BODY);
         self.slot.clear();
@@ -678,19 +692,21 @@ impl BlockSparseSymmetric {
                         // lists are sorted by constraint id
                         break;
                     }
-                    if self.mark[j] != i as u32 {
+                    let first = self.mark[j] != i as u32;
+                    if first {
                         self.mark[j] = i as u32;
                         self.slot[j] = self.off_i.len() as u32;
                         self.off_i.push(i as u32);
                         self.off_j.push(j as u32);
                     }
                     let kj = if self.dyn_bodies[j][0] == b { 0 } else { 1 };
-                    self.contrib.push(Contribution {
+                    let ct = Contribution {
                         target: self.slot[j],
                         jac_i: (2 * i + ki) as u32,
                         jac_j: (2 * j + kj) as u32,
                         body: b,
-                    });
+                    };
+                    if first { self.contrib.push(ct) } else { self.contrib_more.push(ct) }
                 }
             }
         }
