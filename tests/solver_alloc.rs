@@ -194,6 +194,76 @@ fn values_identity_decides_the_reuse() {
     assert_eq!(solver.reused_factorizations(), 2);
 }
 
+/// The held inverse masses (`set_inverse_masses`, `solve_held`) are
+/// recognised by their version, not by a copy: the same masses set again (bit
+/// for bit) keep the factor, a changed mass or rank metric is factored anew,
+/// and every λ is bitwise a fresh solver's with the masses given. Factors of
+/// given masses are not taken for held ones (and the other way round), and a
+/// step of held solves allocates nothing.
+#[test]
+fn held_masses_decide_the_reuse_by_version() {
+    let tri_mass = [[1.0, 1.0, 3.0], [0.5, 0.5, 2.0], [2.0, 2.0, 5.0]];
+    let tri_rhs = [0.3, -0.2, 0.1, 0.7, -0.4, 0.25, 0.05, -0.6];
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let fresh = |mass: &[[f64; 3]]| {
+        let mut s = ConstraintSolver::new();
+        let mut l = vec![0.0; 8];
+        s.solve(&triangle(0), mass, None, &tri_rhs, &mut l).expect("solve");
+        bits(&l)
+    };
+    let t = triangle(0);
+    let mut solver = ConstraintSolver::new();
+    let mut l = vec![0.0; 8];
+    solver.set_inverse_masses(&tri_mass);
+    solver.solve_held(&t, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(bits(&l), fresh(&tri_mass));
+    solver.set_inverse_masses(&tri_mass);
+    solver.solve_held(&t, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(solver.reused_factorizations(), 1, "the same masses set again: factor kept");
+    assert_eq!(bits(&l), fresh(&tri_mass));
+    // the same masses given: not recorded as held ones, factored
+    solver.solve(&t, &tri_mass, None, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(solver.reused_factorizations(), 1);
+    // held after given: compared with the given copy bit for bit, kept
+    solver.solve_held(&t, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(solver.reused_factorizations(), 2);
+    // a changed mass: factored, bitwise a fresh solver's λ
+    let mut heavier = tri_mass;
+    heavier[1][2] *= 0.5;
+    solver.set_inverse_masses(&heavier);
+    solver.solve_held(&t, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(solver.reused_factorizations(), 2, "a changed held mass must be factored");
+    assert_eq!(bits(&l), fresh(&heavier));
+    // a changed rank metric: factored; the same one set again: kept
+    let metric = [[1.0, 1.0, 4.0]; 3];
+    solver.set_rank_metric(&metric);
+    solver.solve_held(&t, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(solver.reused_factorizations(), 2, "a changed rank metric must be factored");
+    solver.set_rank_metric(&metric);
+    solver.set_inverse_masses(&heavier);
+    let before = allocations();
+    solver.solve_held(&t, &tri_rhs, &mut l).expect("solve");
+    solver.factor_held(&t).expect("factor");
+    assert_eq!(allocations(), before, "held solves allocate nothing");
+    assert_eq!(solver.reused_factorizations(), 4);
+    // new held masses are checked again (A's assembly skips the check only
+    // for the version it last assembled with), and a body made static
+    // changes A's pattern: bitwise a fresh solver's λ
+    let mut broken = heavier;
+    broken[2][0] = f64::NAN;
+    solver.set_inverse_masses(&broken);
+    assert!(solver.solve_held(&t, &tri_rhs, &mut l).is_err(), "a NaN held mass is refused");
+    let mut pinned = heavier;
+    pinned[2] = [0.0; 3];
+    solver.set_inverse_masses(&pinned);
+    solver.set_rank_metric(&[]);
+    solver.solve_held(&t, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(bits(&l), fresh(&pinned));
+    solver.set_inverse_masses(&heavier);
+    solver.solve_held(&t, &tri_rhs, &mut l).expect("solve");
+    assert_eq!(bits(&l), fresh(&heavier));
+}
+
 /// Three bodies in a closed loop (body 0 pinned, hinges 0–1, 1–2, 2–0); the
 /// first anchor's x moved by `ulps` units in the last place.
 fn triangle(ulps: u64) -> SparseJacobian {

@@ -447,6 +447,7 @@ impl ConstraintSystem {
         self.rank_weights.clear();
         self.rank_weights.extend(bodies.iter().map(Body::rank_weights));
         self.solver.set_rank_metric(&self.rank_weights);
+        self.solver.set_inverse_masses(&self.inv_mass);
         self.augmented.select(&self.inv_mass, &self.rank_weights);
     }
 
@@ -523,7 +524,7 @@ impl ConstraintSystem {
             // the rank decision as always (in the metric G), then the dense
             // augmented solve where J has full rank and no blend towards the
             // regularised λ is due (away from a singular configuration)
-            let rep = self.solver.factor(&self.jac, &self.inv_mass, None)?;
+            let rep = self.solver.factor_held(&self.jac)?;
             let dense =
                 rep.rank_deficient.is_empty() && (rep.regularization_weight == 0.0 || !rep.badly_scaled.is_empty());
             let ok = dense
@@ -544,7 +545,7 @@ impl ConstraintSystem {
                 (rep.rank_deficient, rep.badly_scaled, false)
             }
         } else {
-            let rep = self.solver.solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
+            let rep = self.solver.solve_held(&self.jac, &self.rhs, &mut self.lambda)?;
             (rep.rank_deficient, rep.badly_scaled, false)
         };
         self.held_factor = Some(self.pattern());
@@ -817,7 +818,7 @@ impl ConstraintSystem {
         }
         self.lambda.resize(n, 0.0);
         self.held_factor = None;
-        self.solver.solve(&self.jac, &self.inv_mass, None, &self.rhs, &mut self.lambda)?;
+        self.solver.solve_held(&self.jac, &self.rhs, &mut self.lambda)?;
         self.held_factor = Some(self.pattern());
         let jac = std::mem::take(&mut self.jac);
         let result = self.correct(&jac, v);
@@ -887,7 +888,7 @@ impl ConstraintSystem {
     /// holds it.
     fn factor_assembled(&mut self) -> Result<(), SolverError> {
         self.held_factor = None;
-        self.solver.factor(&self.jac, &self.inv_mass, None)?;
+        self.solver.factor_held(&self.jac)?;
         self.held_factor = Some(self.pattern());
         Ok(())
     }

@@ -81,6 +81,19 @@ pub fn add_adbt_r<const R: usize>(acc: &mut Block, a: &Block, d: &[f64; 3], b: &
     }
 }
 
+/// [`add_adbt_r`] to a block whose leading `R × R` entries are +0, without
+/// reading them: each entry is written as `+0 + product` (the same bits as
+/// the addition, the sign of a zero included: −0 becomes +0).
+#[inline(always)]
+pub fn set_adbt_r<const R: usize>(acc: &mut Block, a: &Block, d: &[f64; 3], b: &Block) {
+    for r in 0..R {
+        let ar = [a[3 * r] * d[0], a[3 * r + 1] * d[1], a[3 * r + 2] * d[2]];
+        for c in 0..R {
+            acc[3 * r + c] = 0.0 + (ar[0] * b[3 * c] + ar[1] * b[3 * c + 1] + ar[2] * b[3 * c + 2]);
+        }
+    }
+}
+
 /// Transpose.
 #[inline(always)]
 pub fn transpose(a: &Block) -> Block {
@@ -502,6 +515,37 @@ mod tests {
     /// The compact 2×2 kernels give the padded `R = 2` kernels' values: the
     /// same bits wherever the value is not zero (zeros may differ in sign
     /// only), on blocks with negative, zero and mixed-magnitude entries.
+    /// `set_adbt_r` writes what `add_adbt_r` adds to a zeroed block, bit
+    /// for bit, the sign of a zero product included (−0 + +0 is +0), for
+    /// R = 2 and 3, leaving the entries outside the leading R × R alone.
+    #[test]
+    fn set_adbt_is_an_addition_to_zero() {
+        let a: Block = [1.0, -0.0, -0.25, 0.0, -1.0, 3.5, 0.5, 2.0, -0.0];
+        let b: Block = [-1.0, 0.0, 0.75, -0.0, 1.0, -2.5, 1.5, 0.0, 4.0];
+        let bits = |v: &Block| v.map(f64::to_bits);
+        for d in [[2.0, 2.0, 5.0], [0.0, 0.0, 3.0], [0.5, 0.5, 0.0]] {
+            let mut added = ZERO;
+            add_adbt_r::<2>(&mut added, &a, &d, &b);
+            let mut set = [7.0; 9];
+            set_adbt_r::<2>(&mut set, &a, &d, &b);
+            assert_eq!(bits(&[set[0], set[1], 7.0, set[3], set[4], 7.0, 7.0, 7.0, 7.0]), bits(&set));
+            assert_eq!(
+                [set[0], set[1], set[3], set[4]].map(f64::to_bits),
+                [added[0], added[1], added[3], added[4]].map(f64::to_bits)
+            );
+            let mut added = ZERO;
+            add_adbt_r::<3>(&mut added, &a, &d, &b);
+            let mut set = [7.0; 9];
+            set_adbt_r::<3>(&mut set, &a, &d, &b);
+            assert_eq!(bits(&set), bits(&added));
+        }
+        // a −0 product: the addition to +0 makes it +0, and so does the store
+        let (neg, one): (Block, Block) = ([-0.0; 9], [1.0; 9]);
+        let mut set = ZERO;
+        set_adbt_r::<3>(&mut set, &neg, &[1.0; 3], &one);
+        assert!(set.iter().all(|x| x.to_bits() == 0), "+0, not −0");
+    }
+
     #[test]
     fn compact_kernels_are_the_padded_ones() {
         let same = |x: f64, y: f64| x == y && (x == 0.0 || x.to_bits() == y.to_bits());

@@ -66,6 +66,10 @@ use super::sparse::{BlockSparseSymmetric, ConstraintId, NO_BODY};
 use super::supernodal::{Supernodal, SupernodalValues};
 use super::{SolveReport, SolverError, SolverSettings};
 
+/// A pivot block of a two-row system before its leading 2×2 is loaded: the
+/// padding row and column of a decoupled unit pivot.
+const PADDED_PIVOT: Block = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0];
+
 /// Body incidence at or below which the simpliciality test scans a body's
 /// constraint list (keeps phase 1 linear even around hub bodies).
 const SMALL_INCIDENCE: u32 = 8;
@@ -109,6 +113,10 @@ pub struct BlockLdl {
     lval: Vec<Block>,
     /// Working diagonal blocks.
     diag: Vec<Block>,
+    /// `diag` holds the pivot blocks of an exact pass over the matrix at this
+    /// address (the row scales loaded them, [`compute_positive_scales`](
+    /// Self::compute_positive_scales)); taken by the next pass.
+    pivots_loaded: Option<usize>,
     /// Per padded row (by position): the scale of the row (original A_rr, or a
     /// fallback for empty rows).
     scale: Vec<[f64; 3]>,
@@ -531,8 +539,13 @@ impl BlockLdl {
         self.lval.clear();
         self.lval.resize(self.row_idx.len(), ZERO);
         self.dinv.resize(n, ZERO);
-        self.diag.resize(n, ZERO);
+        // the third row and column of every pivot block are the padding
+        // (decoupled unit pivot): a numeric pass with two-row constraints
+        // writes only the leading 2×2 (`load_pivot_blocks`)
+        self.diag.clear();
+        self.diag.resize(n, PADDED_PIVOT);
         self.scale.resize(n, [0.0; 3]);
+        self.pivots_loaded = None;
     }
 
     /// Numeric factorisation of `a` (analysing first if its pattern changed).
@@ -589,6 +602,7 @@ impl BlockLdl {
 
     /// Row scales: the diagonal of `a`; empty rows get the mean positive diagonal.
     fn compute_scales(&mut self, a: &BlockSparseSymmetric) {
+        self.pivots_loaded = None;
         // the usual case, every diagonal entry positive: the fallback is not
         // needed, so neither is the sum below (a chain of dependent additions
         // over all rows, most of this pass's time on a small linkage)
@@ -632,16 +646,24 @@ impl BlockLdl {
     fn compute_positive_scales(&mut self, a: &BlockSparseSymmetric) -> bool {
         self.scale_c.resize(self.n, [0.0; 3]);
         let mut positive = true;
-        if a.n_rows() == 2 * self.n && self.max_rows == 2 {
+        if a.n_rows() == 2 * self.n && self.max_rows == 2 && !self.use_supernodal {
             // every constraint of two rows: the loop below with its row count
-            // fixed (no inner loop, no per-row branch), the same values
-            for (s, &c) in self.scale.iter_mut().zip(&self.perm) {
+            // fixed (no inner loop, no per-row branch), the same values; and,
+            // while A's diagonal blocks are at hand, the pivot blocks of an
+            // exact pass (ε = 0) as `load_pivot_blocks` loads them: there
+            // d_r + 0·scale_r = d_r bit for bit when d_r > 0 (so only when
+            // every row is positive are they taken as loaded)
+            for ((s, &c), dp) in self.scale.iter_mut().zip(&self.perm).zip(&mut self.diag) {
                 let d = &a.diag[c as usize];
                 let (v0, v1) = (d[0], d[4]);
                 positive &= v0 > 0.0;
                 positive &= v1 > 0.0;
                 *s = [v0, v1, 1.0];
                 self.scale_c[c as usize] = [v0, v1, 0.0];
+                (dp[0], dp[1], dp[3], dp[4]) = (v0, d[1], d[3], v1);
+            }
+            if positive {
+                self.pivots_loaded = Some(std::ptr::from_ref(a) as usize);
             }
             return positive;
         }
@@ -820,15 +842,19 @@ impl BlockLdl {
     /// elimination order, each row shifted by ε times its scale, padded rows
     /// decoupled unit pivots.
     fn load_pivot_blocks(&mut self, a: &BlockSparseSymmetric, eps: f64) {
+        // loaded by the row scales of this very matrix, for ε = 0 (±0: the
+        // same bits), and no pass since
+        let loaded = self.pivots_loaded.take() == Some(std::ptr::from_ref(a) as usize);
         if a.n_rows() == 2 * self.n && self.max_rows == 2 {
+            if loaded && eps == 0.0 {
+                return;
+            }
             // every constraint of two rows: the loop below with its row count
-            // fixed, the same values
+            // fixed, the same values; the padding row and column are in
+            // place (`analyze`), only the leading 2×2 is written
             for ((d, &c), s) in self.diag.iter_mut().zip(&self.perm).zip(&self.scale) {
-                let mut v = a.diag[c as usize];
-                v[0] += eps * s[0];
-                v[4] += eps * s[1];
-                v[8] = 1.0;
-                *d = v;
+                let v = &a.diag[c as usize];
+                (d[0], d[1], d[3], d[4]) = (v[0] + eps * s[0], v[1], v[3], v[4] + eps * s[1]);
             }
             return;
         }
@@ -1625,6 +1651,72 @@ mod tests {
                 // the reference did change them: the comparison can fail
                 assert_ne!(bits(l_ref.as_flattened()), bits(lval.as_flattened()));
             }
+        }
+    }
+
+    /// A ring of `n` bodies joined by `n` pins (a loop of two-row
+    /// constraints: fill in L), the anchors from `seed`; with `redundant`,
+    /// one more pin on the first pair repeated (dependent rows).
+    fn pin_ring(n: usize, seed: u64, redundant: bool) -> (super::super::SparseJacobian, Vec<[f64; 3]>) {
+        let mut x = seed;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+        };
+        let mut jac = super::super::SparseJacobian::new();
+        jac.clear(n);
+        let mut pins: Vec<[(usize, [[f64; 3]; 3]); 2]> = (0..n)
+            .map(|i| {
+                let (ra, rb) = ([next(), next()], [next(), next()]);
+                [
+                    (i, [[1.0, 0.0, -ra[1]], [0.0, 1.0, ra[0]], [0.0; 3]]),
+                    ((i + 1) % n, [[-1.0, 0.0, rb[1]], [0.0, -1.0, -rb[0]], [0.0; 3]]),
+                ]
+            })
+            .collect();
+        if redundant {
+            pins.push(pins[0]);
+        }
+        for blocks in &pins {
+            jac.push(2, blocks).expect("pin");
+        }
+        let inv_mass = (0..n).map(|_| [2.0 + next(), 2.0 + next(), 5.0 + next()]).collect();
+        (jac, inv_mass)
+    }
+
+    /// The pivot blocks the row scales load for the exact pass of a two-row
+    /// system (`pivots_loaded`) give bitwise the factor of a full
+    /// `load_pivot_blocks`: on a ring of pins, a second matrix factored by the
+    /// same factor object (the load is of that matrix, not the first), and a
+    /// ring with dependent rows (the regularised pass after it loads its own).
+    #[test]
+    fn pivot_blocks_loaded_with_the_scales_are_a_full_load() {
+        let settings = SolverSettings::default();
+        let bits = |v: &[Block]| v.as_flattened().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        let mut kept = BlockLdl::new();
+        for (seed, redundant) in [(1, false), (2, false), (3, true)] {
+            let (jac, inv_mass) = pin_ring(9, seed, redundant);
+            let mut a = BlockSparseSymmetric::new();
+            a.assemble(&jac, &inv_mass, None).expect("assembly");
+            kept.factor(&a, &settings).expect("factor");
+            // the reference: factor's passes with the loaded blocks discarded
+            let mut full = BlockLdl::new();
+            full.analyze(&a);
+            full.ratio_cap = ratio_cap(&settings);
+            full.compute_scales(&a);
+            assert!(full.pivots_loaded.is_some(), "positive two-row diagonal: loaded");
+            full.pivots_loaded = None;
+            let (found, _) = full.numeric(&a, 0.0, settings.pivot_tolerance, 0.0, SmallPivot::Drop, true);
+            assert_eq!(found, redundant, "dependent rows found, seed {seed}");
+            if found {
+                full.regularize(&a, &settings);
+            }
+            assert_eq!(bits(&kept.dinv), bits(&full.dinv), "D⁻¹, seed {seed}");
+            assert_eq!(bits(&kept.lval), bits(&full.lval), "L, seed {seed}");
+            assert_eq!(kept.pivot_growth.to_bits(), full.pivot_growth.to_bits());
+            assert!(kept.pivots_loaded.is_none() && full.pivots_loaded.is_none(), "taken by the pass");
         }
     }
 }

@@ -224,6 +224,21 @@
 //!   of reloading each from the store just made (a store-to-load forwarding on
 //!   the chain per pivot). Bitwise the same; the backward sweep fell from
 //!   8.9 % to 6.7 % of the profile, ≈ 76.7 → 74.7 µs a step.
+//! * Copies and loads (linkage18): a caller that factors step after step
+//!   hands the solver its inverse masses once
+//!   ([`ConstraintSolver::set_inverse_masses`], then
+//!   [`factor_held`](ConstraintSolver::factor_held) /
+//!   [`solve_held`](ConstraintSolver::solve_held)), and the same-system test
+//!   keeps the masses' and the rank metric's versions instead of copying both
+//!   at every factorisation, and A's assembly does not check again the held
+//!   masses it was last assembled with (finite, ≥ 0, which bodies are
+//!   static); with every constraint of two rows the row scales
+//!   load the exact pass's pivot blocks while they read A's diagonal (d + 0·s
+//!   is d bit for bit for d > 0), and a pivot block is written as its leading
+//!   2×2 only (the padding row and column stay in place from the analysis);
+//!   each off-diagonal block of A takes its first contribution as a store of
+//!   +0 + product, without a zeroing pass. Bitwise the same
+//!   (docs/benchmarks.md, "linkage18").
 //!
 //! Each of these changed no result, bitwise (the shipped scenes' CSVs compared
 //! byte for byte); the RK4 step of `scenes/linkage_loops.ron` (99 bars, 132
@@ -450,6 +465,17 @@ pub struct ConstraintSolver {
     last_analyzed: bool,
     /// Per-body weights W of the rank metric G = J W Jᵀ (empty: none).
     rank_metric: Vec<[f64; 3]>,
+    /// Bumped by [`set_rank_metric`](Self::set_rank_metric) when the weights
+    /// change: the same-system test compares it instead of a copy of them.
+    rank_metric_version: u64,
+    /// The inverse masses of [`set_inverse_masses`](Self::set_inverse_masses)
+    /// (the `*_held` calls factor with these), and a version bumped when they
+    /// change.
+    held_inv_mass: Vec<[f64; 3]>,
+    held_inv_mass_version: u64,
+    /// The version of the held masses A was last assembled with (None: given
+    /// masses, or a failed assembly).
+    a_held_inv_mass_version: Option<u64>,
     /// G, assembled only when A shows a small pivot.
     metric_matrix: BlockSparseSymmetric,
     /// The inputs of the last factorisation, to skip an identical one.
@@ -471,9 +497,29 @@ struct FactoredInputs {
     /// copy in `jac` and compared bit for bit.
     jac_identity: Option<(u64, u64)>,
     jac: SparseJacobian,
+    /// The inverse masses: the held ones' version (no copy kept), or a copy
+    /// of the given ones.
+    held_inv_mass_version: Option<u64>,
     inv_mass: Vec<[f64; 3]>,
-    rank_metric: Vec<[f64; 3]>,
+    rank_metric_version: u64,
     settings: SolverSettings,
+}
+
+/// The inverse masses of a factorisation: given by the caller, or the ones
+/// the solver holds ([`ConstraintSolver::set_inverse_masses`]).
+#[derive(Clone, Copy)]
+enum Masses<'m> {
+    Given(&'m [[f64; 3]]),
+    /// The held masses (the slice) at their version.
+    Held(&'m [[f64; 3]], u64),
+}
+
+impl<'m> Masses<'m> {
+    fn slice(self) -> &'m [[f64; 3]] {
+        match self {
+            Masses::Given(m) | Masses::Held(m, _) => m,
+        }
+    }
 }
 
 impl FactoredInputs {
@@ -481,8 +527,8 @@ impl FactoredInputs {
     fn matches(
         &self,
         jac: &SparseJacobian,
-        inv_mass: &[[f64; 3]],
-        rank_metric: &[[f64; 3]],
+        masses: Masses,
+        rank_metric_version: u64,
         settings: &SolverSettings,
     ) -> bool {
         fn bits(v: &[[f64; 3]]) -> &[u64] {
@@ -494,13 +540,21 @@ impl FactoredInputs {
             (None, None) => self.jac.bitwise_eq(jac),
             _ => false,
         };
+        // the held masses at the same version are the same values; a copy is
+        // compared bit for bit (held masses against a factorisation from given
+        // ones: not recorded, so not the same system as far as known)
+        let same_masses = || match (self.held_inv_mass_version, masses) {
+            (Some(held), Masses::Held(_, current)) => held == current,
+            (Some(_), Masses::Given(_)) => false,
+            (None, m) => bits(&self.inv_mass) == bits(m.slice()),
+        };
         // J first: it is what differs between an RK step's stages (the
         // masses' and the metric's comparisons are then not made)
         self.valid
             && same_jac
             && self.settings == *settings
-            && bits(&self.inv_mass) == bits(inv_mass)
-            && bits(&self.rank_metric) == bits(rank_metric)
+            && self.rank_metric_version == rank_metric_version
+            && same_masses()
     }
 
     /// Records J (its identity, or a copy when it has none).
@@ -527,9 +581,33 @@ impl ConstraintSolver {
         inv_mass: &[[f64; 3]],
         compliance: Option<&[f64]>,
     ) -> Result<FactorReport, SolverError> {
+        self.factor_masses(jac, Masses::Given(inv_mass), compliance)
+    }
+
+    /// [`factor`](Self::factor) with the inverse masses held by the solver
+    /// ([`set_inverse_masses`](Self::set_inverse_masses)): what a caller that
+    /// factors step after step with masses that rarely change uses, so that
+    /// the same-system test keeps their version instead of a copy of them
+    /// (issue 10: the copies of the masses and of the rank metric were ≈ 1 %
+    /// of a small linkage's RK4 step).
+    pub fn factor_held(&mut self, jac: &SparseJacobian) -> Result<FactorReport, SolverError> {
+        let masses = std::mem::take(&mut self.held_inv_mass);
+        let rep = self.factor_masses(jac, Masses::Held(&masses, self.held_inv_mass_version), None);
+        self.held_inv_mass = masses;
+        rep
+    }
+
+    /// [`factor`](Self::factor) of the given or the held masses.
+    fn factor_masses(
+        &mut self,
+        jac: &SparseJacobian,
+        masses: Masses,
+        compliance: Option<&[f64]>,
+    ) -> Result<FactorReport, SolverError> {
+        let inv_mass = masses.slice();
         // The same system as the last factorisation (bit for bit, hence the same
         // factors bit for bit): keep them. Not with a compliance (not recorded).
-        if compliance.is_none() && self.factored.matches(jac, inv_mass, &self.rank_metric, &self.settings) {
+        if compliance.is_none() && self.factored.matches(jac, masses, self.rank_metric_version, &self.settings) {
             self.reused += 1;
             self.last_analyzed = false;
             let mut rep = self.last_report.clone();
@@ -537,7 +615,14 @@ impl ConstraintSolver {
             return Ok(rep);
         }
         self.factored.valid = false;
-        self.a.assemble(jac, inv_mass, compliance)?;
+        // the held masses at the version A was last assembled with were
+        // checked then (finite, ≥ 0, which bodies are static): not again
+        let checked = matches!(masses, Masses::Held(_, v) if self.a_held_inv_mass_version == Some(v));
+        self.a_held_inv_mass_version = None;
+        self.a.assemble_masses(jac, inv_mass, compliance, checked)?;
+        if let Masses::Held(_, v) = masses {
+            self.a_held_inv_mass_version = Some(v);
+        }
         let rep = if self.rank_metric.len() == jac.n_bodies() && !self.rank_metric.is_empty() {
             let (weights, g) = (&self.rank_metric, &mut self.metric_matrix);
             self.ldl.factor_with_metric(&self.a, &self.settings, || {
@@ -552,10 +637,15 @@ impl ConstraintSolver {
             // copies into the kept buffers: no allocation once the sizes are reached
             let f = &mut self.factored;
             f.record_jacobian(jac);
-            f.inv_mass.clear();
-            f.inv_mass.extend_from_slice(inv_mass);
-            f.rank_metric.clear();
-            f.rank_metric.extend_from_slice(&self.rank_metric);
+            match masses {
+                Masses::Held(_, version) => f.held_inv_mass_version = Some(version),
+                Masses::Given(m) => {
+                    f.held_inv_mass_version = None;
+                    f.inv_mass.clear();
+                    f.inv_mass.extend_from_slice(m);
+                }
+            }
+            f.rank_metric_version = self.rank_metric_version;
             f.settings.clone_from(&self.settings);
             f.valid = true;
             self.last_report.clone_from(&rep);
@@ -577,8 +667,23 @@ impl ConstraintSolver {
     /// for a fixed body. Zero weights must match the zero inverse masses. Empty:
     /// rank is decided on A itself. Copied; no allocation once the size is reached.
     pub fn set_rank_metric(&mut self, weights: &[[f64; 3]]) {
-        self.rank_metric.clear();
-        self.rank_metric.extend_from_slice(weights);
+        if bytemuck::cast_slice::<_, u64>(&self.rank_metric) != bytemuck::cast_slice::<_, u64>(weights) {
+            self.rank_metric.clear();
+            self.rank_metric.extend_from_slice(weights);
+            self.rank_metric_version += 1;
+        }
+    }
+
+    /// Sets the per-body inverse masses `(1/m, 1/m, 1/J)` (zeros: static) that
+    /// [`factor_held`](Self::factor_held) and [`solve_held`](Self::solve_held)
+    /// use. Copied, and only when they differ bit for bit from the ones held;
+    /// no allocation once the size is reached.
+    pub fn set_inverse_masses(&mut self, inv_mass: &[[f64; 3]]) {
+        if bytemuck::cast_slice::<_, u64>(&self.held_inv_mass) != bytemuck::cast_slice::<_, u64>(inv_mass) {
+            self.held_inv_mass.clear();
+            self.held_inv_mass.extend_from_slice(inv_mass);
+            self.held_inv_mass_version += 1;
+        }
     }
 
     /// Solves A λ = `rhs` with the factors of the last [`factor`](Self::factor)
@@ -600,9 +705,36 @@ impl ConstraintSolver {
         // the block kernel substitutes `rhs` forward while it factors (two-row
         // constraints): the solve then does only the diagonal and backward steps
         // (unstaged after the solve, also when either fails)
+        self.solve_masses(jac, Masses::Given(inv_mass), compliance, rhs, lambda)
+    }
+
+    /// [`solve`](Self::solve) with the held inverse masses
+    /// ([`factor_held`](Self::factor_held)).
+    pub fn solve_held(
+        &mut self,
+        jac: &SparseJacobian,
+        rhs: &[f64],
+        lambda: &mut [f64],
+    ) -> Result<SolveReport, SolverError> {
+        let masses = std::mem::take(&mut self.held_inv_mass);
+        let rep = self.solve_masses(jac, Masses::Held(&masses, self.held_inv_mass_version), None, rhs, lambda);
+        self.held_inv_mass = masses;
+        rep
+    }
+
+    /// [`solve`](Self::solve) of the given or the held masses.
+    fn solve_masses(
+        &mut self,
+        jac: &SparseJacobian,
+        masses: Masses,
+        compliance: Option<&[f64]>,
+        rhs: &[f64],
+        lambda: &mut [f64],
+    ) -> Result<SolveReport, SolverError> {
         self.ldl.stage_rhs(rhs);
-        let solved =
-            self.factor(jac, inv_mass, compliance).and_then(|_| self.ldl.solve_staged(&self.a, &self.settings, lambda));
+        let solved = self
+            .factor_masses(jac, masses, compliance)
+            .and_then(|_| self.ldl.solve_staged(&self.a, &self.settings, lambda));
         self.ldl.stage_rhs(&[]);
         let mut rep = solved?;
         rep.analyzed = self.last_analyzed;

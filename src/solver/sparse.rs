@@ -445,7 +445,12 @@ pub struct BlockSparseSymmetric {
     /// Off-diagonal blocks: `off_i[k] > off_j[k]`, grouped by `off_i` ascending.
     pub(crate) off_i: Vec<u32>,
     pub(crate) off_j: Vec<u32>,
+    /// The first contribution to each off-diagonal block (one per block,
+    /// in block order), then the others in the order of discovery (each
+    /// block's in the order of its shared bodies): an assembly stores the
+    /// first and adds the others, as a sum from +0 would.
     pub(crate) contrib: Vec<Contribution>,
+    pub(crate) contrib_more: Vec<Contribution>,
     /// Values.
     pub(crate) diag: Vec<Block>,
     pub(crate) off: Vec<Block>,
@@ -500,6 +505,21 @@ impl BlockSparseSymmetric {
         inv_mass: &[[f64; 3]],
         compliance: Option<&[f64]>,
     ) -> Result<bool, SolverError> {
+        self.assemble_masses(jac, inv_mass, compliance, false)
+    }
+
+    /// [`assemble`](Self::assemble); with `masses_checked`, `inv_mass` are
+    /// bit for bit the masses of this matrix's last successful assembly, so
+    /// their check (finite, ≥ 0) and the comparison of which bodies are
+    /// static are not made again (the held masses of
+    /// [`ConstraintSolver`](super::ConstraintSolver) at the same version).
+    pub(crate) fn assemble_masses(
+        &mut self,
+        jac: &SparseJacobian,
+        inv_mass: &[[f64; 3]],
+        compliance: Option<&[f64]>,
+        masses_checked: bool,
+    ) -> Result<bool, SolverError> {
         check_len("inv_mass", jac.n_bodies, inv_mass.len())?;
         if let Some(c) = compliance {
             check_len("compliance", jac.n_rows, c.len())?;
@@ -515,11 +535,11 @@ impl BlockSparseSymmetric {
         let flat: &[f64] = bytemuck::cast_slice(inv_mass);
         // `&`, not the short-circuiting `contains`: no branch per value
         #[allow(clippy::manual_range_contains)]
-        let valid = flat.iter().fold(true, |ok, &v| ok & (v >= 0.0) & (v <= f64::MAX));
+        let valid = masses_checked || flat.iter().fold(true, |ok, &v| ok & (v >= 0.0) & (v <= f64::MAX));
         if !valid {
             return Err(SolverError::NonFinite("inverse mass (must be finite and >= 0)"));
         }
-        let changed = self.update_pattern(jac, inv_mass);
+        let changed = self.update_pattern(jac, inv_mass, masses_checked);
         // constraints of at most 2 rows (revolute joints, contacts): only the
         // leading 2×2 of each block is non-zero, the same expressions as the 3×3
         // kernel (so bitwise the same values) at less than half the cost
@@ -554,11 +574,19 @@ impl BlockSparseSymmetric {
         }
         // off-diagonal blocks: contributions of each shared body (only the
         // leading R × R entries are ever written: the rest stays the zero the
-        // pattern build put there, R being fixed by the pattern's row counts)
-        for v in self.off.iter_mut() {
-            block::copy_leading::<R>(v, &ZERO);
-        }
+        // pattern build put there, R being fixed by the pattern's row counts).
+        // Each block's first contribution is stored as +0 + product (the bits
+        // of an addition to a zeroed block, without the zeroing pass), the
+        // others are added after it in their order: the same sums bit for bit.
         for ct in &self.contrib {
+            block::set_adbt_r::<R>(
+                &mut self.off[ct.target as usize],
+                &jac.blocks[ct.jac_i as usize],
+                &inv_mass[ct.body as usize],
+                &jac.blocks[ct.jac_j as usize],
+            );
+        }
+        for ct in &self.contrib_more {
             block::add_adbt_r::<R>(
                 &mut self.off[ct.target as usize],
                 &jac.blocks[ct.jac_i as usize],
@@ -569,14 +597,15 @@ impl BlockSparseSymmetric {
     }
 
     /// Rebuilds the pattern if the constraint graph changed; returns whether it did.
-    fn update_pattern(&mut self, jac: &SparseJacobian, inv_mass: &[[f64; 3]]) -> bool {
+    /// `same_masses`: the masses of the last call (so the same bodies static).
+    fn update_pattern(&mut self, jac: &SparseJacobian, inv_mass: &[[f64; 3]], same_masses: bool) -> bool {
         let n = jac.cons.len();
         let is_dyn = |b: u32| b != NO_BODY && inv_mass[b as usize] != [0.0; 3];
         // the J whose pattern this is, with the same bodies static: nothing to compare
         if jac.structure_id != 0
             && jac.structure_id == self.structure_id
             && self.dynamic.len() == inv_mass.len()
-            && self.dynamic.iter().zip(inv_mass).all(|(&d, m)| d == (*m != [0.0; 3]))
+            && (same_masses || self.dynamic.iter().zip(inv_mass).all(|(&d, m)| d == (*m != [0.0; 3])))
         {
             return false;
         }
@@ -645,6 +674,7 @@ impl BlockSparseSymmetric {
         self.off_i.clear();
         self.off_j.clear();
         self.contrib.clear();
+        self.contrib_more.clear();
         self.mark.clear();
         self.mark.resize(n, NO_BODY);
         self.slot.clear();
@@ -662,19 +692,21 @@ impl BlockSparseSymmetric {
                         // lists are sorted by constraint id
                         break;
                     }
-                    if self.mark[j] != i as u32 {
+                    let first = self.mark[j] != i as u32;
+                    if first {
                         self.mark[j] = i as u32;
                         self.slot[j] = self.off_i.len() as u32;
                         self.off_i.push(i as u32);
                         self.off_j.push(j as u32);
                     }
                     let kj = if self.dyn_bodies[j][0] == b { 0 } else { 1 };
-                    self.contrib.push(Contribution {
+                    let ct = Contribution {
                         target: self.slot[j],
                         jac_i: (2 * i + ki) as u32,
                         jac_j: (2 * j + kj) as u32,
                         body: b,
-                    });
+                    };
+                    if first { self.contrib.push(ct) } else { self.contrib_more.push(ct) }
                 }
             }
         }
