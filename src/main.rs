@@ -178,11 +178,17 @@ fn main() -> ExitCode {
                 );
                 if let Some(pop) = &w.population {
                     let start = pop.stats();
+                    let balls = start.alive + start.pending;
+                    let mib = |per_ball: u64| (balls * per_ball) as f64 / (1u64 << 20) as f64;
                     line.push_str(&format!(
-                        "\npopulation: {} balls at the start, {} more from emitters; overlap at the start {:.2} % of r",
+                        "\npopulation: {} balls at the start, {} more from emitters; overlap at the start {:.2} % of r; memory about {:.1} MiB on the CPU twin, {:.1} MiB on the GPU ({} and {} bytes a ball, grid cells aside)",
                         start.alive,
                         start.pending,
-                        100.0 * start.max_overlap_ratio
+                        100.0 * start.max_overlap_ratio,
+                        mib(mx2d::population::CPU_BYTES_PER_BALL),
+                        mib(mx2d::population::gpu::GPU_BYTES_PER_BALL),
+                        mx2d::population::CPU_BYTES_PER_BALL,
+                        mx2d::population::gpu::GPU_BYTES_PER_BALL,
                     ));
                     if let Some(w) = mx2d::run::session::start_overlap_warning(&start) {
                         report(&format!("warning: population: {w}"));

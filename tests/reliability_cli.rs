@@ -494,6 +494,13 @@ fn balls_spawned_overlapping_are_said_by_check_and_run() {
         out.contains("population: 100 balls at the start, 0 more from emitters; overlap at the start 40.00 % of r"),
         "{out}"
     );
+    // 100 balls × 768 bytes = 0.07 MiB on the twin
+    let memory = format!(
+        "memory about 0.1 MiB on the CPU twin, 0.0 MiB on the GPU ({} and {} bytes a ball",
+        mx2d::population::CPU_BYTES_PER_BALL,
+        mx2d::population::gpu::GPU_BYTES_PER_BALL
+    );
+    assert!(out.contains(&memory), "{out}");
     let warning = stderr(&o);
     assert!(warning.contains("warning: population: balls start overlapping by up to 40.0 % of r"), "{warning}");
     let o = mx2d().args(["check", &scene("balls_box.ron"), "--set", "population.count=100"]).output().expect("runs");
