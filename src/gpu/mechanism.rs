@@ -37,31 +37,10 @@ impl GpuFieldBackend {
     pub fn adapter(&self) -> String {
         self.ctx.summary()
     }
-
-    /// Field forces on every body at positions/velocities `q`, `v` (3 per
-    /// body), written into `out` (one per body).
-    pub fn forces(
-        &mut self,
-        fields: &[Field],
-        bodies: &[Body],
-        q: &[f64],
-        v: &[f64],
-        out: &mut Vec<DVec2>,
-    ) -> Result<(), GpuError> {
-        self.bodies.clear();
-        self.bodies.extend(bodies.iter().enumerate().map(|(i, b)| GpuBody {
-            position: Vec2::new(q[3 * i] as f32, q[3 * i + 1] as f32),
-            velocity: Vec2::new(v[3 * i] as f32, v[3 * i + 1] as f32),
-            mass: b.mass as f32,
-            radius: b.radius() as f32,
-        }));
-        self.evaluator.compute(&self.ctx, fields, &self.bodies, &mut self.forces)?;
-        out.clear();
-        out.extend(self.forces.iter().map(|f| f.as_dvec2()));
-        Ok(())
-    }
 }
 
+/// Field forces on every body at positions/velocities `q`, `v` (3 per body),
+/// written into `out` (one per body), by `shaders/fields.wgsl`.
 impl crate::field::FieldEvaluator for GpuFieldBackend {
     fn field_forces(
         &mut self,
@@ -71,7 +50,17 @@ impl crate::field::FieldEvaluator for GpuFieldBackend {
         v: &[f64],
         out: &mut Vec<DVec2>,
     ) -> Result<(), String> {
-        self.forces(fields, bodies, q, v, out).map_err(|e| e.to_string())
+        self.bodies.clear();
+        self.bodies.extend(bodies.iter().enumerate().map(|(i, b)| GpuBody {
+            position: Vec2::new(q[3 * i] as f32, q[3 * i + 1] as f32),
+            velocity: Vec2::new(v[3 * i] as f32, v[3 * i + 1] as f32),
+            mass: b.mass as f32,
+            radius: b.radius() as f32,
+        }));
+        self.evaluator.compute(&self.ctx, fields, &self.bodies, &mut self.forces).map_err(|e| e.to_string())?;
+        out.clear();
+        out.extend(self.forces.iter().map(|f| f.as_dvec2()));
+        Ok(())
     }
 
     fn backend(&self) -> &'static str {
