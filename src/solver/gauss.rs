@@ -78,6 +78,12 @@ const SMALL_INCIDENCE: u32 = 8;
 /// iteratively (`max_refine_steps`): the block inverses then lose ~growth × u.
 const REFINE_GROWTH: f64 = 1e4;
 
+/// Lists of rank-deficient and of badly scaled constraints kept besides the
+/// one handed out (see `publish_lists`): roundoff with nearly massless
+/// rotations moves constraints in and out of the badly scaled list from
+/// step to step, among a handful of lists.
+const KEPT_LISTS: usize = 8;
+
 /// Symbolic and numeric block LDLᵀ factors of a [`BlockSparseSymmetric`].
 #[derive(Clone, Debug, Default)]
 pub struct BlockLdl {
@@ -132,10 +138,12 @@ pub struct BlockLdl {
     /// two pivots are near the tolerance, and which rows' pivots fall to
     /// roundoff with a nearly massless rotation (`badly_scaled`) changes from
     /// stage to stage, so a step may cycle through a few lists (the four-bar
-    /// with inertias × 1e-9: none, one, two constraints); up to four distinct
-    /// lists are kept and handed out again without allocation.
-    rank_deficient_prev: [Arc<[ConstraintId]>; 3],
-    badly_scaled_prev: [Arc<[ConstraintId]>; 3],
+    /// with inertias × 1e-9: none, one, two constraints); up to
+    /// `KEPT_LISTS` + 1 distinct lists are kept and handed out again without
+    /// allocation, and a new list is written over a kept one of its length
+    /// that no report holds (`publish_lists`).
+    rank_deficient_prev: [Arc<[ConstraintId]>; KEPT_LISTS],
+    badly_scaled_prev: [Arc<[ConstraintId]>; KEPT_LISTS],
     /// Relative pivots at or above this need not be known exactly: every
     /// weight computed from the smallest one (the blend's and the metric
     /// gate's) is 0 there ([`ratio_cap`]). Set by each factorisation.
@@ -585,15 +593,36 @@ impl BlockLdl {
     /// Copies the working lists to the shared ones handed out in reports, only
     /// if they changed.
     fn publish_lists(&mut self) {
-        fn publish(list: &[ConstraintId], shared: &mut Arc<[ConstraintId]>, prev: &mut [Arc<[ConstraintId]>; 3]) {
+        fn publish(
+            list: &[ConstraintId],
+            shared: &mut Arc<[ConstraintId]>,
+            prev: &mut [Arc<[ConstraintId]>; KEPT_LISTS],
+        ) {
             if **shared == *list {
                 return;
             }
             if let Some(i) = prev.iter().position(|p| **p == *list) {
                 std::mem::swap(shared, &mut prev[i]);
-            } else {
-                prev.rotate_right(1);
-                prev[0] = std::mem::replace(shared, Arc::from(list));
+                return;
+            }
+            // A list not seen lately: written over the oldest kept list of
+            // its length that no report holds any more (roundoff can move a
+            // constraint in and out of the lists step after step, and a new
+            // `Arc` each time was an allocation per step), else a new one.
+            let reusable =
+                (0..prev.len()).rev().find(|&i| prev[i].len() == list.len() && Arc::get_mut(&mut prev[i]).is_some());
+            prev.rotate_right(1);
+            match reusable {
+                Some(i) => {
+                    // (after the rotation the list found at i sits at i + 1)
+                    let k = (i + 1) % prev.len();
+                    if let Some(slot) = Arc::get_mut(&mut prev[k]) {
+                        slot.copy_from_slice(list);
+                    }
+                    std::mem::swap(shared, &mut prev[k]);
+                    prev.swap(0, k);
+                }
+                None => prev[0] = std::mem::replace(shared, Arc::from(list)),
             }
         }
         publish(&self.rank_deficient, &mut self.rank_deficient_shared, &mut self.rank_deficient_prev);
