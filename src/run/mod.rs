@@ -95,9 +95,10 @@ pub enum RunStop {
         /// The value.
         value: f64,
     },
-    /// The constraints are violated by more than the size of the scene.
+    /// The constraints are violated past what the run's drift control
+    /// allows (`rule` says which bound).
     #[error(
-        "simulation diverged at step {step} (t = {time}): constraint error {error:e} passed the bound {bound:e} (1000 × the scene's extent)"
+        "simulation diverged at step {step} (t = {time}): constraint error {error:e} passed the bound {bound:e} ({rule})"
     )]
     ConstraintError {
         /// Step after which it was seen.
@@ -108,6 +109,8 @@ pub enum RunStop {
         error: f64,
         /// The bound.
         bound: f64,
+        /// What the bound is.
+        rule: &'static str,
     },
     /// A signal asked the run to stop.
     #[error("stopped by signal {signal} ({}) after step {step} (t = {time})", signal_name(*signal))]
