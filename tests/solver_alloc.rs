@@ -344,6 +344,25 @@ fn linkage_sdirk3_steps_allocate_nothing() {
     assert_eq!(allocated, 0, "allocations in 10 SDIRK3 steps of the linkage");
 }
 
+/// The four-bar (`scenes/four_bar.ron`) with every body's inertia × `scale`,
+/// stepped `warm_up` steps; returns it with the allocations of `steps` more.
+fn four_bar_allocations(scale: f64, warm_up: usize, steps: usize) -> (mx2d::world::World, u64) {
+    let scene = Scene::load(std::path::Path::new("scenes/four_bar.ron"), &[]).expect("scene");
+    let mut world = scene.build_world().expect("world");
+    for body in world.bodies.as_mut_slice() {
+        body.inertia *= scale;
+    }
+    for _ in 0..warm_up {
+        world.step().expect("step");
+    }
+    let before = allocations();
+    for _ in 0..steps {
+        world.step().expect("step");
+    }
+    let allocated = allocations() - before;
+    (world, allocated)
+}
+
 /// The augmented solve of nearly massless rotations (`constraint::augmented`):
 /// the four-bar (`scenes/four_bar.ron`) with every bar's inertia × 1e-6
 /// (m·ℓ²/I = 3e6) takes it at every stage, and after a few warm-up steps a
@@ -353,19 +372,8 @@ fn linkage_sdirk3_steps_allocate_nothing() {
 /// `nearly_massless_rotations_steps_allocate_nothing`.)
 #[test]
 fn near_point_four_bar_steps_allocate_nothing() {
-    let scene = Scene::load(std::path::Path::new("scenes/four_bar.ron"), &[]).expect("scene");
-    let mut world = scene.build_world().expect("world");
-    for body in world.bodies.as_mut_slice() {
-        body.inertia *= 1e-6;
-    }
-    for _ in 0..5 {
-        world.step().expect("step");
-    }
-    let before = allocations();
-    for _ in 0..20 {
-        world.step().expect("step");
-    }
-    assert_eq!(allocations() - before, 0, "allocations in 20 RK4 steps of the near-point four-bar");
+    let (world, allocated) = four_bar_allocations(1e-6, 5, 20);
+    assert_eq!(allocated, 0, "allocations in 20 RK4 steps of the near-point four-bar");
     assert_eq!(world.warnings().count(), 0, "{:?}", world.warnings().collect::<Vec<_>>());
 }
 
@@ -377,17 +385,6 @@ fn near_point_four_bar_steps_allocate_nothing() {
 /// allocated anew: 79 allocations in those 200 steps.
 #[test]
 fn nearly_massless_rotations_steps_allocate_nothing() {
-    let scene = Scene::load(std::path::Path::new("scenes/four_bar.ron"), &[]).expect("scene");
-    let mut world = scene.build_world().expect("world");
-    for b in world.bodies.as_mut_slice() {
-        b.inertia *= 1e-9;
-    }
-    for _ in 0..200 {
-        world.step().expect("step");
-    }
-    let before = allocations();
-    for _ in 0..200 {
-        world.step().expect("step");
-    }
-    assert_eq!(allocations() - before, 0, "allocations in 200 RK4 steps of the four-bar at inertias × 1e-9");
+    let (_, allocated) = four_bar_allocations(1e-9, 200, 200);
+    assert_eq!(allocated, 0, "allocations in 200 RK4 steps of the four-bar at inertias × 1e-9");
 }

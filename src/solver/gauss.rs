@@ -609,20 +609,19 @@ impl BlockLdl {
             // its length that no report holds any more (roundoff can move a
             // constraint in and out of the lists step after step, and a new
             // `Arc` each time was an allocation per step), else a new one.
-            let reusable =
-                (0..prev.len()).rev().find(|&i| prev[i].len() == list.len() && Arc::get_mut(&mut prev[i]).is_some());
-            prev.rotate_right(1);
-            match reusable {
+            match prev.iter_mut().rposition(|p| p.len() == list.len() && Arc::get_mut(p).is_some()) {
                 Some(i) => {
-                    // (after the rotation the list found at i sits at i + 1)
-                    let k = (i + 1) % prev.len();
-                    if let Some(slot) = Arc::get_mut(&mut prev[k]) {
+                    if let Some(slot) = Arc::get_mut(&mut prev[i]) {
                         slot.copy_from_slice(list);
                     }
-                    std::mem::swap(shared, &mut prev[k]);
-                    prev.swap(0, k);
+                    std::mem::swap(shared, &mut prev[i]);
+                    // the list handed out until now becomes the most recent kept one
+                    prev[..=i].rotate_right(1);
                 }
-                None => prev[0] = std::mem::replace(shared, Arc::from(list)),
+                None => {
+                    prev.rotate_right(1);
+                    prev[0] = std::mem::replace(shared, Arc::from(list));
+                }
             }
         }
         publish(&self.rank_deficient, &mut self.rank_deficient_shared, &mut self.rank_deficient_prev);
