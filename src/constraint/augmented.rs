@@ -33,7 +33,8 @@
 //! Only the light bodies some constraint touches are augmented (a free one's
 //! α = τ/I involves no λ). Dense O(N³) with N = rows + augmented rotations:
 //! taken for N ≤ [`MAX_UNKNOWNS`] only (a linkage of a few dozen joints); a larger system
-//! keeps the normal equations and their warning.
+//! takes the sparse factor with those inertias raised and an iteration that
+//! restores them ([`super::raised`]).
 
 use super::{ConstraintSet, RowBlock};
 
@@ -80,6 +81,9 @@ pub struct AugmentedSolve {
     /// (body, row, J's row for that body) of every row's non-zero body block,
     /// sorted by body.
     entries: Vec<(u32, u32, [f64; 3])>,
+    /// Largest N taken here in place of [`MAX_UNKNOWNS`] (tests: the dense
+    /// solve as the reference of a large system's raised iteration).
+    limit: Option<usize>,
 }
 
 impl AugmentedSolve {
@@ -117,7 +121,24 @@ impl AugmentedSolve {
                 }
             }
         }
-        !self.bodies.is_empty() && rows + self.bodies.len() <= MAX_UNKNOWNS
+        !self.bodies.is_empty() && rows + self.bodies.len() <= self.limit.unwrap_or(MAX_UNKNOWNS)
+    }
+
+    /// Takes systems up to `limit` unknowns (tests only).
+    #[cfg(test)]
+    pub(crate) fn set_limit(&mut self, limit: usize) {
+        self.limit = Some(limit);
+    }
+
+    /// Whether any body's rotation is nearly massless (as of the last
+    /// [`select`](Self::select)).
+    pub fn any_light(&self) -> bool {
+        self.any_light
+    }
+
+    /// Body → whether its rotation is nearly massless.
+    pub fn light(&self) -> &[bool] {
+        &self.light
     }
 
     /// The augmented bodies.

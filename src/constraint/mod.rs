@@ -18,6 +18,7 @@ pub mod distance;
 pub mod jet;
 pub mod motor;
 pub mod prismatic;
+pub mod raised;
 pub mod revolute;
 pub mod rolling;
 pub mod system;

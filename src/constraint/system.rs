@@ -26,6 +26,7 @@ use glam::DVec2;
 use rayon::prelude::*;
 
 use super::augmented::AugmentedSolve;
+use super::raised::RaisedSolve;
 use super::{ConstraintSet, RowBlock};
 use crate::body::Body;
 use crate::solver::{ConstraintId, ConstraintSolver, SolverError, SparseJacobian};
@@ -141,6 +142,29 @@ pub struct ConstraintSystem {
     /// Its right-hand side, and the α it found (by augmented body).
     rhs_augmented: Vec<f64>,
     alpha: Vec<f64>,
+    /// The inverse masses A is built with: `inv_mass`, or with the light
+    /// rotations raised (module `raised`) while `metric_raised` holds.
+    metric_inv_mass: Vec<[f64; 3]>,
+    /// Whether A is built with the light rotations raised: light bodies in a
+    /// system too large for the dense augmented solve.
+    metric_raised: bool,
+    /// (constraint set generation, its length, `weights_version`) of the
+    /// last choice of the metric.
+    metric_for: Option<(u64, usize, u64)>,
+    /// Incremented whenever `inv_mass` and `rank_weights` are recomputed.
+    weights_version: u64,
+    /// The raised iteration did not converge on this system (a light body
+    /// turning about its own centre): the true inertias from then on.
+    raise_failed: bool,
+    /// The raised iteration is not used (tests: the normal equations as a
+    /// reference).
+    raise_disabled: bool,
+    /// The iteration's buffers, its solution x and its right-hand side c.
+    raised: RaisedSolve,
+    raised_x: Vec<f64>,
+    raised_c: Vec<f64>,
+    /// Body → whether it is raised (a light body some row turns).
+    raised_turned: Vec<bool>,
 }
 
 /// The inputs of a body's inverse mass and rank weights (mass and inertia as
@@ -169,12 +193,6 @@ pub struct Scene<'a> {
 #[inline(always)]
 fn larger(m: f64, x: f64) -> f64 {
     if x > m { x } else { m }
-}
-
-/// The lists of a solve's report the warnings are made from.
-struct Report {
-    rank_deficient: std::sync::Arc<[ConstraintId]>,
-    badly_scaled: std::sync::Arc<[ConstraintId]>,
 }
 
 /// rhs = −γ − J M⁻¹f (− 2αĊ − α²C) by row, with `rhs` holding J M⁻¹f on
@@ -264,7 +282,7 @@ impl ConstraintSystem {
                     super::revolute::write_gamma(anchor_a, anchor_b, (rotations[a], v[3 * a + 2]), b, out);
                 }
             }
-            self.update_body_weights(scene.bodies);
+            self.update_body_weights(scene);
             return Ok(());
         }
         // pins only, and the row blocks and J hold a full evaluation of these
@@ -300,7 +318,7 @@ impl ConstraintSystem {
         } else {
             self.blocks.iter_mut().zip(items).for_each(|(out, c)| eval(c, out));
         }
-        self.update_body_weights(scene.bodies);
+        self.update_body_weights(scene);
         // pins only, no body turned since the last fill (the first stage of a
         // step, at the positions the projections ended on): J is bit for bit
         // the one in place (the generation check: the same constraints)
@@ -375,7 +393,7 @@ impl ConstraintSystem {
                 }
             }
         }
-        self.update_body_weights(scene.bodies);
+        self.update_body_weights(scene);
         if !finite {
             self.jac_from_rotations = false;
             return Err(SolverError::NonFinite("Jacobian block"));
@@ -428,27 +446,78 @@ impl ConstraintSystem {
     /// metric), recomputed only for the bodies whose mass, inertia, shape or
     /// fixedness changed since the last assembly (their divisions and the
     /// bounding radius's square root were ~4 % of a small linkage's step).
-    fn update_body_weights(&mut self, bodies: &[Body]) {
+    fn update_body_weights(&mut self, scene: Scene) {
+        let bodies = scene.bodies;
         let stale = |(b, k): (&Body, &BodyKey)| {
             b.mass.to_bits() != k.mass || b.inertia.to_bits() != k.inertia || b.fixed != k.fixed || b.shape != k.shape
         };
-        if self.body_keys.len() == bodies.len() && !bodies.iter().zip(&self.body_keys).any(stale) {
+        if self.body_keys.len() != bodies.len() || bodies.iter().zip(&self.body_keys).any(stale) {
+            self.body_keys.clear();
+            self.body_keys.extend(bodies.iter().map(|b| BodyKey {
+                mass: b.mass.to_bits(),
+                inertia: b.inertia.to_bits(),
+                fixed: b.fixed,
+                shape: b.shape.clone(),
+            }));
+            self.inv_mass.clear();
+            self.inv_mass.extend(bodies.iter().map(Body::inverse_mass));
+            self.rank_weights.clear();
+            self.rank_weights.extend(bodies.iter().map(Body::rank_weights));
+            self.solver.set_rank_metric(&self.rank_weights);
+            self.augmented.select(&self.inv_mass, &self.rank_weights);
+            self.weights_version += 1;
+            self.raise_failed = false;
+        }
+        self.choose_metric(scene.constraints);
+    }
+
+    /// The inverse masses A is built with (module `raised`): the light
+    /// rotations raised when some constraint turns a light body and the
+    /// system is too large for the dense augmented solve (and the raised
+    /// iteration has not failed on it), the true ones otherwise. Chosen again
+    /// only when the constraint set or the bodies' weights change.
+    fn choose_metric(&mut self, constraints: &ConstraintSet) {
+        let key = (constraints.generation(), constraints.len(), self.weights_version);
+        if self.metric_for == Some(key) {
             return;
         }
-        self.body_keys.clear();
-        self.body_keys.extend(bodies.iter().map(|b| BodyKey {
-            mass: b.mass.to_bits(),
-            inertia: b.inertia.to_bits(),
-            fixed: b.fixed,
-            shape: b.shape.clone(),
-        }));
-        self.inv_mass.clear();
-        self.inv_mass.extend(bodies.iter().map(Body::inverse_mass));
-        self.rank_weights.clear();
-        self.rank_weights.extend(bodies.iter().map(Body::rank_weights));
-        self.solver.set_rank_metric(&self.rank_weights);
-        self.solver.set_inverse_masses(&self.inv_mass);
-        self.augmented.select(&self.inv_mass, &self.rank_weights);
+        self.metric_for = Some(key);
+        let rows: usize = self.blocks.iter().map(|b| b.rows).sum();
+        let light_and_large = self.augmented.any_light()
+            && !self.raise_failed
+            && !self.raise_disabled
+            && !self.augmented.prepare(constraints, rows)
+            && !self.augmented.bodies().is_empty();
+        // the light bodies some row turns (an angular entry of J not zero);
+        // one no row turns (a disc pinned at its centre) is not raised: 1/I
+        // does not enter A, and its α = τ/I needs no iteration (module `raised`)
+        let mut turned = std::mem::take(&mut self.raised_turned);
+        turned.clear();
+        turned.resize(self.inv_mass.len(), false);
+        if light_and_large {
+            for (c, block) in constraints.iter().zip(&self.blocks) {
+                for (end, body) in std::iter::once(c.body_a).chain(c.body_b).enumerate() {
+                    let light = self.augmented.light().get(body.0).copied().unwrap_or(false);
+                    if light && block.jac[end][..block.rows].iter().any(|row| row[2] != 0.0) {
+                        turned[body.0] = true;
+                    }
+                }
+            }
+        }
+        let raised = turned.iter().any(|&t| t);
+        if raised {
+            super::raised::raise(&self.inv_mass, &self.rank_weights, &turned, &mut self.metric_inv_mass);
+        } else {
+            self.metric_inv_mass.clear();
+            self.metric_inv_mass.extend_from_slice(&self.inv_mass);
+        }
+        self.raised_turned = turned;
+        if raised != self.metric_raised {
+            // a factor held from the other metric is not this A
+            self.held_factor = None;
+        }
+        self.metric_raised = raised;
+        self.solver.set_inverse_masses(&self.metric_inv_mass);
     }
 
     /// Writes the evaluated rows into J: into its fixed slots when J was built
@@ -488,6 +557,12 @@ impl ConstraintSystem {
         f: &mut [f64],
         baumgarte: Option<f64>,
     ) -> Result<f64, SolverError> {
+        if self.metric_raised {
+            if let Some(power) = self.apply_forces_raised(scene, v, f, baumgarte)? {
+                return Ok(power);
+            }
+            self.lower_metric();
+        }
         let n = self.jac.n_rows();
         // rhs = −γ − J M⁻¹ f (− 2αĊ − α²C): the accelerations a = M⁻¹(f + Jᵀλ)
         // then satisfy J a + γ = 0 (seed 003 §III).
@@ -549,35 +624,10 @@ impl ConstraintSystem {
             (rep.rank_deficient, rep.badly_scaled, false)
         };
         self.held_factor = Some(self.pattern());
-        let report = Report { rank_deficient, badly_scaled };
-        // a warning is formatted only when the set of named constraints changes
-        // (not step after step: no allocation per step, issue 10)
         // (after the augmented solve, A singular in f64 is no loss: λ and α
         // did not come from it, and nothing is regularised)
-        if !solved_augmented && !report.badly_scaled.is_empty() && *report.badly_scaled != *self.warned_badly_scaled {
-            self.warned_badly_scaled = report.badly_scaled.clone();
-            let names: Vec<_> = report
-                .badly_scaled
-                .iter()
-                .filter_map(|id| scene.constraints.iter().nth(id.index()).map(|c| c.name.clone()))
-                .collect();
-            self.warnings.insert(format!(
-                "constraints {} are independent but their bodies' inertias are too small for their size (J ≪ m·ℓ²) to be resolved in f64: multipliers regularised; model such bodies as shape: Point",
-                names.join(", ")
-            ));
-        }
-        if !report.rank_deficient.is_empty() && *report.rank_deficient != *self.warned_rank_deficient {
-            self.warned_rank_deficient = report.rank_deficient.clone();
-            let names: Vec<_> = report
-                .rank_deficient
-                .iter()
-                .filter_map(|id| scene.constraints.iter().nth(id.index()).map(|c| c.name.clone()))
-                .collect();
-            self.warnings.insert(format!(
-                "redundant or singular constraints: {} (multipliers regularised to the minimal norm)",
-                names.join(", ")
-            ));
-        }
+        let badly_scaled = if solved_augmented { None } else { Some(badly_scaled) };
+        self.record_warnings(scene, rank_deficient, badly_scaled);
         // (mul_transpose overwrites the scratch)
         self.jac.mul_transpose(&self.lambda, &mut self.scratch)?;
         // the forces by body triples (no bounds check per entry); the power,
@@ -607,6 +657,113 @@ impl ConstraintSystem {
             }
         }
         Ok(power)
+    }
+
+    /// Formats a warning when the set of named constraints changes (not
+    /// step after step: no allocation per step, issue 10). `badly_scaled`
+    /// None: not to be reported (λ did not come from that A).
+    fn record_warnings(
+        &mut self,
+        scene: Scene,
+        rank_deficient: std::sync::Arc<[ConstraintId]>,
+        badly_scaled: Option<std::sync::Arc<[ConstraintId]>>,
+    ) {
+        let names = |ids: &[ConstraintId]| -> Vec<String> {
+            ids.iter().filter_map(|id| scene.constraints.iter().nth(id.index()).map(|c| c.name.clone())).collect()
+        };
+        if let Some(badly_scaled) = badly_scaled
+            && !badly_scaled.is_empty()
+            && *badly_scaled != *self.warned_badly_scaled
+        {
+            self.warnings.insert(format!(
+                "constraints {} are independent but their bodies' inertias are too small for their size (J ≪ m·ℓ²) to be resolved in f64: multipliers regularised; model such bodies as shape: Point",
+                names(&badly_scaled).join(", ")
+            ));
+            self.warned_badly_scaled = badly_scaled;
+        }
+        if !rank_deficient.is_empty() && *rank_deficient != *self.warned_rank_deficient {
+            self.warnings.insert(format!(
+                "redundant or singular constraints: {} (multipliers regularised to the minimal norm)",
+                names(&rank_deficient).join(", ")
+            ));
+            self.warned_rank_deficient = rank_deficient;
+        }
+    }
+
+    /// [`apply_forces`](Self::apply_forces) with the light rotations raised
+    /// (module `raised`): M a = f + Jᵀλ, J a = c iterated on the raised
+    /// factor. None when the iteration did not converge (nothing written).
+    fn apply_forces_raised(
+        &mut self,
+        scene: Scene,
+        v: &[f64],
+        f: &mut [f64],
+        baumgarte: Option<f64>,
+    ) -> Result<Option<f64>, SolverError> {
+        let n = self.jac.n_rows();
+        // c = −γ (− 2αĊ − α²C): the right-hand side with J M⁻¹f = 0
+        let mut jv = std::mem::take(&mut self.scratch_rows);
+        jv.resize(if baumgarte.is_some() { n } else { 0 }, 0.0);
+        if baumgarte.is_some() {
+            self.jac.mul(v, &mut jv)?;
+        }
+        self.raised_c.clear();
+        self.raised_c.resize(n, 0.0);
+        write_rhs(&self.blocks, &jv, baumgarte, &mut self.raised_c);
+        self.scratch_rows = jv;
+        self.lambda.resize(n, 0.0);
+        self.held_factor = None;
+        self.solver.factor_held(&self.jac)?;
+        self.held_factor = Some(self.pattern());
+        let outcome = self.raised.solve(
+            &mut self.solver,
+            &self.jac,
+            &self.inv_mass,
+            &self.metric_inv_mass,
+            f,
+            &self.raised_c,
+            &mut self.lambda,
+            &mut self.raised_x,
+        )?;
+        if !outcome.converged {
+            return Ok(None);
+        }
+        self.record_warnings(scene, outcome.report.rank_deficient, Some(outcome.report.badly_scaled));
+        self.scratch.resize(f.len(), 0.0);
+        self.jac.mul_transpose(&self.lambda, &mut self.scratch)?;
+        let mut power = 0.0;
+        for ((((fi, s), inv), raised), (xi, vi)) in f
+            .chunks_exact_mut(3)
+            .zip(self.scratch.chunks_exact(3))
+            .zip(&self.inv_mass)
+            .zip(&self.metric_inv_mass)
+            .zip(self.raised_x.chunks_exact(3).zip(v.chunks_exact(3)))
+        {
+            if *inv != [0.0; 3] {
+                for k in 0..3 {
+                    fi[k] += s[k];
+                    power += s[k] * vi[k];
+                }
+                if raised[2] != inv[2] {
+                    // the torque that gives the iterated α exactly (as after
+                    // the augmented solve): I α, not τ + (Jᵀλ)_θ
+                    fi[2] = xi[2] / inv[2];
+                }
+            }
+        }
+        Ok(Some(power))
+    }
+
+    /// The raised iteration did not converge on this system (module
+    /// `raised`): A with the true inertias from now on (until the bodies'
+    /// weights change).
+    fn lower_metric(&mut self) {
+        self.raise_failed = true;
+        self.metric_raised = false;
+        self.held_factor = None;
+        self.metric_inv_mass.clear();
+        self.metric_inv_mass.extend_from_slice(&self.inv_mass);
+        self.solver.set_inverse_masses(&self.metric_inv_mass);
     }
 
     /// Largest |C| over the position rows of the last assembly.
@@ -817,6 +974,31 @@ impl ConstraintSystem {
             }
         }
         self.lambda.resize(n, 0.0);
+        if self.metric_raised {
+            // M Δv = Jᵀμ, J Δv = rhs with the true inertias (module `raised`)
+            self.held_factor = None;
+            self.solver.factor_held(&self.jac)?;
+            self.held_factor = Some(self.pattern());
+            self.scratch.clear();
+            self.scratch.resize(v.len(), 0.0);
+            let outcome = self.raised.solve(
+                &mut self.solver,
+                &self.jac,
+                &self.inv_mass,
+                &self.metric_inv_mass,
+                &self.scratch,
+                &self.rhs,
+                &mut self.lambda,
+                &mut self.raised_x,
+            )?;
+            if outcome.converged {
+                for (vi, dv) in v.iter_mut().zip(&self.raised_x) {
+                    *vi += dv;
+                }
+                return Ok(());
+            }
+            self.lower_metric();
+        }
         self.held_factor = None;
         self.solver.solve_held(&self.jac, &self.rhs, &mut self.lambda)?;
         self.held_factor = Some(self.pattern());
@@ -879,6 +1061,21 @@ impl ConstraintSystem {
         Ok((err, distance))
     }
 
+    /// Forces the path of light rotations (tests only): the dense augmented
+    /// solve up to `dense_limit` unknowns, and the raised iteration or, with
+    /// `raise` false, the normal equations with the true inertias beyond it.
+    #[cfg(test)]
+    pub(crate) fn force_light_path(&mut self, dense_limit: usize, raise: bool) {
+        self.augmented.set_limit(dense_limit);
+        self.raise_disabled = !raise;
+        self.metric_for = None;
+    }
+
+    /// Whether A is built with the light rotations raised (module `raised`).
+    pub fn metric_raised(&self) -> bool {
+        self.metric_raised
+    }
+
     /// (constraints, rows, bodies) of the assembled J.
     fn pattern(&self) -> (usize, usize, usize) {
         (self.jac.n_constraints(), self.jac.n_rows(), self.jac.n_bodies())
@@ -902,12 +1099,13 @@ impl ConstraintSystem {
         }
     }
 
-    /// x ← x + M⁻¹ Jᵀ λ.
+    /// x ← x + M⁻¹ Jᵀ λ (M the metric A is built with: the raised one of
+    /// module `raised` where it is used).
     fn correct(&mut self, jac: &SparseJacobian, x: &mut [f64]) -> Result<(), SolverError> {
         self.scratch.resize(x.len(), 0.0);
         self.scratch.iter_mut().for_each(|s| *s = 0.0);
         jac.mul_transpose(&self.lambda, &mut self.scratch)?;
-        for (i, inv) in self.inv_mass.iter().enumerate() {
+        for (i, inv) in self.metric_inv_mass.iter().enumerate() {
             for k in 0..3 {
                 x[3 * i + k] += inv[k] * self.scratch[3 * i + k];
             }

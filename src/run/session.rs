@@ -99,8 +99,9 @@ impl Session {
         // With the projection on, the constraints hold after every step to
         // its tolerance (≤ 1e-12 m on every shipped scene): an error of a
         // thousandth of the scene's extent means the projection could not
-        // hold them (nearly massless rotations in a system too large for the
-        // augmented solve left linkage_loops 19.5 m apart, issue 10), and the
+        // hold them (before `constraint::raised`, nearly massless rotations in
+        // a system too large for the augmented solve left linkage_loops 19.5 m
+        // apart, issue 10), and the
         // run stops rather than write a mechanism that is not one. Without
         // the projection the drift is a fraction of the extent, and only
         // past 1000 × the extent does a joint no longer mean anything.
