@@ -156,6 +156,9 @@ pub struct ConstraintSystem {
     /// The raised iteration did not converge on this system (a light body
     /// turning about its own centre): the true inertias from then on.
     raise_failed: bool,
+    /// The body whose rotation the failed iteration changed most, until its
+    /// warning is formatted.
+    raise_failed_body: Option<usize>,
     /// The raised iteration is not used (tests: the normal equations as a
     /// reference).
     raise_disabled: bool,
@@ -483,18 +486,18 @@ impl ConstraintSystem {
         }
         self.metric_for = Some(key);
         let rows: usize = self.blocks.iter().map(|b| b.rows).sum();
-        let light_and_large = self.augmented.any_light()
+        // (prepare lists the light bodies some constraint touches, at any size)
+        let light_constrained = self.augmented.any_light()
             && !self.raise_failed
             && !self.raise_disabled
-            && !self.augmented.prepare(constraints, rows)
-            && !self.augmented.bodies().is_empty();
+            && (self.augmented.prepare(constraints, rows) || !self.augmented.bodies().is_empty());
         // the light bodies some row turns (an angular entry of J not zero);
         // one no row turns (a disc pinned at its centre) is not raised: 1/I
         // does not enter A, and its α = τ/I needs no iteration (module `raised`)
         let mut turned = std::mem::take(&mut self.raised_turned);
         turned.clear();
         turned.resize(self.inv_mass.len(), false);
-        if light_and_large {
+        if light_constrained {
             for (c, block) in constraints.iter().zip(&self.blocks) {
                 for (end, body) in std::iter::once(c.body_a).chain(c.body_b).enumerate() {
                     let light = self.augmented.light().get(body.0).copied().unwrap_or(false);
@@ -557,13 +560,17 @@ impl ConstraintSystem {
         f: &mut [f64],
         baumgarte: Option<f64>,
     ) -> Result<f64, SolverError> {
-        if self.metric_raised {
+        let n = self.jac.n_rows();
+        self.warn_failed_raise(scene);
+        // light rotations: the dense augmented solve in a small system, the
+        // raised iteration in a large one (modules `augmented`, `raised`)
+        let augmented = self.augmented.prepare(scene.constraints, n);
+        if self.metric_raised && !augmented {
             if let Some(power) = self.apply_forces_raised(scene, v, f, baumgarte)? {
                 return Ok(power);
             }
             self.lower_metric();
         }
-        let n = self.jac.n_rows();
         // rhs = −γ − J M⁻¹ f (− 2αĊ − α²C): the accelerations a = M⁻¹(f + Jᵀλ)
         // then satisfy J a + γ = 0 (seed 003 §III).
         self.scratch.resize(f.len(), 0.0);
@@ -581,7 +588,6 @@ impl ConstraintSystem {
             self.jac.mul(v, &mut jv)?;
         }
         write_rhs(&self.blocks, &jv, baumgarte, &mut self.rhs);
-        let augmented = self.augmented.prepare(scene.constraints, n);
         if augmented {
             // b with the augmented rotations left out of M⁻¹f (module
             // `augmented`): J times M⁻¹f without them, then as above
@@ -615,6 +621,15 @@ impl ConstraintSystem {
                 );
             if ok {
                 (rep.rank_deficient, rep.badly_scaled, true)
+            } else if self.metric_raised {
+                // the dense solve declined (a dependent row, the blend band
+                // of a singular configuration): the raised iteration
+                if let Some(power) = self.apply_forces_raised(scene, v, f, baumgarte)? {
+                    return Ok(power);
+                }
+                self.lower_metric();
+                let rep = self.solver.solve_held(&self.jac, &self.rhs, &mut self.lambda)?;
+                (rep.rank_deficient, rep.badly_scaled, false)
             } else {
                 let rep = self.solver.solve_factored(&self.rhs, &mut self.lambda)?;
                 (rep.rank_deficient, rep.badly_scaled, false)
@@ -754,11 +769,24 @@ impl ConstraintSystem {
         Ok(Some(power))
     }
 
+    /// The warning of a raised iteration that did not converge (recorded by
+    /// [`lower_metric`](Self::lower_metric), formatted here where the
+    /// bodies' names are at hand).
+    fn warn_failed_raise(&mut self, scene: Scene) {
+        if let Some(body) = self.raise_failed_body.take() {
+            let name = scene.bodies.get(body).map_or("?", |b| b.name.as_str());
+            self.warnings.insert(format!(
+                "the constraints let body {name} turn while almost no mass moves (a motion of nearly no inertia, I ≪ m·ℓ²): it is stiff, and the constraint forces fall back to the normal equations; give such bodies their inertia, or model them as shape: Point"
+            ));
+        }
+    }
+
     /// The raised iteration did not converge on this system (module
     /// `raised`): A with the true inertias from now on (until the bodies'
     /// weights change).
     fn lower_metric(&mut self) {
         self.raise_failed = true;
+        self.raise_failed_body = Some(self.raised.slowest_body());
         self.metric_raised = false;
         self.held_factor = None;
         self.metric_inv_mass.clear();

@@ -85,8 +85,9 @@
 //! made as always, in the metric G of [`gauss`] — finds J of full rank with
 //! no blend towards the regularised λ due (or A merely singular in f64,
 //! which the augmented system does not inherit). Otherwise, and for the
-//! projections and impulses (which still factor A), the normal equations are
-//! used as before. A system with no such body runs bit for bit as before
+//! projections and impulses, the sparse factor of A' — A with those inertias
+//! raised to m ℓ²/100 — and an iteration that restores them
+//! (`constraint::raised`, below). A system with no such body runs bit for bit as before
 //! (the shipped scenes' trace, energy and reaction CSVs byte-identical; only
 //! `scenes/point_pendulum.ron`, I = 1e-12 kg·m², changes: its largest
 //! position error against θ̈ = −(g/L) cos θ over 2 s fell from 5.5e-9 to
@@ -107,10 +108,15 @@
 //! normal equations are accurate), and a fixed-point iteration restores the
 //! true inertias (`constraint::raised`: it contracts by the share of a
 //! permitted motion's kinetic energy that the raise added, ≈ 0.005 on
-//! `scenes/linkage_loops.ron`; 7–10 right-hand sides a solve). That scene
-//! with every inertia × 1e-8 … 1e-12 runs its 4,000 steps with the pins held
-//! to 5e-14 m; before, the normal equations diverged at × 1e-8 and kept
-//! 19.5 m of error at × 1e-12. Not covered: inertias far *above* the
+//! `scenes/linkage_loops.ron`; 7–10 right-hand sides a solve); so do the
+//! projections of every system with such bodies. linkage_loops with every
+//! inertia × 1e-8 … 1e-12 runs its 4,000 steps with the pins held to
+//! 5e-14 m (before: diverged at × 1e-8, 19.5 m of error at × 1e-12);
+//! four_bar and slider_crank hold theirs to ≤ 1e-12 m at × 1e-9 and × 1e-12
+//! (before: up to 7e-5 m, and a stop at the first step). A motion of nearly
+//! no inertia (a straight chain of light bars zig-zagging) is stiff, not
+//! ill-conditioned: the iteration does not converge on it, and a warning
+//! names it. Not covered: inertias far *above* the
 //! shape's own (j ≥ 4, κ(A) grows with the factor there too: 1.3e-10 at
 //! j = 6, within the 1e-9).
 //!
