@@ -4,7 +4,8 @@
 //! iteration on the torque the raise leaves out. Used for every solve of a
 //! large system (past the dense [`super::augmented`] solve's
 //! [`MAX_UNKNOWNS`](super::augmented::MAX_UNKNOWNS)), and in a small one for
-//! the projections (its accelerations come from the dense solve).
+//! the projections and for the accelerations where the dense solve declines
+//! (a dependent row, the blend band of a singular configuration).
 //!
 //! # Why
 //!
@@ -22,10 +23,12 @@
 //! # The iteration
 //!
 //! Let M' be M with each light rotation's inertia raised to
-//! I' = m ℓ²/[`RATIO`] (ℓ the bounding radius), the
-//! largest inertia at which the normal equations are still accurate
-//! (κ ≲ 1e5, module `augmented`), and ΔM = M' − M ≥ 0 (on those rotations
-//! only). The system M x = g + Jᵀλ, J x = c is solved as
+//! I' = m a²/[`RATIO`], a its arm: the largest lever by which its
+//! constraints turn it (a pin's or a distance bar's anchor distance, the
+//! bounding radius ℓ for the other kinds; [`raise`]). Its rows' angular
+//! terms a²/I' are then RATIO × their 1/m terms: A' is as well conditioned as
+//! the normal equations at a hundredth of a bar's own inertia (κ ≲ 1e5,
+//! module `augmented`). ΔM = M' − M ≥ 0 (on those rotations only). The system M x = g + Jᵀλ, J x = c is solved as
 //!
 //! ```text
 //! M' x_{k+1} = g + ΔM x_k + Jᵀλ_{k+1},   J x_{k+1} = c,   x_0 = 0,
@@ -39,31 +42,37 @@
 //! μ = max over motions u with J u = 0 of uᵀ ΔM u / uᵀ M' u  < 1,
 //!
 //! the largest share of a permitted motion's (raised) kinetic energy that the
-//! raise added. In a linkage every light bar's rotation is fixed by its
-//! pins' positions: it turns only while its pins move, so μ ≲ I'/(m·d²), d the
-//! distance between its pins (a bar's ℓ ≈ d/2: μ ≲ 1/(4·RATIO)). Measured on
+//! raise added. A motion that turns a light body by ω moves its anchor by
+//! a·ω relative to its centre; unless the anchor stands still (below) its
+//! mass moves too, and μ ≲ I'/(I' + m a²) = 1/(1 + RATIO). Measured on
 //! `scenes/linkage_loops.ron`: the change falls by ≈ 0.003–0.008 an
 //! iteration, 7–10 right-hand sides a solve to [`TOLERANCE`] (relative,
 //! M'-norm of the last change), against one for the normal equations: that
 //! scene at inertias × 1e-9 steps in ≈ 3.5× the time of the scene as shipped.
 //! A change that stops shrinking is the rounding floor of the raised solve:
-//! accepted below [`FLOOR`].
+//! accepted below [`FLOOR`]. It is ~1e-15 away from singular configurations
+//! and rises near them (A' nearly singular, where the rank decision blends λ
+//! towards the regularised one anyway): on linkage_loops at × 1e-12, 105 of
+//! its ~10⁵ solves stopped above 1e-9, the largest at 1.3e-5.
 //!
-//! A motion that turns light bodies while almost no mass moves has μ ≈ 1:
-//! a light disc pinned (nearly) at its centre, or a straight chain of light
-//! bars zig-zagging about their centres. Such a motion has nearly no
-//! inertia: it is genuinely fast (for I → 0 the point-mass limit does not
-//! exist, M not being positive definite on J's null space), and the
-//! iteration crawls on it. A light body that no row turns at all (every
-//! angular entry of J zero) is not raised, so it never comes here. Otherwise
-//! the iteration is stopped after [`MAX_ITERATIONS`] or when its change
-//! stops shrinking above [`FLOOR`]; the system falls back to the normal
-//! equations with the true inertias, as before this module, and a warning
-//! names the body whose rotation crawled.
+//! A motion that turns light bodies while their anchors stand still has
+//! μ ≈ 1: a straight chain of light bars zig-zagging about their centres
+//! (each pin moves along the chain, every centre stays put). Such a motion
+//! has nearly no inertia: it is genuinely fast (for I → 0 the point-mass
+//! limit does not exist, M not being positive definite on J's null space),
+//! and the iteration crawls on it. (A light body pinned at its centre has
+//! arm 0 and is not raised: 1/I never enters A, its α = τ/I needs no
+//! iteration; one pinned 0.1 mm off it is raised by 0.1 mm and converges.)
+//! The iteration is stopped after [`MAX_ITERATIONS`] or when its change
+//! stops shrinking above [`FLOOR`]; the whole system then falls back to the
+//! normal equations with the true inertias, as before this module, until
+//! the bodies' weights change, and a warning names the body whose rotation
+//! changed most.
 //!
 //! # The projections
 //!
-//! The position projection factors the same raised A': any positive-definite
+//! The position projection (and the inverse kinematics' Newton step)
+//! factors the same raised A': any positive-definite
 //! metric gives a Newton projection onto C(q) = 0 (the mass-weighted one is a
 //! choice, not a requirement), and the raised one is the well-conditioned
 //! choice. The velocity projection and impulses ([`RaisedSolve::solve`] with
@@ -84,25 +93,25 @@ pub const TOLERANCE: f64 = 1e-14;
 
 /// A change that stopped shrinking is the rounding floor of the raised
 /// solve when it is below this (near a singular configuration, where A' is
-/// nearly singular, the floor was up to 1.4e-6 on `scenes/linkage_loops.ron`);
-/// above it, the iteration failed.
+/// nearly singular, the floor reached 1.3e-5 on `scenes/linkage_loops.ron`
+/// at inertias × 1e-12); above it, the iteration failed.
 pub const FLOOR: f64 = 1e-4;
 
 /// Iterations after which the iteration is given up (μ ≳ 0.5).
 pub const MAX_ITERATIONS: usize = 48;
 
-/// The raised inverse masses: the light bodies' (`light`) rotations at
-/// 1/I' = RATIO/(m ℓ²) (`rank_weights` = (1, 1, 1/ℓ²)), every other entry
-/// as in `inv_mass`.
-pub fn raise(inv_mass: &[[f64; 3]], rank_weights: &[[f64; 3]], light: &[bool], out: &mut Vec<[f64; 3]>) {
+/// The raised inverse masses: each rotation with an arm a > 0 (the largest
+/// lever by which its constraints turn it) at 1/I' = RATIO/(m a²) where that
+/// is below 1/I, every other entry as in `inv_mass`. With a the arm, the
+/// rows' angular terms a²/I' are RATIO × their 1/m terms (A' as well
+/// conditioned as at the shapes' own inertias), and a motion that turns the
+/// body moves its anchor, and so its mass, by a·ω: μ ≲ 1/(1 + RATIO).
+pub fn raise(inv_mass: &[[f64; 3]], arms: &[f64], out: &mut Vec<[f64; 3]>) {
     out.clear();
-    out.extend(
-        inv_mass.iter().zip(rank_weights).zip(light).map(
-            |((im, rw), &l)| {
-                if l { [im[0], im[1], RATIO * im[0] * rw[2]] } else { *im }
-            },
-        ),
-    );
+    out.extend(inv_mass.iter().zip(arms).map(|(im, &arm)| {
+        let raised = if arm > 0.0 { RATIO * im[0] / (arm * arm) } else { f64::INFINITY };
+        [im[0], im[1], im[2].min(raised)]
+    }));
 }
 
 /// How an iterated solve ended.
@@ -123,8 +132,9 @@ pub struct RaisedSolve {
     force: Vec<f64>,
     /// M'⁻¹ times it, then Jᵀλ.
     scratch: Vec<f64>,
-    /// The raised body whose rotation changed most in the last iteration.
-    slowest_body: usize,
+    /// The raised body whose rotation changed most in the last iteration
+    /// of the last solve (None: none changed).
+    slowest_body: Option<usize>,
     /// The right-hand side of A' λ.
     rhs: Vec<f64>,
 }
@@ -132,7 +142,7 @@ pub struct RaisedSolve {
 impl RaisedSolve {
     /// The raised body whose rotation the last iteration changed most (the
     /// one that names a slow mode when the iteration did not converge).
-    pub fn slowest_body(&self) -> usize {
+    pub fn slowest_body(&self) -> Option<usize> {
         self.slowest_body
     }
 
@@ -176,7 +186,7 @@ impl RaisedSolve {
             let report = solver.solve_factored(&self.rhs, lambda)?;
             // x_{k+1} = M'⁻¹ (g + ΔM x_k + Jᵀλ), and its change in the M'-norm
             jac.mul_transpose(lambda, &mut self.scratch)?;
-            let (mut change, mut size, mut largest) = (0.0, 0.0, 0.0);
+            let (mut change, mut size, mut largest, mut slowest) = (0.0, 0.0, 0.0, None);
             for (body, ((((xi, fi), s), inv), true_inv)) in x
                 .chunks_exact_mut(3)
                 .zip(self.force.chunks_exact(3))
@@ -193,11 +203,12 @@ impl RaisedSolve {
                         size += new * new / inv[k];
                         xi[k] = new;
                         if k == 2 && inv[2] != true_inv[2] && step > largest {
-                            (largest, self.slowest_body) = (step, body);
+                            (largest, slowest) = (step, Some(body));
                         }
                     }
                 }
             }
+            self.slowest_body = slowest;
             if !(change.is_finite() && size.is_finite()) {
                 return Err(SolverError::NonFinite("raised-inertia iteration"));
             }
@@ -276,7 +287,7 @@ mod tests {
         let lambda = system.lambda().to_vec();
         // a velocity off the constraints (every body pushed), projected back
         let mut w: Vec<f64> = v.iter().enumerate().map(|(i, vi)| vi + 0.01 * ((i * 7919 % 13) as f64 - 6.0)).collect();
-        system.velocity_correction(&mut w, 1.0).expect("velocity projection");
+        system.velocity_correction(scene, &mut w, 1.0).expect("velocity projection");
         (a, lambda, w, raised)
     }
 

@@ -145,20 +145,18 @@ pub struct ConstraintSystem {
     /// The inverse masses A is built with: `inv_mass`, or with the light
     /// rotations raised (module `raised`) while `metric_raised` holds.
     metric_inv_mass: Vec<[f64; 3]>,
-    /// Whether A is built with the light rotations raised: light bodies in a
-    /// system too large for the dense augmented solve.
+    /// Whether A is built with the light rotations raised: some constraint
+    /// turns a body with a nearly massless rotation (any system size).
     metric_raised: bool,
     /// (constraint set generation, its length, `weights_version`) of the
     /// last choice of the metric.
     metric_for: Option<(u64, usize, u64)>,
     /// Incremented whenever `inv_mass` and `rank_weights` are recomputed.
     weights_version: u64,
-    /// The raised iteration did not converge on this system (a light body
-    /// turning about its own centre): the true inertias from then on.
+    /// The raised iteration did not converge on this system (a motion of
+    /// nearly no inertia): the true inertias for the whole system from then
+    /// on, until the bodies' weights change.
     raise_failed: bool,
-    /// The body whose rotation the failed iteration changed most, until its
-    /// warning is formatted.
-    raise_failed_body: Option<usize>,
     /// The raised iteration is not used (tests: the normal equations as a
     /// reference).
     raise_disabled: bool,
@@ -166,8 +164,9 @@ pub struct ConstraintSystem {
     raised: RaisedSolve,
     raised_x: Vec<f64>,
     raised_c: Vec<f64>,
-    /// Body → whether it is raised (a light body some row turns).
-    raised_turned: Vec<bool>,
+    /// Body → the largest arm its constraints turn it by (light bodies only;
+    /// 0: not raised).
+    raised_arms: Vec<f64>,
 }
 
 /// The inputs of a body's inverse mass and rank weights (mass and inertia as
@@ -475,10 +474,10 @@ impl ConstraintSystem {
     }
 
     /// The inverse masses A is built with (module `raised`): the light
-    /// rotations raised when some constraint turns a light body and the
-    /// system is too large for the dense augmented solve (and the raised
-    /// iteration has not failed on it), the true ones otherwise. Chosen again
-    /// only when the constraint set or the bodies' weights change.
+    /// rotations that some constraint turns raised by their arms (unless the
+    /// raised iteration has failed on this system), the true ones otherwise.
+    /// Chosen again only when the constraint set or the bodies' weights
+    /// change; any factor held until then is dropped.
     fn choose_metric(&mut self, constraints: &ConstraintSet) {
         let key = (constraints.generation(), constraints.len(), self.weights_version);
         if self.metric_for == Some(key) {
@@ -491,34 +490,41 @@ impl ConstraintSystem {
             && !self.raise_failed
             && !self.raise_disabled
             && (self.augmented.prepare(constraints, rows) || !self.augmented.bodies().is_empty());
-        // the light bodies some row turns (an angular entry of J not zero);
-        // one no row turns (a disc pinned at its centre) is not raised: 1/I
-        // does not enter A, and its α = τ/I needs no iteration (module `raised`)
-        let mut turned = std::mem::take(&mut self.raised_turned);
-        turned.clear();
-        turned.resize(self.inv_mass.len(), false);
+        // each light body's largest arm: a pin's or a distance bar's anchor
+        // (from the constraint, not from J's values, which vanish when an arm
+        // happens to lie along a row's direction), the bounding radius ℓ for
+        // every other kind; 0: no constraint turns it (a disc pinned at its
+        // centre: 1/I never enters A, and its α = τ/I needs no iteration)
+        let mut arms = std::mem::take(&mut self.raised_arms);
+        arms.clear();
+        arms.resize(self.inv_mass.len(), 0.0);
         if light_constrained {
-            for (c, block) in constraints.iter().zip(&self.blocks) {
+            for c in constraints.iter() {
                 for (end, body) in std::iter::once(c.body_a).chain(c.body_b).enumerate() {
-                    let light = self.augmented.light().get(body.0).copied().unwrap_or(false);
-                    if light && block.jac[end][..block.rows].iter().any(|row| row[2] != 0.0) {
-                        turned[body.0] = true;
+                    if !self.augmented.light().get(body.0).copied().unwrap_or(false) {
+                        continue;
                     }
+                    let arm = match &c.kind {
+                        super::ConstraintKind::Revolute { anchor_a, anchor_b }
+                        | super::ConstraintKind::Distance { anchor_a, anchor_b, .. } => {
+                            if end == 0 {
+                                anchor_a.length()
+                            } else {
+                                anchor_b.length()
+                            }
+                        }
+                        // (a light body's rank weight is 1/ℓ² > 0)
+                        _ => 1.0 / self.rank_weights[body.0][2].sqrt(),
+                    };
+                    arms[body.0] = arms[body.0].max(arm);
                 }
             }
         }
-        let raised = turned.iter().any(|&t| t);
-        if raised {
-            super::raised::raise(&self.inv_mass, &self.rank_weights, &turned, &mut self.metric_inv_mass);
-        } else {
-            self.metric_inv_mass.clear();
-            self.metric_inv_mass.extend_from_slice(&self.inv_mass);
-        }
-        self.raised_turned = turned;
-        if raised != self.metric_raised {
-            // a factor held from the other metric is not this A
-            self.held_factor = None;
-        }
+        super::raised::raise(&self.inv_mass, &arms, &mut self.metric_inv_mass);
+        let raised = self.metric_inv_mass != self.inv_mass;
+        self.raised_arms = arms;
+        // a factor held from another metric is not this A
+        self.held_factor = None;
         self.metric_raised = raised;
         self.solver.set_inverse_masses(&self.metric_inv_mass);
     }
@@ -561,15 +567,15 @@ impl ConstraintSystem {
         baumgarte: Option<f64>,
     ) -> Result<f64, SolverError> {
         let n = self.jac.n_rows();
-        self.warn_failed_raise(scene);
-        // light rotations: the dense augmented solve in a small system, the
-        // raised iteration in a large one (modules `augmented`, `raised`)
+        // light rotations: the dense augmented solve in a small system (the
+        // raised iteration where it declines), the raised iteration in a
+        // large one (modules `augmented`, `raised`)
         let augmented = self.augmented.prepare(scene.constraints, n);
         if self.metric_raised && !augmented {
             if let Some(power) = self.apply_forces_raised(scene, v, f, baumgarte)? {
                 return Ok(power);
             }
-            self.lower_metric();
+            self.lower_metric(scene);
         }
         // rhs = −γ − J M⁻¹ f (− 2αĊ − α²C): the accelerations a = M⁻¹(f + Jᵀλ)
         // then satisfy J a + γ = 0 (seed 003 §III).
@@ -627,7 +633,7 @@ impl ConstraintSystem {
                 if let Some(power) = self.apply_forces_raised(scene, v, f, baumgarte)? {
                     return Ok(power);
                 }
-                self.lower_metric();
+                self.lower_metric(scene);
                 let rep = self.solver.solve_held(&self.jac, &self.rhs, &mut self.lambda)?;
                 (rep.rank_deficient, rep.badly_scaled, false)
             } else {
@@ -769,29 +775,22 @@ impl ConstraintSystem {
         Ok(Some(power))
     }
 
-    /// The warning of a raised iteration that did not converge (recorded by
-    /// [`lower_metric`](Self::lower_metric), formatted here where the
-    /// bodies' names are at hand).
-    fn warn_failed_raise(&mut self, scene: Scene) {
-        if let Some(body) = self.raise_failed_body.take() {
-            let name = scene.bodies.get(body).map_or("?", |b| b.name.as_str());
-            self.warnings.insert(format!(
-                "the constraints let body {name} turn while almost no mass moves (a motion of nearly no inertia, I ≪ m·ℓ²): it is stiff, and the constraint forces fall back to the normal equations; give such bodies their inertia, or model them as shape: Point"
-            ));
-        }
-    }
-
     /// The raised iteration did not converge on this system (module
-    /// `raised`): A with the true inertias from now on (until the bodies'
-    /// weights change).
-    fn lower_metric(&mut self) {
+    /// `raised`: a motion of nearly no inertia): A with the true inertias
+    /// from now on, for the whole system, until the bodies' weights change,
+    /// and a warning naming the body whose rotation crawled most.
+    fn lower_metric(&mut self, scene: Scene) {
         self.raise_failed = true;
-        self.raise_failed_body = Some(self.raised.slowest_body());
         self.metric_raised = false;
         self.held_factor = None;
         self.metric_inv_mass.clear();
         self.metric_inv_mass.extend_from_slice(&self.inv_mass);
         self.solver.set_inverse_masses(&self.metric_inv_mass);
+        let body = self.raised.slowest_body().and_then(|b| scene.bodies.get(b));
+        let name = body.map_or_else(String::new, |b| format!(" {}", b.name));
+        self.warnings.insert(format!(
+            "the constraints let body{name} turn while almost no mass moves (a motion of nearly no inertia, I ≪ m·ℓ²): the motion is stiff, and the solver falls back to the normal equations with the true inertias for this mechanism; give such bodies their inertia, model them as shape: Point, or use an implicit integrator"
+        ));
     }
 
     /// Largest |C| over the position rows of the last assembly.
@@ -864,7 +863,9 @@ impl ConstraintSystem {
     /// held factor not shrink |C| by `HELD_FACTOR_CONTRACTION` (1e-2), A is factored
     /// at the current positions and the projection goes on with that one. The
     /// direction of the correction is always J₀ᵀ at the current positions, so
-    /// the step stays the mass-weighted minimal-norm correction to first order.
+    /// the step stays the mass-weighted minimal-norm correction to first order
+    /// (weighted by the raised masses of module `raised` where they are used:
+    /// any positive metric projects onto C = 0).
     ///
     /// On return (Ok) the system is assembled at the final `q` (and `t`, `v`),
     /// so [`velocity_correction`](Self::velocity_correction) can follow
@@ -975,7 +976,7 @@ impl ConstraintSystem {
         settings: &Stabilization,
     ) -> Result<f64, SolverError> {
         let err = self.project_positions(scene, t, q, v, settings)?;
-        self.velocity_correction(v, 1.0)?;
+        self.velocity_correction(scene, v, 1.0)?;
         Ok(err)
     }
 
@@ -984,13 +985,13 @@ impl ConstraintSystem {
     /// M-orthogonal projection: it removes the least kinetic energy.
     pub fn project_velocities(&mut self, scene: Scene, t: f64, q: &[f64], v: &mut [f64]) -> Result<(), SolverError> {
         self.assemble(scene, t, q, v)?;
-        self.velocity_correction(v, 1.0)
+        self.velocity_correction(scene, v, 1.0)
     }
 
     /// Applies the impulsive velocity correction v ← v − factor·M⁻¹Jᵀ A⁻¹ (J v +
     /// bias) at the assembled state: factor 1 stops the motion along the
     /// constrained directions (plastic), 2 reverses it (elastic).
-    pub fn velocity_correction(&mut self, v: &mut [f64], factor: f64) -> Result<(), SolverError> {
+    pub fn velocity_correction(&mut self, scene: Scene, v: &mut [f64], factor: f64) -> Result<(), SolverError> {
         let n = self.jac.n_rows();
         self.rhs.resize(n, 0.0);
         self.jac.mul(v, &mut self.rhs)?;
@@ -1025,7 +1026,7 @@ impl ConstraintSystem {
                 }
                 return Ok(());
             }
-            self.lower_metric();
+            self.lower_metric(scene);
         }
         self.held_factor = None;
         self.solver.solve_held(&self.jac, &self.rhs, &mut self.lambda)?;
@@ -1038,7 +1039,8 @@ impl ConstraintSystem {
 
     /// One full Newton step on the position rows at `q` (seed 003 §IV-E):
     /// assemble, factor, solve A μ = −C and move q by Δq = M⁻¹Jᵀμ, the
-    /// mass-weighted minimal-norm correction. The rows of constraint `target`
+    /// mass-weighted minimal-norm correction (M the raised masses of module
+    /// `raised` where they are used). The rows of constraint `target`
     /// ask for at most `max_step` (their −C is shortened to that length): far
     /// from the goal the walk is bounded, near it the step is Newton's own,
     /// while every other constraint is corrected in full at each step.
@@ -1406,7 +1408,7 @@ mod tests {
         let mut system = ConstraintSystem::default();
         system.project_positions(scene, 0.0, &mut q, &v0, &settings).expect("projection");
         let mut v_reused = v0.clone();
-        system.velocity_correction(&mut v_reused, 1.0).expect("velocity correction");
+        system.velocity_correction(scene, &mut v_reused, 1.0).expect("velocity correction");
         let mut other = ConstraintSystem::default();
         let mut v_assembled = v0.clone();
         other.project_velocities(scene, 0.0, &q, &mut v_assembled).expect("velocity projection");

@@ -86,8 +86,10 @@
 //! no blend towards the regularised λ due (or A merely singular in f64,
 //! which the augmented system does not inherit). Otherwise, and for the
 //! projections and impulses, the sparse factor of A' — A with those inertias
-//! raised to m ℓ²/100 — and an iteration that restores them
-//! (`constraint::raised`, below). A system with no such body runs bit for bit as before
+//! raised to m a²/100, a the arm their joints turn them by — with an
+//! iteration that restores the true ones for the accelerations, the velocity
+//! projection and impulses (`constraint::raised`, below); the position
+//! projection keeps A' as its metric. A system with no such body runs bit for bit as before
 //! (the shipped scenes' trace, energy and reaction CSVs byte-identical; only
 //! `scenes/point_pendulum.ron`, I = 1e-12 kg·m², changes: its largest
 //! position error against θ̈ = −(g/L) cos θ over 2 s fell from 5.5e-9 to
@@ -104,8 +106,8 @@
 //! warning); a redundant twin pin is still named at inertias × 1e-12.
 //!
 //! A mechanism above 96 unknowns with such bodies takes the sparse factor of
-//! A' = J M'⁻¹ Jᵀ, M' with those inertias raised to m ℓ²/100 (where the
-//! normal equations are accurate), and a fixed-point iteration restores the
+//! A' = J M'⁻¹ Jᵀ, M' with those inertias raised to m a²/100 (a the arm;
+//! the normal equations are accurate there), and a fixed-point iteration restores the
 //! true inertias (`constraint::raised`: it contracts by the share of a
 //! permitted motion's kinetic energy that the raise added, ≈ 0.005 on
 //! `scenes/linkage_loops.ron`; 7–10 right-hand sides a solve); so do the
@@ -116,7 +118,8 @@
 //! (before: up to 7e-5 m, and a stop at the first step). A motion of nearly
 //! no inertia (a straight chain of light bars zig-zagging) is stiff, not
 //! ill-conditioned: the iteration does not converge on it, and a warning
-//! names it. Not covered: inertias far *above* the
+//! names it. Not covered either: the implicit integrators' Newton matrix
+//! (`integrator::sparse_newton`) is still built with the true inertias. Not covered: inertias far *above* the
 //! shape's own (j ≥ 4, κ(A) grows with the factor there too: 1.3e-10 at
 //! j = 6, within the 1e-9).
 //!

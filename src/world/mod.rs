@@ -546,7 +546,7 @@ impl World {
         let result = self
             .system
             .assemble(scene, self.time, &self.state.q, &self.state.v)
-            .and_then(|_| self.system.velocity_correction(&mut self.state.v, factor));
+            .and_then(|_| self.system.velocity_correction(scene, &mut self.state.v, factor));
         if !keep {
             self.constraints.remove(handle);
         }
