@@ -56,7 +56,7 @@
 //! | fields | uniform, radial (falloff), vortex, drag in rectangles, discs, half-planes | [`field`] (CPU), [`gpu`] (WGSL) |
 //! | integrators | Euler, symplectic Euler, implicit midpoint (Newton), RK2, RK4, Adams–Bashforth 4, Dormand–Prince 5(4) with dense output, L-stable SDIRK3 for stiff mechanisms (both adaptive, `--tolerance`) | [`integrator`] |
 //! | constraints | revolute, distance, prismatic, weld, angle, gear, motor, rolling, point-on-curve, user closures | [`constraint`] |
-//! | solver | block-sparse J, A = J M⁻¹ Jᵀ, leaves-first LDLᵀ (AMD on loops, supernodal panels on meshes), regularised minimal norm for redundancy, continuous near the rank threshold, rank decided independently of masses and inertias; nearly massless rotations (m·ℓ²/I > 100) solved with the multipliers in a scaled KKT system (small systems, dense) | [`solver`] |
+//! | solver | block-sparse J, A = J M⁻¹ Jᵀ, leaves-first LDLᵀ (AMD on loops, supernodal panels on meshes), regularised minimal norm for redundancy, continuous near the rank threshold, rank decided independently of masses and inertias; nearly massless rotations (m·ℓ²/I > 100) solved with the multipliers in a scaled KKT system (small systems, dense) or on a factor with those inertias raised and restored by iteration (any size; the projections too) | [`solver`] |
 //! | drift | Newton projection of positions and velocities, Baumgarte | [`constraint::system`] |
 //! | inverse problems | inverse kinematics, joint torques, impulsive constraints | [`inverse`], [`world::World::impulsive_constraint`] |
 //! | broadphase | uniform grid (CPU twin + WGSL), sweep-and-prune | [`broadphase`], [`gpu`] |
