@@ -422,6 +422,11 @@ fn run_scene_with(
     (world.step_count(), session.stopped().cloned(), worst, world, initial_energy)
 }
 
+/// The largest distance between the same body's positions in two runs.
+fn largest_move(a: &[DVec2], b: &[DVec2]) -> f64 {
+    a.iter().zip(b).map(|(p, q)| (*p - *q).length()).fold(0.0, f64::max)
+}
+
 /// A large mechanism (264 pin rows: past the dense augmented solve) of
 /// bars with nearly massless rotations runs to its end on the raised
 /// iteration (`constraint::raised`): every inertia × 1e-8, 1e-9, 1e-12,
@@ -449,7 +454,7 @@ fn large_linkages_of_nearly_massless_rotations_run_to_the_point_mass_limit() {
         assert!(warnings.is_empty(), "× {scale:e}: {warnings:?}");
         finals.push(world.bodies.as_slice().iter().map(|b| b.position).collect::<Vec<_>>());
     }
-    let change = finals[1].iter().zip(&finals[2]).map(|(a, b)| (*a - *b).length()).fold(0.0, f64::max);
+    let change = largest_move(&finals[1], &finals[2]);
     eprintln!("largest position change × 1e-9 → × 1e-12: {change:.1e} m");
     assert!(change <= 1e-8, "{change:e}");
 }
@@ -527,7 +532,7 @@ fn small_mechanisms_of_nearly_massless_rotations_hold_their_joints() {
             assert_eq!(world.warnings().count(), 0, "{name} × {scale:e}");
             finals.push(world.bodies.as_slice().iter().map(|b| b.position).collect::<Vec<_>>());
         }
-        let change = finals[0].iter().zip(&finals[1]).map(|(a, b)| (*a - *b).length()).fold(0.0, f64::max);
+        let change = largest_move(&finals[0], &finals[1]);
         eprintln!("{name}: largest position change × 1e-9 → × 1e-12: {change:.1e} m");
         assert!(change <= 1e-8, "{name}: {change:e}");
     }
