@@ -417,3 +417,48 @@ fn a_deep_overlap_is_pushed_out_at_the_bounded_rate_and_left_at_rest() {
         }
     }
 }
+
+/// A backend that panics in its step (a user backend's defect).
+#[derive(Debug)]
+struct PanickingBackend;
+
+impl mx2d::population::PopulationBackend for PanickingBackend {
+    fn step(&mut self, _: &mut mx2d::population::Population, _: f32) -> Result<(), mx2d::population::PopulationError> {
+        panic!("a defect in the backend");
+    }
+    fn wait(&self) -> Result<(), mx2d::population::PopulationError> {
+        Ok(())
+    }
+    fn read_back(&mut self, _: &mut mx2d::population::Population) -> Result<(), mx2d::population::PopulationError> {
+        Ok(())
+    }
+    fn backend(&self) -> &'static str {
+        "panicking"
+    }
+}
+
+/// A backend that panicked leaves its lock poisoned: the next step is an
+/// error naming that backend (not a GPU failure, not a second panic).
+#[test]
+fn a_backend_poisoned_by_a_panic_is_named_in_the_next_steps_error() {
+    let scene =
+        mx2d::scene::Scene::load(std::path::Path::new("scenes/balls_box.ron"), &["population.count=10".to_string()])
+            .expect("scene");
+    let mut world = scene.build_world().expect("world");
+    world.set_population_backend(Some(Box::new(PanickingBackend))).expect("backend");
+    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| world.step()));
+    assert!(first.is_err(), "the backend's panic reaches the caller");
+    let second = world.step().expect_err("a poisoned backend");
+    let text = second.to_string();
+    assert!(
+        matches!(
+            &second,
+            mx2d::world::SimulationError::Population {
+                source: mx2d::population::PopulationError::Poisoned { backend: "panicking" },
+                ..
+            }
+        ),
+        "{second:?}"
+    );
+    assert!(text.contains("panicking") && text.contains("poisoned"), "{text}");
+}

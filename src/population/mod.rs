@@ -446,6 +446,13 @@ pub enum PopulationError {
     /// The GPU backend failed.
     #[error("GPU population step: {0}")]
     Gpu(String),
+    /// A panic inside the backend (`backend`: its name) left its lock
+    /// poisoned: its balls can no longer be trusted.
+    #[error("the population backend {backend:?} was poisoned by an earlier panic")]
+    Poisoned {
+        /// The backend's name (`"gpu"`, or a user backend's).
+        backend: &'static str,
+    },
 }
 
 fn invalid(field: impl Into<String>, message: impl Into<String>) -> PopulationError {

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 use super::{Shared, SimulationError, Stage, World};
 use crate::population::{PopulationBackend, PopulationError};
 
-/// A lock poisoned by an earlier panic, as a population error.
-fn poisoned() -> PopulationError {
-    PopulationError::Gpu("the population backend was poisoned by an earlier panic".into())
+/// The lock of backend `backend`, poisoned by an earlier panic, as a
+/// population error.
+fn poisoned(backend: &'static str) -> PopulationError {
+    PopulationError::Poisoned { backend }
 }
 
 impl World {
@@ -26,7 +27,7 @@ impl World {
         let dt = self.dt as f32;
         let result = match &self.population_backend {
             None => crate::population::cpu::step(pop, dt),
-            Some(backend) => backend.lock().map_err(|_| poisoned()).and_then(|mut b| b.step(pop, dt)),
+            Some(backend) => backend.lock().map_err(|_| poisoned(backend.name)).and_then(|mut b| b.step(pop, dt)),
         };
         result.map_err(|source| SimulationError::Population { step: self.steps, time: self.time, source })
     }
@@ -58,7 +59,7 @@ impl World {
             return Ok(Duration::ZERO);
         };
         let started = Instant::now();
-        let result = backend.lock().map_err(|_| poisoned()).and_then(|b| b.wait());
+        let result = backend.lock().map_err(|_| poisoned(backend.name)).and_then(|b| b.wait());
         let waited = started.elapsed();
         self.times.add(Stage::StepPopulation, waited);
         result.map(|()| waited).map_err(|source| SimulationError::Population {
@@ -74,7 +75,7 @@ impl World {
         let (Some(pop), Some(backend)) = (self.population.as_mut(), &self.population_backend) else {
             return Ok(());
         };
-        let result = backend.lock().map_err(|_| poisoned()).and_then(|mut b| b.read_back(pop));
+        let result = backend.lock().map_err(|_| poisoned(backend.name)).and_then(|mut b| b.read_back(pop));
         result.map_err(|source| SimulationError::Population { step: self.steps, time: self.time, source })
     }
 }
