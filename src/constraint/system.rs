@@ -781,11 +781,9 @@ impl ConstraintSystem {
     /// and a warning naming the body whose rotation crawled most.
     fn lower_metric(&mut self, scene: Scene) {
         self.raise_failed = true;
-        self.metric_raised = false;
-        self.held_factor = None;
-        self.metric_inv_mass.clear();
-        self.metric_inv_mass.extend_from_slice(&self.inv_mass);
-        self.solver.set_inverse_masses(&self.metric_inv_mass);
+        // chosen again: with the raise failed, the true inertias
+        self.metric_for = None;
+        self.choose_metric(scene.constraints);
         let body = self.raised.slowest_body().and_then(|b| scene.bodies.get(b));
         let name = body.map_or_else(String::new, |b| format!(" {}", b.name));
         self.warnings.insert(format!(
@@ -1101,8 +1099,10 @@ impl ConstraintSystem {
         self.metric_for = None;
     }
 
-    /// Whether A is built with the light rotations raised (module `raised`).
-    pub fn metric_raised(&self) -> bool {
+    /// Whether A is built with the light rotations raised (module `raised`;
+    /// tests only).
+    #[cfg(test)]
+    pub(crate) fn metric_raised(&self) -> bool {
         self.metric_raised
     }
 
