@@ -82,7 +82,9 @@ struct RunArgs {
     /// Relative error tolerance of dopri5 and sdirk3 (their steps are at most --dt); default 1e-6.
     #[arg(long, allow_hyphen_values = true)]
     tolerance: Option<f64>,
-    /// cpu or gpu: where the force fields are evaluated (gpu: the WGSL kernel, f32).
+    /// cpu or gpu: where the population is stepped (gpu: shaders/population.wgsl on resident
+    /// buffers) and the force fields on the bodies are evaluated (gpu: WGSL, f32). Without a
+    /// usable adapter it says why once and runs on the CPU (MX2D_REQUIRE_GPU=1: an error).
     #[arg(long, default_value = "cpu")]
     backend: String,
     /// Trace CSV (step,t,body,x,y,angle,vx,vy,omega).
