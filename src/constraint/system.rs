@@ -38,7 +38,6 @@ mod projection;
 /// Above this many constraints the rows are evaluated in parallel.
 const PARALLEL_ROWS: usize = 2048;
 
-
 /// How position drift is kept in check.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Stabilization {
