@@ -49,7 +49,11 @@
 //! 5. **`project_penetration`** ([`projection`]): what is still deeper than
 //!    the slop is projected out on the true gaps, the narrowphase evaluated
 //!    again pair by pair, which also measures the overlap the summary
-//!    reports as `max_penetration`.
+//!    reports as `max_penetration`. Where it pushes a body back by Δ, the
+//!    velocity carrying the body back along −Δ is removed, up to |Δ|/h
+//!    (`World::contact_stages`): without it a jammed pile kept velocities
+//!    that its linearised rows allowed and the projection undid every step
+//!    (balls_in_box: a still pile at a median 5.8 m/s).
 //!
 //! # The soft step
 //!
