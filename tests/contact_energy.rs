@@ -73,7 +73,7 @@ fn a_column_dropped_on_itself_keeps_its_energy_balance() {
 /// ≤ g·h (one step's gravity: 0.16 m/s; measured 0.046), and the energy
 /// balance closes to 5 % (measured 1.6 %). Before the velocity counterpart
 /// of the penetration projection (`src/world/contacts.rs`,
-/// `stop_what_the_projection_undid`) the settled pile kept velocities its
+/// `contact::projection::stop_what_it_undid`) the settled pile kept velocities its
 /// positions did not follow: median |v − Δx/h| 0.80 m/s, balance error
 /// 22 % (and on the scene's 1,000 bodies a median speed of 5.8 m/s in a
 /// still pile, 65 %).

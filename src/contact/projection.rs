@@ -55,6 +55,7 @@ use glam::DVec2;
 use super::{Contact, ContactSet, Partner};
 use crate::body::Body;
 use crate::constraint::ConstraintSet;
+use crate::integrator::State;
 use crate::solver::pgs;
 use crate::surface::Surface;
 
@@ -245,4 +246,44 @@ fn push(row: &PositionRow, inv: &[f64], dmu: f64, q: &mut [f64]) {
         q[3 * j] += inv[3 * j] * (row.normal_b.x * dmu);
         q[3 * j + 1] += inv[3 * j + 1] * (row.normal_b.y * dmu);
     }
+}
+
+/// The velocity counterpart of the penetration projection. The projection
+/// moves positions only (translations): where it pushes a body back by Δ, a
+/// velocity that carries the body back along −Δ would sink it again in the
+/// next step, and the projection would lift it again, step after step — a
+/// motion the positions never make but the velocities keep, and gravity
+/// adds to. A settled pile of mixed shapes (`balls_in_box`) did exactly
+/// that: its velocity constraints, linearised, let the jammed pile "flow",
+/// the projection undid the flow, and at 3 s its bodies lay still with
+/// velocities of 1–9 m/s, downward, growing with height (median 5.8 m/s;
+/// 1,576 J of kinetic energy that was none; docs/benchmarks.md
+/// "session20"). So, after the projection (`World::contact_stages`), the velocity component along −Δ̂ is removed, up to the
+/// speed |Δ|/h that would make the projected displacement again in one
+/// step: it only ever slows a body (never turns a projection into a push:
+/// no energy is made), and it leaves a body alone that the projection did
+/// not move or that already moves along Δ (a separating impact). Returns
+/// the kinetic energy removed (≤ 0), which is non-conservative work.
+pub fn stop_what_it_undid(bodies: &[Body], q_before: &[f64], state: &mut State, h: f64) -> f64 {
+    let mut work = 0.0;
+    for (i, body) in bodies.iter().enumerate() {
+        if body.fixed || body.mass <= 0.0 {
+            continue;
+        }
+        let moved = DVec2::new(state.q[3 * i] - q_before[3 * i], state.q[3 * i + 1] - q_before[3 * i + 1]);
+        let distance = moved.length();
+        if distance == 0.0 {
+            continue;
+        }
+        let direction = moved / distance;
+        let v = DVec2::new(state.v[3 * i], state.v[3 * i + 1]);
+        let back = -v.dot(direction);
+        if back > 0.0 {
+            let v_new = v + direction * back.min(distance / h);
+            work += 0.5 * body.mass * (v_new.length_squared() - v.length_squared());
+            state.v[3 * i] = v_new.x;
+            state.v[3 * i + 1] = v_new.y;
+        }
+    }
+    work
 }

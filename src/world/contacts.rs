@@ -103,7 +103,8 @@ impl World {
         self.times.timed(Stage::ProjectPenetration, || {
             self.contacts.project_penetration(bodies, &self.surfaces, &self.constraints, &mut self.state.q)
         });
-        self.state.work += stop_what_the_projection_undid(bodies, &q_before_projection, &mut self.state, h);
+        self.state.work +=
+            crate::contact::projection::stop_what_it_undid(bodies, &q_before_projection, &mut self.state, h);
         if !self.contacts.contacts().is_empty() {
             // The contact forces' work over the whole step: the solve's
             // impulses spread over the step (λ/h), as the position update
@@ -190,44 +191,4 @@ impl World {
         self.integrator.reset();
         finished.map_err(fail)
     }
-}
-
-/// The velocity counterpart of the penetration projection. The projection
-/// moves positions only (translations): where it pushes a body back by Δ, a
-/// velocity that carries the body back along −Δ would sink it again in the
-/// next step, and the projection would lift it again, step after step — a
-/// motion the positions never make but the velocities keep, and gravity
-/// adds to. A settled pile of mixed shapes (`balls_in_box`) did exactly
-/// that: its velocity constraints, linearised, let the jammed pile "flow",
-/// the projection undid the flow, and at 3 s its bodies lay still with
-/// velocities of 1–9 m/s, downward, growing with height (median 5.8 m/s;
-/// 1,576 J of kinetic energy that was none; docs/benchmarks.md
-/// "session20"). So the velocity component along −Δ̂ is removed, up to the
-/// speed |Δ|/h that would make the projected displacement again in one
-/// step: it only ever slows a body (never turns a projection into a push:
-/// no energy is made), and it leaves a body alone that the projection did
-/// not move or that already moves along Δ (a separating impact). Returns
-/// the kinetic energy removed (≤ 0), which is non-conservative work.
-fn stop_what_the_projection_undid(bodies: &[crate::body::Body], q_before: &[f64], state: &mut State, h: f64) -> f64 {
-    let mut work = 0.0;
-    for (i, body) in bodies.iter().enumerate() {
-        if body.fixed || body.mass <= 0.0 {
-            continue;
-        }
-        let moved = glam::DVec2::new(state.q[3 * i] - q_before[3 * i], state.q[3 * i + 1] - q_before[3 * i + 1]);
-        let distance = moved.length();
-        if distance == 0.0 {
-            continue;
-        }
-        let direction = moved / distance;
-        let v = glam::DVec2::new(state.v[3 * i], state.v[3 * i + 1]);
-        let back = -v.dot(direction);
-        if back > 0.0 {
-            let v_new = v + direction * back.min(distance / h);
-            work += 0.5 * body.mass * (v_new.length_squared() - v.length_squared());
-            state.v[3 * i] = v_new.x;
-            state.v[3 * i + 1] = v_new.y;
-        }
-    }
-    work
 }
