@@ -107,7 +107,8 @@ pub struct IntegratorStats {
     pub rejected: u64,
     /// Newton iterations, all stages and steps.
     pub newton_iterations: u64,
-    /// Jacobian evaluations (each 2n acceleration evaluations).
+    /// Jacobian evaluations (dense: each 4n + 1 acceleration evaluations;
+    /// sparse: the per-body model, module [`super::sparse_newton`]).
     pub jacobians: u64,
     /// Acceleration evaluations.
     pub evaluations: u64,
@@ -127,6 +128,7 @@ pub(crate) struct Newton {
     pub(crate) jacobian_valid: bool,
     a0: Vec<f64>,
     a1: Vec<f64>,
+    a2: Vec<f64>,
     x: Vec<f64>,
     rhs: Vec<f64>,
     /// The sparse Newton (module doc).
@@ -155,6 +157,7 @@ impl Newton {
         }
         self.a0.resize(n, 0.0);
         self.a1.resize(n, 0.0);
+        self.a2.resize(n, 0.0);
         self.x.resize(n, 0.0);
         self.rhs.resize(n, 0.0);
     }
@@ -206,8 +209,9 @@ impl Newton {
         self.jacobian_valid = false;
     }
 
-    /// A_q, A_v at (t, q, v) by forward differences; δ_j = √u · max(|x_j|, the
-    /// size of its kind of component, 1 for angles and when all are 0).
+    /// A_q, A_v at (t, q, v) by one-sided differences on both sides, limited
+    /// ([`limited_slope`]); δ_j = √u · max(|x_j|, the size of its kind of
+    /// component, 1 for angles and when all are 0).
     fn dense_jacobian(
         &mut self,
         dynamics: &mut impl Dynamics,
@@ -226,11 +230,15 @@ impl Newton {
             let d = sqrt_u * x[j].abs().max(kind[j % 3]);
             let saved = x[j];
             x[j] = saved + d;
-            let d = x[j] - saved; // the step actually taken
+            let forward = x[j] - saved; // the step actually taken
             dynamics.acceleration(t, &x, v, &mut self.a1);
+            x[j] = saved - d;
+            let backward = saved - x[j];
+            dynamics.acceleration(t, &x, v, &mut self.a2);
             x[j] = saved;
             for i in 0..n {
-                self.aq[i * n + j] = (self.a1[i] - self.a0[i]) / d;
+                self.aq[i * n + j] =
+                    limited_slope((self.a1[i] - self.a0[i]) / forward, (self.a0[i] - self.a2[i]) / backward);
             }
         }
         let mut y = v.to_vec();
@@ -239,15 +247,19 @@ impl Newton {
             let d = sqrt_u * y[j].abs().max(kind[j % 3]);
             let saved = y[j];
             y[j] = saved + d;
-            let d = y[j] - saved;
+            let forward = y[j] - saved;
             dynamics.acceleration(t, q, &y, &mut self.a1);
+            y[j] = saved - d;
+            let backward = saved - y[j];
+            dynamics.acceleration(t, q, &y, &mut self.a2);
             y[j] = saved;
             for i in 0..n {
-                self.av[i * n + j] = (self.a1[i] - self.a0[i]) / d;
+                self.av[i * n + j] =
+                    limited_slope((self.a1[i] - self.a0[i]) / forward, (self.a0[i] - self.a2[i]) / backward);
             }
         }
         stats.jacobians += 1;
-        stats.evaluations += 1 + 2 * n as u64;
+        stats.evaluations += 1 + 4 * n as u64;
         self.jacobian_valid = true;
         self.lu_hg = f64::NAN;
     }
@@ -329,6 +341,36 @@ impl Newton {
         for (q, v) in rq.iter_mut().zip(rv.iter()) {
             *q += hg * v;
         }
+    }
+}
+
+/// The slope a finite-difference Jacobian takes from the one-sided
+/// differences `forward` (f(x + δ) − f(x))/δ and `backward` (f(x) − f(x − δ))/δ:
+/// the smaller in magnitude where they agree in sign, else 0 (the minmod
+/// limiter).
+///
+/// Why both sides: a force that jumps where a body crosses a field region's
+/// boundary (a wind band, a drag pool) makes the one-sided difference taken
+/// across the boundary J/δ, 10⁷ × J/|x| — the Newton matrix is then that of
+/// a spring no body has, and the iteration diverges (`fields.ron` under the
+/// implicit midpoint rule stopped at its first step: the plate starts on the
+/// wind band's edge). The jump is on one side only, so the other side's
+/// difference is the force's slope there, and the smaller of the two is it.
+/// On a smooth force both are the derivative to O(δ), as the forward
+/// difference alone was; where they disagree in sign the derivative is
+/// within O(δ f'') of 0. A Jacobian only shapes the Newton iteration, never
+/// the stage it converges to (simplified Newton), so this changes no
+/// solution — only whether and how fast the iteration gets there.
+pub(crate) fn limited_slope(forward: f64, backward: f64) -> f64 {
+    if forward.is_nan() || backward.is_nan() {
+        // an evaluation failed: let the factorisation's finiteness test see it
+        f64::NAN
+    } else if forward.is_sign_positive() != backward.is_sign_positive() || forward == 0.0 || backward == 0.0 {
+        0.0
+    } else if forward.abs() <= backward.abs() {
+        forward
+    } else {
+        backward
     }
 }
 

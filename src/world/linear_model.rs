@@ -2,7 +2,8 @@
 //! Newton iteration ([`crate::integrator::sparse_newton`]): the constraint
 //! Jacobian at the state, and each body's force gradients against its own
 //! coordinates and velocities, by finite differences over a colouring of the
-//! bodies.
+//! bodies, on both sides and limited where they disagree
+//! ([`limited_slope`]: a force that jumps at a field region's edge).
 //!
 //! Bodies that share a constraint or a load get different colours (greedy, in
 //! body order). Perturbing one coordinate of every body of one colour then
@@ -15,7 +16,7 @@
 
 use super::forces::ForceModel;
 use crate::integrator::LinearModel;
-use crate::integrator::implicit::kind_norms;
+use crate::integrator::implicit::{kind_norms, limited_slope};
 
 /// Marks a body that is not perturbed (fixed).
 const NO_COLOUR: u32 = u32::MAX;
@@ -56,16 +57,19 @@ impl ForceModel<'_> {
         let constrained = !self.constraints.is_empty();
         let LinearisationScratch { lambda, base, x, perturbed, step, colours, jt, neighbours, used } = scratch;
         let [base_q, base_v] = base;
-        for buffer in [&mut *base_q, &mut *base_v, &mut *perturbed, &mut *jt] {
+        let [ahead, behind] = perturbed;
+        for buffer in [&mut *base_q, &mut *base_v, &mut *ahead, &mut *behind, &mut *jt] {
             buffer.clear();
             buffer.resize(3 * n, 0.0);
         }
-        step.clear();
-        step.resize(n, 0.0);
+        for side in step.iter_mut() {
+            side.clear();
+            side.resize(n, 0.0);
+        }
         // λ and J at the state
         lambda.clear();
         if constrained {
-            let f = &mut perturbed[..];
+            let f = &mut ahead[..];
             self.apply_fields(q, v, f);
             self.apply_loads(t, q, v, f);
             self.solve_constraints(t, q, v, f);
@@ -89,35 +93,43 @@ impl ForceModel<'_> {
         for wrt_velocity in [false, true] {
             for colour in 0..n_colours as u32 {
                 for k in 0..3 {
-                    x.clear();
-                    x.extend_from_slice(if wrt_velocity { v } else { q });
                     let kind = kinds[wrt_velocity as usize][k];
-                    let mut any = false;
-                    for (b, &c) in colours.iter().enumerate() {
-                        if c == colour && model.inverse_mass[b][k] > 0.0 {
-                            let saved = x[3 * b + k];
-                            x[3 * b + k] = saved + sqrt_u * saved.abs().max(kind);
-                            step[b] = x[3 * b + k] - saved; // the step actually taken
-                            any = true;
-                        }
-                    }
-                    if !any {
+                    let perturbs = |b: usize, c: u32| c == colour && model.inverse_mass[b][k] > 0.0;
+                    if !colours.iter().enumerate().any(|(b, &c)| perturbs(b, c)) {
                         continue;
                     }
-                    let ok = if wrt_velocity {
-                        self.total_force(t, q, x, &[], perturbed, jt)
-                    } else {
-                        self.total_force(t, x, v, lambda, perturbed, jt)
-                    };
-                    if !ok {
-                        return false;
+                    // forward, then backward: both one-sided differences, limited
+                    // (`limited_slope`: a force that jumps at a region's edge)
+                    for (side, sign) in [(0, 1.0), (1, -1.0)] {
+                        x.clear();
+                        x.extend_from_slice(if wrt_velocity { v } else { q });
+                        for (b, &c) in colours.iter().enumerate() {
+                            if perturbs(b, c) {
+                                let saved = x[3 * b + k];
+                                x[3 * b + k] = saved + sign * sqrt_u * saved.abs().max(kind);
+                                step[side][b] = sign * (x[3 * b + k] - saved); // the step actually taken
+                            }
+                        }
+                        let out = if side == 0 { &mut *ahead } else { &mut *behind };
+                        let ok = if wrt_velocity {
+                            self.total_force(t, q, x, &[], out, jt)
+                        } else {
+                            self.total_force(t, x, v, lambda, out, jt)
+                        };
+                        if !ok {
+                            return false;
+                        }
                     }
                     let gradient = if wrt_velocity { &mut model.force_gradient_v } else { &mut model.force_gradient_q };
                     let base = if wrt_velocity { &*base_v } else { &*base_q };
                     for (b, &c) in colours.iter().enumerate() {
-                        if c == colour && model.inverse_mass[b][k] > 0.0 {
+                        if perturbs(b, c) {
                             for i in 0..3 {
-                                gradient[b][i][k] = (perturbed[3 * b + i] - base[3 * b + i]) / step[b];
+                                let at = 3 * b + i;
+                                gradient[b][i][k] = limited_slope(
+                                    (ahead[at] - base[at]) / step[0][b],
+                                    (base[at] - behind[at]) / step[1][b],
+                                );
                             }
                         }
                     }
@@ -216,8 +228,10 @@ pub(crate) struct LinearisationScratch {
     lambda: Vec<f64>,
     base: [Vec<f64>; 2],
     x: Vec<f64>,
-    perturbed: Vec<f64>,
-    step: Vec<f64>,
+    /// The forces at the forward and the backward perturbation.
+    perturbed: [Vec<f64>; 2],
+    /// The steps taken forward and backward, per body.
+    step: [Vec<f64>; 2],
     colours: Vec<u32>,
     jt: Vec<f64>,
     neighbours: Vec<Vec<usize>>,
