@@ -65,7 +65,8 @@
 //! two bodies (a spring between them: stiffness the model leaves out) whose
 //! sparse iteration fails with a fresh model (from then on, reported once in
 //! the run's warnings), use the dense Jacobian above: finite differences
-//! of the constrained accelerations (2n + 1 evaluations) and a dense LU with
+//! of the constrained accelerations on both sides, limited (`limited_slope`:
+//! 4n + 1 evaluations) and a dense LU with
 //! partial pivoting (n = 3 × bodies, at most [`MAX_DENSE_DOFS`], checked before
 //! allocation). Either Jacobian is kept across steps and recomputed
 //! after a rejected step or a slow Newton iteration (simplified Newton, Hairer

@@ -63,9 +63,11 @@
 //! The blocks are finite differences of the forces over a colouring of the
 //! bodies (bodies sharing a constraint or a load get different colours, so
 //! perturbing one colour at a time leaves each body's response its own):
-//! 3 × colours evaluations of the forces and of Jᵀλ, plus one constrained solve
-//! for λ, where the dense Jacobian took 6 × bodies + 1 constrained solves and an
-//! (3 × bodies)³ LU. A Newton iteration is one solve with the factor of
+//! 12 × colours evaluations of the forces and of Jᵀλ (three coordinates, of
+//! positions and of velocities, each perturbed forward and backward:
+//! `implicit::limited_slope`), plus one constrained
+//! solve for λ, where the dense Jacobian takes 12 × bodies + 1 constrained
+//! solves and an (3 × bodies)³ LU. A Newton iteration is one solve with the factor of
 //! J W Jᵀ, refactored when hγ changes.
 
 use crate::solver::sparse::NO_BODY;

@@ -3,15 +3,15 @@
 //! Jacobian at the state, and each body's force gradients against its own
 //! coordinates and velocities, by finite differences over a colouring of the
 //! bodies, on both sides and limited where they disagree
-//! ([`limited_slope`]: a force that jumps at a field region's edge).
+//! (`limited_slope`: a force that jumps at a field region's edge).
 //!
 //! Bodies that share a constraint or a load get different colours (greedy, in
 //! body order). Perturbing one coordinate of every body of one colour then
 //! changes each such body's force only through its own coordinate: whatever
 //! couples it to another body (a joint, a spring) couples it to a body of
 //! another colour, left where it was. Fields act on each body alone. So 3 ×
-//! colours evaluations give every body's 3×3 block, where one body at a time
-//! would take 3 × bodies. The constraint forces are differentiated with λ held
+//! colours evaluations on each side give every body's 3×3 block, where one
+//! body at a time would take 3 × bodies. The constraint forces are differentiated with λ held
 //! at its value at the state (their geometric stiffness): J(q + δ)ᵀ λ.
 
 use super::forces::ForceModel;
