@@ -352,7 +352,7 @@ impl Newton {
 ///
 /// Why both sides: a force that jumps where a body crosses a field region's
 /// boundary (a wind band, a drag pool) makes the one-sided difference taken
-/// across the boundary J/δ, 10⁷ × J/|x| — the Newton matrix is then that of
+/// across the boundary J/δ ≈ 7e7 × J/|x| — the Newton matrix is then that of
 /// a spring no body has, and the iteration diverges (`fields.ron` under the
 /// implicit midpoint rule stopped at its first step: the plate starts on the
 /// wind band's edge). The jump is on one side only, so the other side's

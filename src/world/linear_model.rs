@@ -11,8 +11,9 @@
 //! couples it to another body (a joint, a spring) couples it to a body of
 //! another colour, left where it was. Fields act on each body alone. So 3 ×
 //! colours evaluations on each side give every body's 3×3 block, where one
-//! body at a time would take 3 × bodies. The constraint forces are differentiated with λ held
-//! at its value at the state (their geometric stiffness): J(q + δ)ᵀ λ.
+//! body at a time would take 3 × bodies. The constraint forces are
+//! differentiated with λ held at its value at the state (their geometric
+//! stiffness): J(q + δ)ᵀ λ.
 
 use super::forces::ForceModel;
 use crate::integrator::LinearModel;
