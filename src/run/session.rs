@@ -105,7 +105,7 @@ impl Session {
         // run stops rather than write a mechanism that is not one. Without
         // the projection the drift is a fraction of the extent, and only
         // past 1000 × the extent does a joint no longer mean anything.
-        let extent = world.bodies.iter().map(|b| b.position.length() + b.radius()).fold(0.0, f64::max);
+        let extent = world.extent();
         let projected = world.stabilization.projection && !world.constraints.is_empty();
         (self.constraint_bound, self.constraint_rule) = if projected {
             (1e-3 * extent, "a thousandth of the scene's extent: the projection did not hold the constraints")

@@ -313,11 +313,18 @@ impl World {
         Energy { kinetic, potential, total: kinetic + potential, work: self.state.work }
     }
 
+    /// The scene's extent: the largest distance of a body's edge from the
+    /// origin (|position| + bounding radius), 0 without bodies. The length
+    /// scale of the run's stop rules (the constraint bound of
+    /// [`run::Session`](crate::run::Session), the default energy bound).
+    pub fn extent(&self) -> f64 {
+        self.bodies.iter().map(|b| b.position.length() + b.radius()).fold(0.0, f64::max)
+    }
+
     /// The divergence bound on a body's kinetic energy when the scene sets
     /// none: 1e12 × the scene's energy scale, 1 J + the initial kinetic
     /// energy + |the initial potential energy| + Σ m |g| L over the moving
-    /// bodies, L the scene's extent (the largest distance of a body's edge
-    /// from the origin). The weight term is what a scene released from rest
+    /// bodies, L the scene's [`extent`](Self::extent). The weight term is what a scene released from rest
     /// at zero potential (a chain laid out along y = 0) can turn into motion;
     /// without it the bound was 1e12 J whatever the masses and lengths, and
     /// the shipped chain with masses × 1e12 (or lengths and gravity × 1e9)
@@ -325,8 +332,7 @@ impl World {
     /// 1 J is left only for a scene with neither gravity nor initial energy.
     fn default_energy_bound(&self) -> f64 {
         let e = self.energy();
-        let extent = self.bodies.iter().map(|b| b.position.length() + b.radius()).fold(0.0, f64::max);
-        let g = self.gravity.length();
+        let (g, extent) = (self.gravity.length(), self.extent());
         let weight: f64 = self.bodies.iter().filter(|b| !b.fixed).map(|b| b.mass * g * extent).sum();
         let scale = 1.0 + e.kinetic + e.potential.abs() + weight;
         if scale.is_finite() { 1e12 * scale } else { f64::MAX }
