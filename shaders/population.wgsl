@@ -110,6 +110,17 @@ const SUPPORT_GAP: f32 = 1e-3;
 @group(0) @binding(21) var<storage, read_write> counters: array<atomic<u32>>;
 // Each ball's rest timer (Population::rest, s): asleep from sleep_time on.
 @group(0) @binding(22) var<storage, read_write> rest: array<f32>;
+// Per ball, bit k set where its list entry k is a pair it owns (the other
+// ball's id is higher: cpu::owned_pairs), written with the lists
+// (find_neighbours): the sweeps skip the other entries without reading the
+// other ball's id.
+@group(0) @binding(23) var<storage, read_write> owned_mask: array<u32>;
+// Per ball, REBOUND_STRIDE slots: the substep's rebound distance of each
+// owned list entry, then of each listed obstacle, written once per substep
+// by count_predicted and read by both solve sweeps (the CPU twin's
+// SweepPair::rebound and obstacle_extra, computed in count_contacts).
+@group(0) @binding(24) var<storage, read_write> rebound: array<f32>;
+const REBOUND_STRIDE: u32 = MAX_NEIGHBOURS + MAX_OBSTACLES;
 
 // PopulationParams::asleep.
 fn asleep(i: u32) -> bool {
@@ -431,6 +442,7 @@ fn find_neighbours(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups
     }
     neighbour_count[i] = 0u;
     obstacle_count[i] = 0u;
+    owned_mask[i] = 0u;
     if state[i] != ALIVE {
         return;
     }
@@ -463,6 +475,14 @@ fn find_neighbours(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups
         }
     }
     neighbour_count[i] = count;
+    var mask = 0u;
+    let id = ball_id[i];
+    for (var k = 0u; k < count; k++) {
+        if ball_id[neighbours[i * MAX_NEIGHBOURS + k]] > id {
+            mask |= 1u << k;
+        }
+    }
+    owned_mask[i] = mask;
     var ocount = 0u;
     // Each listed obstacle's distance: a full list keeps the nearest (the
     // farthest listed gives its slot, first such slot on a tie), as
@@ -521,12 +541,42 @@ fn count_at(i: u32) -> u32 {
     return max(n, 1u);
 }
 
+// The substep's rebound distances (cpu substep::count_contacts) of ball i's
+// owned pairs and listed obstacles, from the positions at the substep's start
+// and the pre-solve velocities, which the solve sweeps do not change: once
+// per substep instead of once per sweep.
+fn store_rebounds(i: u32) {
+    let base = i * REBOUND_STRIDE;
+    let mask = owned_mask[i];
+    for (var k = 0u; k < neighbour_count[i]; k++) {
+        if ((mask >> k) & 1u) == 0u {
+            continue;
+        }
+        let j = neighbours[i * MAX_NEIGHBOURS + k];
+        let sum_r = ang[i].z + ang[j].z;
+        let s0 = pair_normal(pv[i].xy, pv[j].xy);
+        let vn_pre = dot(pred[i].zw - pred[j].zw, s0.yz);
+        let push = P.push_out * min(ang[i].z, ang[j].z);
+        rebound[base + k] = rebound_distance(s0.x - sum_r, vn_pre, P.h, P.restitution, push);
+    }
+    let r_i = ang[i].z;
+    for (var k = 0u; k < obstacle_count[i]; k++) {
+        let o = obstacles[obstacle_ids[i * MAX_OBSTACLES + k]];
+        let m = mix(o);
+        let start = obstacle_contact(o, pv[i].xy);
+        let vn_pre = dot(pred[i].zw - velocity_at(o, pv[i].xy - start.yz * r_i), start.yz);
+        // Obstacles keep their priority: always pushed out in full.
+        rebound[base + MAX_NEIGHBOURS + k] = rebound_distance(start.x - r_i, vn_pre, P.h, m.restitution, UNBOUNDED_PUSH);
+    }
+}
+
 @compute @workgroup_size(256)
 fn count_predicted(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
                    @builtin(local_invocation_index) local: u32) {
     let i = ball_index(wg, groups, local);
     if i < P.n {
         contacts[i] = count_at(i);
+        store_rebounds(i);
     }
 }
 
@@ -548,22 +598,21 @@ fn at(j: u32, stabilise: bool) -> vec2<f32> {
 fn solve_ball(i: u32, stabilise: bool) {
     let r_i = ang[i].z;
     let w_i = w_of(i, stabilise);
+    let base = i * REBOUND_STRIDE;
+    let mask = owned_mask[i];
     for (var k = 0u; k < neighbour_count[i]; k++) {
-        let j = neighbours[i * MAX_NEIGHBOURS + k];
         // Each pair once per sweep, from its ball of lower id (cpu solve_ball).
-        if ball_id[j] < ball_id[i] {
+        if ((mask >> k) & 1u) == 0u {
             continue;
         }
+        let j = neighbours[i * MAX_NEIGHBOURS + k];
         // The pair's roles by id, not by slot (see solve_velocities).
         let a = i;
         let b = j;
         let sum_r = ang[a].z + ang[b].z;
         var extra = 0.0;
         if !stabilise {
-            let s0 = pair_normal(pv[a].xy, pv[b].xy);
-            let vn_pre = dot(pred[a].zw - pred[b].zw, s0.yz);
-            let push = P.push_out * min(ang[a].z, ang[b].z);
-            extra = rebound_distance(s0.x - sum_r, vn_pre, P.h, P.restitution, push);
+            extra = rebound[base + k];
         }
         let s = pair_normal(at(a, stabilise), at(b, stabilise));
         let w_a = w_of(a, stabilise);
@@ -582,11 +631,7 @@ fn solve_ball(i: u32, stabilise: bool) {
         let o = obstacles[obstacle_ids[i * MAX_OBSTACLES + k]];
         var extra = 0.0;
         if !stabilise {
-            let m = mix(o);
-            let start = obstacle_contact(o, pv[i].xy);
-            let vn_pre = dot(pred[i].zw - velocity_at(o, pv[i].xy - start.yz * r_i), start.yz);
-            // Obstacles keep their priority: always pushed out in full.
-            extra = rebound_distance(start.x - r_i, vn_pre, P.h, m.restitution, UNBOUNDED_PUSH);
+            extra = rebound[base + MAX_NEIGHBOURS + k];
         }
         let now = obstacle_contact(o, p_i);
         if in_reach(o, now.x, r_i) {

@@ -28,14 +28,21 @@ use crate::gpu::{GpuContext, GpuError, GpuField};
 /// Bytes per ball on the GPU: ball 16, properties 16, state 4, release
 /// step 4, id 4, acceleration 8, prediction 16, correction 8, velocity-pass
 /// output 16, contact count 4, cell 4, sorted index 4, neighbour list
-/// 4·(16 + 1), obstacle list 4·(8 + 1), rest timer 4 = 212. Plus 4 bytes per grid cell
+/// 4·(16 + 1), obstacle list 4·(8 + 1), rest timer 4, owned-entry mask 4,
+/// rebound distances 4·(16 + 8) = 312. Plus 4 bytes per grid cell
 /// (and the prefix sums' block sums, 1/256 of the cells and of the balls).
 /// The re-sort needs no buffer of its own (it gathers into the step's
-/// scratch). 10⁷ balls: 2.1 GB.
-pub const GPU_BYTES_PER_BALL: u64 = 16 + 16 + 4 + 4 + 4 + 8 + 16 + 8 + 16 + 4 + 4 + 4 + 4 * 17 + 4 * 9 + 4;
+/// scratch). 10⁷ balls: 3.1 GB.
+pub const GPU_BYTES_PER_BALL: u64 =
+    16 + 16 + 4 + 4 + 4 + 8 + 16 + 8 + 16 + 4 + 4 + 4 + 4 * 17 + 4 * 9 + 4 + 4 + 4 * REBOUND_STRIDE;
+
+/// Rebound slots a ball has on the GPU (`population.wgsl`'s
+/// `REBOUND_STRIDE`): one per neighbour-list entry, then one per listed
+/// obstacle.
+const REBOUND_STRIDE: u64 = (MAX_NEIGHBOURS + MAX_OBSTACLES) as u64;
 
 /// Storage bindings the step's bind group uses.
-const STORAGE_BINDINGS: u32 = 22;
+const STORAGE_BINDINGS: u32 = 24;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, Pod, Zeroable)]
@@ -206,7 +213,7 @@ impl GpuPopulation {
             )));
         }
         let binding = ctx.max_binding_bytes();
-        let largest = (n * 4 * MAX_NEIGHBOURS as u64).max((cells + 1) * 4).max(n * 16);
+        let largest = (n * 4 * REBOUND_STRIDE).max((cells + 1) * 4).max(n * 16);
         if largest > binding {
             return Err(PopulationError::TooLarge {
                 count: n,
@@ -306,6 +313,8 @@ impl GpuPopulation {
         let kill = buffer("population kill regions", (pop.params.kill.len().max(1) * 16) as u64, none)?;
         let counters = buffer("population counters", 16, none)?;
         let rest = buffer("population rest", n * 4, none)?;
+        let owned_mask = buffer("population owned entries", n * 4, none)?;
+        let rebound = buffer("population rebound distances", n * 4 * REBOUND_STRIDE, none)?;
         let params = ctx.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("population params"),
             size: size_of::<Params>() as u64,
@@ -354,6 +363,8 @@ impl GpuPopulation {
             obstacle_count,
             fields,
             kill,
+            owned_mask,
+            rebound,
         ];
         let mut gpu = GpuPopulation {
             bind_groups: Vec::new(),
@@ -386,8 +397,8 @@ impl GpuPopulation {
 
     fn bind_group(&self) -> wgpu::BindGroup {
         let o = &self.others;
-        // The shader's bindings 0..=22, in order.
-        let buffers: [&wgpu::Buffer; 23] = [
+        // The shader's bindings 0..=24, in order.
+        let buffers: [&wgpu::Buffer; 25] = [
             &self.params,
             &self.balls,
             &self.properties,
@@ -411,6 +422,8 @@ impl GpuPopulation {
             &o[12],
             &self.counters,
             &self.rest,
+            &o[13],
+            &o[14],
         ];
         let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
             .iter()

@@ -31,7 +31,11 @@
 //!    positions, committed without velocity; only in substeps 0, K, 2K, …
 //!    of [`PopulationParams::stabilise_every`] = K, default
 //!    [`DEFAULT_STABILISE_EVERY`] = 2), `predict` (v += a h,
-//!    x* = x + v h), `count_contacts` (the velocity pass's mass splitting),
+//!    x* = x + v h), `count_contacts` (the velocity pass's mass splitting, and
+//!    the rebound distance of every owned pair and listed obstacle, read by
+//!    both sweeps: on the GPU `count_predicted` stores them per list entry,
+//!    and `find_neighbours` a mask of the entries a ball owns, so that a
+//!    sweep reads no other ball's id),
 //!    `iterations` × `sweep_positions` (cell-coloured Gauss–Seidel, below),
 //!    then `solve_velocities` (restitution, friction, rolling resistance,
 //!    spin, new x, v, ω, angle) } — see [`contact`]. The GPU runs
@@ -312,8 +316,8 @@
 //! pairs' list entries (16 bytes each, 16 slots) are most of it, then the
 //! record, the pair stream (counted at its worst, 8 bytes × 16) and the
 //! flags: 768 bytes a ball at most, 690 measured at 4·10⁴ balls before the
-//! sleep timer came (`tests/population_memory.rs`). On the GPU, 212 bytes
-//! a ball: 10⁷ balls take 2.1 GB.
+//! sleep timer came (`tests/population_memory.rs`). On the GPU, 312 bytes
+//! a ball: 10⁷ balls take 3.1 GB.
 
 pub mod backend;
 mod build;
