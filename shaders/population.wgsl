@@ -668,24 +668,11 @@ fn stabilise_colour(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
     sweep_cell(thread_index(wg, groups, local), true);
 }
 
-// pv += the stabilisation's corrections, which are then cleared.
-@compute @workgroup_size(256)
-fn commit_stabilised(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
-                     @builtin(local_invocation_index) local: u32) {
-    let i = ball_index(wg, groups, local);
-    if i < P.n {
-        pv[i] = vec4<f32>(pv[i].xy + dx[i], pv[i].zw);
-        dx[i] = vec2<f32>(0.0);
-    }
-}
-
-@compute @workgroup_size(256)
-fn predict(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
-           @builtin(local_invocation_index) local: u32) {
-    let i = ball_index(wg, groups, local);
-    if i >= P.n {
-        return;
-    }
+// v⁻ = v + a h, x* = x + v⁻ h, correction 0 (cpu substep::predict). Reads
+// and writes ball i's own state only, so it runs fused into the kernel
+// before it (commit_and_predict, finish_and_predict) as on the CPU twin,
+// one dispatch fewer.
+fn predict_ball(i: u32) {
     dx[i] = vec2<f32>(0.0);
     // A sleeper does not move in the substep (cpu substep::predict).
     if state[i] != ALIVE || asleep(i) {
@@ -694,6 +681,27 @@ fn predict(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups
     }
     let v = pv[i].zw + acc[i] * P.h;
     pred[i] = vec4<f32>(pv[i].xy + v * P.h, v);
+}
+
+// pv += the stabilisation's corrections, then the substep's prediction.
+@compute @workgroup_size(256)
+fn commit_and_predict(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                      @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i < P.n {
+        pv[i] = vec4<f32>(pv[i].xy + dx[i], pv[i].zw);
+        predict_ball(i);
+    }
+}
+
+// The first substep's prediction when it does not stabilise.
+@compute @workgroup_size(256)
+fn predict(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+           @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i < P.n {
+        predict_ball(i);
+    }
 }
 
 // The substep's position sweep (one per colour) from the predicted positions.
@@ -800,9 +808,24 @@ fn solve_velocities(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroup
 fn finish_substep(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
                   @builtin(local_invocation_index) local: u32) {
     let i = ball_index(wg, groups, local);
-    if i >= P.n {
-        return;
+    if i < P.n {
+        finish_ball(i);
     }
+}
+
+// finish_substep, then the next substep's prediction, when that substep
+// does not stabilise first (cpu: the finish phase predicts its chunk).
+@compute @workgroup_size(256)
+fn finish_and_predict(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>,
+                      @builtin(local_invocation_index) local: u32) {
+    let i = ball_index(wg, groups, local);
+    if i < P.n {
+        finish_ball(i);
+        predict_ball(i);
+    }
+}
+
+fn finish_ball(i: u32) {
     let correction = dx[i];
     // Cleared for the next substep's stabilisation sweep.
     dx[i] = vec2<f32>(0.0);

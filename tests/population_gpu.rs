@@ -127,6 +127,39 @@ fn deep_overlaps_are_pushed_out_at_the_bounded_rate_on_the_gpu() {
     }
 }
 
+/// The GPU makes a substep's predictions where the CPU twin does: a kernel
+/// of their own in the first substep, fused with the stabilisation's commit
+/// after one, else in the previous substep's finish (`finish_and_predict`).
+/// Every schedule of the two — no stabilisation, every substep, every third
+/// of five (a stabilisation after a fused finish, and a last substep that
+/// predicts nothing) — gives the twin's step on a pile, up to its rounding
+/// (bitwise where the device computes the twin's bits, as lavapipe does). A
+/// prediction skipped or made twice leaves balls where the previous
+/// substep left them, metres of speed × h apart.
+#[test]
+fn every_prediction_schedule_on_the_gpu_is_the_twins() {
+    let Some(ctx) = common::gpu(GpuOptions::default()) else { return };
+    let ctx = Arc::new(ctx);
+    let pile = balls_box_after(1000, 90);
+    for (substeps, stabilise_every) in [(4, 0), (3, 1), (5, 3)] {
+        let mut start = pile.clone();
+        start.params.substeps = substeps;
+        start.params.stabilise_every = stabilise_every;
+        start.max_overlap_seen = 0.0;
+        let (on_cpu, on_gpu) = one_step(&ctx, &start);
+        assert_ne!(on_cpu.position, pile.position, "the step moved nothing: the comparison would prove little");
+        if twin::bitwise_equal(&on_cpu, &on_gpu) {
+            eprintln!("{substeps} substeps, stabilise_every {stabilise_every}: the twin's bits");
+        } else {
+            twin::assert_within_envelope(
+                twin::differences(&on_cpu, &on_gpu),
+                twin::one_ulp_envelope(&start, 1),
+                &format!("pile, one step of {substeps} substeps, stabilise_every {stabilise_every}"),
+            );
+        }
+    }
+}
+
 /// One step of `start` on each backend; the re-sort at the step (if due)
 /// works on the same positions, so the slots must agree on any device.
 /// balls_box with `count` balls after `steps` steps of the CPU twin at

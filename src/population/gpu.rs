@@ -100,13 +100,14 @@ struct Pipelines {
     find_neighbours: wgpu::ComputePipeline,
     /// One per colour (`cpu::COLOURS`), the colour a pipeline constant.
     stabilise_colour: Vec<wgpu::ComputePipeline>,
-    commit_stabilised: wgpu::ComputePipeline,
+    commit_and_predict: wgpu::ComputePipeline,
     predict: wgpu::ComputePipeline,
     count_predicted: wgpu::ComputePipeline,
     /// One per colour.
     solve_colour: Vec<wgpu::ComputePipeline>,
     solve_velocities: wgpu::ComputePipeline,
     finish_substep: wgpu::ComputePipeline,
+    finish_and_predict: wgpu::ComputePipeline,
     check_bounds: wgpu::ComputePipeline,
     wake: wgpu::ComputePipeline,
     fall_asleep: wgpu::ComputePipeline,
@@ -270,7 +271,7 @@ impl GpuPopulation {
             stabilise_colour: (0..COLOURS)
                 .map(|c| colour_pipeline(&ctx, &shader, "stabilise_colour", &pipeline_layout, c))
                 .collect::<Result<_, _>>()?,
-            commit_stabilised: p("commit_stabilised")?,
+            commit_and_predict: p("commit_and_predict")?,
             predict: p("predict")?,
             count_predicted: p("count_predicted")?,
             solve_colour: (0..COLOURS)
@@ -278,6 +279,7 @@ impl GpuPopulation {
                 .collect::<Result<_, _>>()?,
             solve_velocities: p("solve_velocities")?,
             finish_substep: p("finish_substep")?,
+            finish_and_predict: p("finish_and_predict")?,
             check_bounds: p("check_bounds")?,
             wake: p("wake")?,
             fall_asleep: p("fall_asleep")?,
@@ -639,14 +641,22 @@ impl GpuPopulation {
         if pop.params.sleep_time > 0.0 {
             run(pass, &p.wake, balls);
         }
+        // The predictions as on the CPU twin (`substep::Substeps::walk`): a
+        // kernel of their own in the first substep, fused with the
+        // stabilisation's commit after one, and otherwise made by the
+        // previous substep's finish — 16 dispatches fewer a step at the
+        // defaults (16 substeps, a stabilisation every 2nd).
         for substep in 0..substeps {
-            if pop.params.stabilises(substep) {
-                let pass = stage!("stabilise");
-                sweep(pass, &p.stabilise_colour);
-                run(pass, &p.commit_stabilised, balls);
+            let stabilises = pop.params.stabilises(substep);
+            if stabilises {
+                sweep(stage!("stabilise"), &p.stabilise_colour);
             }
             let pass = stage!("predict");
-            run(pass, &p.predict, balls);
+            if stabilises {
+                run(pass, &p.commit_and_predict, balls);
+            } else if substep == 0 {
+                run(pass, &p.predict, balls);
+            }
             run(pass, &p.count_predicted, balls);
             let pass = stage!("solve");
             for _ in 0..pop.params.iterations {
@@ -654,7 +664,8 @@ impl GpuPopulation {
             }
             let pass = stage!("velocities");
             run(pass, &p.solve_velocities, balls);
-            run(pass, &p.finish_substep, balls);
+            let predict_next = substep + 1 < substeps && !pop.params.stabilises(substep + 1);
+            run(pass, if predict_next { &p.finish_and_predict } else { &p.finish_substep }, balls);
         }
         let pass = stage!("bounds");
         if pop.params.sleep_time > 0.0 {

@@ -41,7 +41,10 @@
 //!    spin, new x, v, ω, angle) } — see [`contact`]. The GPU runs
 //!    `solve_velocities` as one kernel per ball, each pair's impulse
 //!    computed from both of its balls; the CPU twin splits it in two
-//!    phases (below), with bitwise the same results;
+//!    phases (below), with bitwise the same results. Both backends make a
+//!    substep's predictions in the previous substep's finish (per ball: a
+//!    prediction reads the ball's own new state) unless a stabilisation
+//!    comes between, where the stabilisation's commit makes them;
 //! 6. with sleeping on, `fall_asleep` (below, "Sleeping"); `check_bounds` —
 //!    balls leaving the world or entering a kill region are
 //!    removed and counted; a non-finite ball stops the run with its index.
