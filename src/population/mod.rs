@@ -135,7 +135,12 @@
 //! replaced left 3–3.4 % and did not settle. Tried with Jacobi and not
 //! kept: stack mass scaling (Macklin et al. 2014 §5.1: 1 % overlap but
 //! energy fed in, balls thrown out), warm-started position impulses (3.4 %),
-//! over-relaxation 1.5 (5.8 %, balls thrown out).
+//! over-relaxation 1.5 (5.8 %, balls thrown out). Tried with Gauss–Seidel
+//! and not kept (docs/benchmarks.md, "session22"): warm-started position
+//! impulses carried across substeps and steps (0.12 % of r at 10³ but no
+//! settling, and 10⁴ blew up where the columns land: a warm push the two
+//! sweeps do not fully pull back becomes velocity), and other sweep orders
+//! (symmetric: 1.5–2× the overlap; row by row from the bottom: no better).
 //!
 //! **Deep overlaps: the stabilisation sweep** (`population.stabilise_every`
 //! = K, default [`DEFAULT_STABILISE_EVERY`] = 2: one sweep from the current
