@@ -80,7 +80,14 @@ fn every_refused_number_of_the_shipped_scenes_is_named_on_its_own_line() {
                         Ok(_) => accepted += 1,
                         Err(e) => {
                             refused += 1;
-                            if e.line != li + 1 {
+                            // One relation of two lines: a spawner outside the
+                            // world's explicit bounds is positioned at the
+                            // spawner, and its message quotes the bounds — where
+                            // the number changed is one of the bounds, that is
+                            // its other line.
+                            let relation = line.trim_start().starts_with("bounds:")
+                                && e.message.contains("outside the world bounds");
+                            if e.line != li + 1 && !relation {
                                 misplaced.push(format!(
                                     "{}:{}:{} `{}` → {value}: {e}",
                                     path.file_name().and_then(|n| n.to_str()).unwrap_or("?"),

@@ -282,6 +282,43 @@ impl Population {
                 ),
             ));
         }
+        // Every spawner inside the world. A ball spawned outside would leave
+        // it at the first step's end, and until then the grid clamps it into
+        // a cell of the world's edge: a spawner resized past the bounds
+        // (vortex.ron with `population.count=4000000`) put 2·10⁶ balls into
+        // the edge cells, whose pair scans and in-cell sort are quadratic —
+        // `mx2d check` ran for six minutes.
+        if def.bounds.is_some() {
+            for (i, s) in spawn.iter().enumerate() {
+                let mut reach = Extent::default();
+                spawn_extent(s, &mut reach);
+                let Some((lo, hi)) = reach.get() else { continue };
+                // Printed to a millionth: the far corner is a sum of spacings.
+                let near = |v: DVec2| readable_vec((v * 1e6).round() / 1e6);
+                if lo.x < bounds.0.x || lo.y < bounds.0.y || hi.x > bounds.1.x || hi.y > bounds.1.y {
+                    let what = match s {
+                        SpawnDef::Grid { .. } => format!(
+                            "its {} balls in {} columns reach {} … {}",
+                            s.count(),
+                            s.columns(),
+                            near(lo),
+                            near(hi)
+                        ),
+                        SpawnDef::RandomBox { .. } => format!("its box {} … {}", near(lo), near(hi)),
+                        SpawnDef::Emitter { .. } => format!("it emits at {}", near(lo)),
+                    };
+                    return Err(invalid(
+                        format!("spawn[{i}]"),
+                        format!(
+                            "{what}, outside the world bounds {} … {}: give larger bounds, or fewer balls or a \
+                             smaller spacing",
+                            readable_vec(bounds.0),
+                            readable_vec(bounds.1)
+                        ),
+                    ));
+                }
+            }
+        }
         let bytes = total.saturating_mul(CPU_BYTES_PER_BALL).saturating_add(cells.saturating_mul(4));
         if bytes > memory_limit {
             return Err(PopulationError::TooLarge {
