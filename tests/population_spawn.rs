@@ -155,6 +155,30 @@ fn a_spawner_past_the_world_bounds_is_refused_with_its_reach() {
     assert!(err.to_string().contains("it emits at (0, 20)"), "{err}");
 }
 
+/// A `Grid` packed so close that one cell of the population's grid would
+/// hold more than 64 of its balls is refused at its spacing, with the
+/// spacing that would pass: a cell's scans are quadratic in its balls
+/// (vortex.ron at spacing 0.001 m: 15,876 a cell, and `mx2d check` did not
+/// return in minutes). Just above the bound, and any spacing for a grid of
+/// at most 64 balls, build.
+#[test]
+fn a_grid_crowding_the_cells_is_refused_at_its_spacing() {
+    let load = |name: &str, sets: &[&str]| {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenes").join(name);
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Scene::load(&path, &sets).and_then(|scene| scene.build_world().map(|_| ()))
+    };
+    let err = load("vortex.ron", &["population.spawn[0].spacing=0.001"]).expect_err("crowded");
+    assert_eq!(err.field, "population.spawn[0].spacing", "{err}");
+    assert!(err.to_string().contains("15876 balls") && err.to_string().contains("above 0.015625 m"), "{err}");
+    // balls_box: cells of 1.25 m (2 r + skin), so the bound is 1.25 / 8.
+    let err = load("balls_box.ron", &["population.spawn[0].spacing=0.15625"]).expect_err("81 a cell");
+    assert!(err.to_string().contains("81 balls"), "{err}");
+    load("balls_box.ron", &["population.spawn[0].spacing=0.157"]).unwrap_or_else(|e| panic!("{e}"));
+    load("balls_box.ron", &["population.spawn[0].spacing=0.001", "population.count=64"])
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
 /// The bound is an upper bound of what the generator reaches: the lattice's
 /// site count never exceeds Oler's bound (checked over box shapes).
 fn oler_consistent() -> bool {

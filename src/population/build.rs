@@ -319,6 +319,30 @@ impl Population {
                 }
             }
         }
+        // A grid packed far closer than touching crowds the grid's cells: a
+        // cell's pair scans and its in-cell sort are quadratic in its balls
+        // (vortex.ron with spacing 0.001: 10⁴ balls a cell, `mx2d check`
+        // did not return).
+        for (i, s) in spawn.iter().enumerate() {
+            if let SpawnDef::Grid { spacing, .. } = *s {
+                let per_axis = (f64::from(cell) / spacing).floor() + 1.0;
+                let per_cell = (per_axis * per_axis).min(s.count() as f64);
+                if per_cell > MAX_SPAWNED_PER_CELL as f64 {
+                    return Err(invalid(
+                        format!("spawn[{i}].spacing"),
+                        format!(
+                            "{} m puts up to {} balls into one grid cell of {} m (at most {MAX_SPAWNED_PER_CELL}: \
+                             balls this close start mostly inside each other, and the grid's scans grow with the \
+                             square of a cell's balls); give a spacing above {} m",
+                            readable(spacing),
+                            per_cell,
+                            readable(f64::from(cell)),
+                            readable(f64::from(cell) / (MAX_SPAWNED_PER_CELL as f64).sqrt())
+                        ),
+                    ));
+                }
+            }
+        }
         let bytes = total.saturating_mul(CPU_BYTES_PER_BALL).saturating_add(cells.saturating_mul(4));
         if bytes > memory_limit {
             return Err(PopulationError::TooLarge {
@@ -449,6 +473,10 @@ impl Extent {
         self.0
     }
 }
+
+/// Most balls a `Grid` spawner may put into one cell of the population's
+/// grid (a spacing above an eighth of a cell, ≈ 0.26 r_max).
+const MAX_SPAWNED_PER_CELL: u64 = 64;
 
 fn spawn_extent(s: &SpawnDef, extent: &mut Extent) {
     match *s {
