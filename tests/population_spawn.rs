@@ -160,7 +160,8 @@ fn a_spawner_past_the_world_bounds_is_refused_with_its_reach() {
 /// spacing that would pass: a cell's scans are quadratic in its balls
 /// (vortex.ron at spacing 0.001 m: 15,876 a cell, and `mx2d check` did not
 /// return in minutes). Just above the bound, and any spacing for a grid of
-/// at most 64 balls, build.
+/// at most 64 balls, build. The same bound holds an emitter's releases of
+/// one step.
 #[test]
 fn a_grid_crowding_the_cells_is_refused_at_its_spacing() {
     let load = |name: &str, sets: &[&str]| {
@@ -177,6 +178,22 @@ fn a_grid_crowding_the_cells_is_refused_at_its_spacing() {
     load("balls_box.ron", &["population.spawn[0].spacing=0.157"]).unwrap_or_else(|e| panic!("{e}"));
     load("balls_box.ron", &["population.spawn[0].spacing=0.001", "population.count=64"])
         .unwrap_or_else(|e| panic!("{e}"));
+    // An emitter's step of releases starts on its nozzle's line: 10⁷ balls/s
+    // from a point put 10⁵ balls a step into one cell (15.8 s a step in the
+    // neighbour lists). Refused at its rate; 6,400/s (64 a step) builds.
+    let emitter = |rate: &str| {
+        let text = format!(
+            "Scene(name: \"emit\", gravity: (0.0, -9.81), dt: 0.01,
+               population: Population(radius: 0.01,
+                 spawn: [Emitter(position: (0.0, 0.0), velocity: (0.0, -5.0), width: 0.0, rate: {rate}, count: 200000)],
+                 bounds: Rect(min: (-10.0, -10.0), max: (10.0, 10.0))))"
+        );
+        Scene::parse(&text, "emit.ron").and_then(|scene| scene.build_world().map(|_| ()))
+    };
+    let err = emitter("10000000.0").expect_err("crowded nozzle");
+    assert_eq!(err.field, "population.spawn[0].rate", "{err}");
+    assert!(err.to_string().contains("100000 balls a step") && err.to_string().contains("at most 6400/s"), "{err}");
+    emitter("6400.0").unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// The bound is an upper bound of what the generator reaches: the lattice's

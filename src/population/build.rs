@@ -323,7 +323,35 @@ impl Population {
         // cell's pair scans and its in-cell sort are quadratic in its balls
         // (vortex.ron with spacing 0.001: 10⁴ balls a cell, `mx2d check`
         // did not return).
+        // The cell as the f32 grid holds it, printed to a nanometre.
+        let cell_m = readable((f64::from(cell) * 1e9).round() / 1e9);
         for (i, s) in spawn.iter().enumerate() {
+            if let SpawnDef::Emitter { width, rate, .. } = *s {
+                // A step's releases all start on the nozzle's line: up to
+                // ⌈rate·dt⌉ balls spread over its cells (an emitter of width 0
+                // and 10⁷ balls/s put 10⁵ balls a step into one cell: 15.8 s a
+                // step in the neighbour lists).
+                let across = (width / f64::from(cell)).floor().max(1.0);
+                let per_step = (rate * dt).ceil().min(s.count() as f64);
+                let per_cell = (per_step / across).ceil();
+                if per_cell > MAX_SPAWNED_PER_CELL as f64 {
+                    return Err(invalid(
+                        format!("spawn[{i}].rate"),
+                        format!(
+                            "{} balls/s release up to {} balls a step of {} s into one grid cell of {} m at the \
+                             nozzle ({} m wide; at most {MAX_SPAWNED_PER_CELL}: they start inside each other, and \
+                             the grid's scans grow with the square of a cell's balls); give a rate of at most {}/s \
+                             or a wider nozzle",
+                            readable(rate),
+                            per_cell,
+                            readable(dt),
+                            cell_m,
+                            readable(width),
+                            readable((MAX_SPAWNED_PER_CELL as f64 * across / dt).floor())
+                        ),
+                    ));
+                }
+            }
             if let SpawnDef::Grid { spacing, .. } = *s {
                 let per_axis = (f64::from(cell) / spacing).floor() + 1.0;
                 let per_cell = (per_axis * per_axis).min(s.count() as f64);
@@ -336,7 +364,7 @@ impl Population {
                              square of a cell's balls); give a spacing above {} m",
                             readable(spacing),
                             per_cell,
-                            readable(f64::from(cell)),
+                            cell_m,
                             readable(f64::from(cell) / (MAX_SPAWNED_PER_CELL as f64).sqrt())
                         ),
                     ));
@@ -475,7 +503,8 @@ impl Extent {
 }
 
 /// Most balls a `Grid` spawner may put into one cell of the population's
-/// grid (a spacing above an eighth of a cell, ≈ 0.26 r_max).
+/// grid (a spacing above an eighth of a cell, ≈ 0.26 r_max), and an
+/// `Emitter` in one step.
 const MAX_SPAWNED_PER_CELL: u64 = 64;
 
 fn spawn_extent(s: &SpawnDef, extent: &mut Extent) {
