@@ -282,95 +282,8 @@ impl Population {
                 ),
             ));
         }
-        // Every spawner inside the world. A ball spawned outside would leave
-        // it at the first step's end, and until then the grid clamps it into
-        // a cell of the world's edge: a spawner resized past the bounds
-        // (vortex.ron with `population.count=4000000`) put 2·10⁶ balls into
-        // the edge cells, whose pair scans and in-cell sort are quadratic —
-        // `mx2d check` ran for six minutes.
-        if def.bounds.is_some() {
-            for (i, s) in spawn.iter().enumerate() {
-                let mut reach = Extent::default();
-                spawn_extent(s, &mut reach);
-                let Some((lo, hi)) = reach.get() else { continue };
-                // Printed to a millionth: the far corner is a sum of spacings.
-                let near = |v: DVec2| readable_vec((v * 1e6).round() / 1e6);
-                if lo.x < bounds.0.x || lo.y < bounds.0.y || hi.x > bounds.1.x || hi.y > bounds.1.y {
-                    let what = match s {
-                        SpawnDef::Grid { .. } => format!(
-                            "its {} balls in {} columns reach {} … {}",
-                            s.count(),
-                            s.columns(),
-                            near(lo),
-                            near(hi)
-                        ),
-                        SpawnDef::RandomBox { .. } => format!("its box {} … {}", near(lo), near(hi)),
-                        SpawnDef::Emitter { .. } => format!("it emits at {}", near(lo)),
-                    };
-                    return Err(invalid(
-                        format!("spawn[{i}]"),
-                        format!(
-                            "{what}, outside the world bounds {} … {}: give larger bounds, or fewer balls or a \
-                             smaller spacing",
-                            readable_vec(bounds.0),
-                            readable_vec(bounds.1)
-                        ),
-                    ));
-                }
-            }
-        }
-        // A grid packed far closer than touching crowds the grid's cells: a
-        // cell's pair scans and its in-cell sort are quadratic in its balls
-        // (vortex.ron with spacing 0.001: 10⁴ balls a cell, `mx2d check`
-        // did not return).
-        // The cell as the f32 grid holds it, printed to a nanometre.
-        let cell_m = readable((f64::from(cell) * 1e9).round() / 1e9);
-        for (i, s) in spawn.iter().enumerate() {
-            if let SpawnDef::Emitter { width, rate, .. } = *s {
-                // A step's releases all start on the nozzle's line: up to
-                // ⌈rate·dt⌉ balls spread over its cells (an emitter of width 0
-                // and 10⁷ balls/s put 10⁵ balls a step into one cell: 15.8 s a
-                // step in the neighbour lists).
-                let across = (width / f64::from(cell)).floor().max(1.0);
-                let per_step = (rate * dt).ceil().min(s.count() as f64);
-                let per_cell = (per_step / across).ceil();
-                if per_cell > MAX_SPAWNED_PER_CELL as f64 {
-                    return Err(invalid(
-                        format!("spawn[{i}].rate"),
-                        format!(
-                            "{} balls/s release up to {} balls a step of {} s into one grid cell of {} m at the \
-                             nozzle ({} m wide; at most {MAX_SPAWNED_PER_CELL}: they start inside each other, and \
-                             the grid's scans grow with the square of a cell's balls); give a rate of at most {}/s \
-                             or a wider nozzle",
-                            readable(rate),
-                            per_cell,
-                            readable(dt),
-                            cell_m,
-                            readable(width),
-                            readable((MAX_SPAWNED_PER_CELL as f64 * across / dt).floor())
-                        ),
-                    ));
-                }
-            }
-            if let SpawnDef::Grid { spacing, .. } = *s {
-                let per_axis = (f64::from(cell) / spacing).floor() + 1.0;
-                let per_cell = (per_axis * per_axis).min(s.count() as f64);
-                if per_cell > MAX_SPAWNED_PER_CELL as f64 {
-                    return Err(invalid(
-                        format!("spawn[{i}].spacing"),
-                        format!(
-                            "{} m puts up to {} balls into one grid cell of {} m (at most {MAX_SPAWNED_PER_CELL}: \
-                             balls this close start mostly inside each other, and the grid's scans grow with the \
-                             square of a cell's balls); give a spacing above {} m",
-                            readable(spacing),
-                            per_cell,
-                            cell_m,
-                            readable(f64::from(cell) / (MAX_SPAWNED_PER_CELL as f64).sqrt())
-                        ),
-                    ));
-                }
-            }
-        }
+        let explicit_bounds = def.bounds.is_some().then_some(bounds);
+        check_spawners_fit(&spawn, explicit_bounds, cell, dt)?;
         let bytes = total.saturating_mul(CPU_BYTES_PER_BALL).saturating_add(cells.saturating_mul(4));
         if bytes > memory_limit {
             return Err(PopulationError::TooLarge {
@@ -500,6 +413,99 @@ impl Extent {
     fn get(&self) -> Option<(DVec2, DVec2)> {
         self.0
     }
+}
+
+/// Where the spawners put their balls against the grid, before any ball
+/// exists. The grid's pair scans and its in-cell sort are quadratic in a
+/// cell's balls, so no spawner may crowd a cell:
+/// * with bounds given, every spawner inside them: a ball spawned outside
+///   leaves at the first step's end, and until then the grid clamps it into
+///   a cell of the world's edge (vortex.ron with `population.count=4000000`
+///   put 2·10⁶ balls into the edge cells: `mx2d check` ran for 348 s);
+/// * a `Grid` at most [`MAX_SPAWNED_PER_CELL`] balls a cell (vortex.ron at
+///   spacing 0.001 m: 15,876 a cell, `mx2d check` did not return);
+/// * an `Emitter` at most as many a step into a cell of its nozzle's line:
+///   a step's releases all start there, ⌈rate·dt⌉ balls over its cells (10⁷
+///   balls/s from a point: 10⁵ a step in one cell, 15.8 s a step in the
+///   neighbour lists).
+fn check_spawners_fit(
+    spawn: &[SpawnDef],
+    bounds: Option<(DVec2, DVec2)>,
+    cell: f32,
+    dt: f64,
+) -> Result<(), PopulationError> {
+    // The cell as the f32 grid holds it, printed to a nanometre; reaches to
+    // a micrometre (a grid's far corner is a sum of spacings).
+    let cell = (f64::from(cell) * 1e9).round() / 1e9;
+    let near = |v: DVec2| readable_vec((v * 1e6).round() / 1e6);
+    let most = MAX_SPAWNED_PER_CELL as f64;
+    for (i, s) in spawn.iter().enumerate() {
+        if let Some((min, max)) = bounds {
+            let mut reach = Extent::default();
+            spawn_extent(s, &mut reach);
+            if let Some((lo, hi)) = reach.get()
+                && (lo.x < min.x || lo.y < min.y || hi.x > max.x || hi.y > max.y)
+            {
+                let what = match s {
+                    SpawnDef::Grid { .. } => {
+                        format!("its {} balls in {} columns reach {} … {}", s.count(), s.columns(), near(lo), near(hi))
+                    }
+                    SpawnDef::RandomBox { .. } => format!("its box {} … {}", near(lo), near(hi)),
+                    SpawnDef::Emitter { .. } => format!("it emits at {}", near(lo)),
+                };
+                return Err(invalid(
+                    format!("spawn[{i}]"),
+                    format!(
+                        "{what}, outside the world bounds {} … {}: give larger bounds, or fewer balls or a smaller \
+                         spacing",
+                        readable_vec(min),
+                        readable_vec(max)
+                    ),
+                ));
+            }
+        }
+        match *s {
+            SpawnDef::Grid { spacing, .. } => {
+                let per_axis = (cell / spacing).floor() + 1.0;
+                let per_cell = (per_axis * per_axis).min(s.count() as f64);
+                if per_cell > most {
+                    return Err(invalid(
+                        format!("spawn[{i}].spacing"),
+                        format!(
+                            "{} m puts up to {per_cell} balls into one grid cell of {} m (at most \
+                             {MAX_SPAWNED_PER_CELL}: balls this close start mostly inside each other, and the grid's \
+                             scans grow with the square of a cell's balls); give a spacing above {} m",
+                            readable(spacing),
+                            readable(cell),
+                            readable(cell / most.sqrt())
+                        ),
+                    ));
+                }
+            }
+            SpawnDef::Emitter { width, rate, .. } => {
+                let across = (width / cell).floor().max(1.0);
+                let per_cell = ((rate * dt).ceil().min(s.count() as f64) / across).ceil();
+                if per_cell > most {
+                    return Err(invalid(
+                        format!("spawn[{i}].rate"),
+                        format!(
+                            "{} balls/s release up to {per_cell} balls a step of {} s into one grid cell of {} m at \
+                             the nozzle ({} m wide; at most {MAX_SPAWNED_PER_CELL}: they start inside each other, \
+                             and the grid's scans grow with the square of a cell's balls); give a rate of at most \
+                             {}/s or a wider nozzle",
+                            readable(rate),
+                            readable(dt),
+                            readable(cell),
+                            readable(width),
+                            readable((most * across / dt).floor())
+                        ),
+                    ));
+                }
+            }
+            SpawnDef::RandomBox { .. } => {}
+        }
+    }
+    Ok(())
 }
 
 /// Most balls a `Grid` spawner may put into one cell of the population's
