@@ -447,19 +447,20 @@ fn outputs_over_max_output_are_refused_before_anything_is_written() {
 }
 
 /// What goes wrong in a population without stopping the run is said on the
-/// console, not only counted in the JSON: 200 balls spawned on one point
-/// fill every neighbour list (contacts left unsolved) and are thrown out of
-/// the world. The shipped balls_box says nothing of the kind.
+/// console, not only counted in the JSON: 64 balls spawned on one point (the
+/// most a spawner may put into one grid cell) fill every neighbour list
+/// (contacts left unsolved) and are thrown out of the world. The shipped
+/// balls_box says nothing of the kind.
 #[test]
 fn population_overflow_and_escapes_are_said_on_the_console() {
-    let run = |extra: &[&str]| {
+    let run = |count: &str, extra: &[&str]| {
         mx2d()
-            .args(["run", &scene("balls_box.ron"), "--headless", "--steps", "60", "--set", "population.count=200"])
+            .args(["run", &scene("balls_box.ron"), "--headless", "--steps", "60", "--set", count])
             .args(extra)
             .output()
             .expect("runs")
     };
-    let o = run(&["--set", "population.spawn.0.spacing=1e-6"]);
+    let o = run("population.count=64", &["--set", "population.spawn.0.spacing=1e-6"]);
     assert_no_crash(&o, "balls on one point");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let (err, out) = (stderr(&o), String::from_utf8_lossy(&o.stdout).into_owned());
@@ -473,7 +474,7 @@ fn population_overflow_and_escapes_are_said_on_the_console() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{end}"));
     assert!(escaped > 0 && warning.contains(&format!("{escaped} balls left the world")), "{end} / {warning}");
-    let o = run(&[]);
+    let o = run("population.count=200", &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stderr(&o).contains("warning: population"), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("200 in the world, 0 asleep, 0 pending, 0 escaped"));
