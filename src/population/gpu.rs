@@ -641,11 +641,12 @@ impl GpuPopulation {
         if pop.params.sleep_time > 0.0 {
             run(pass, &p.wake, balls);
         }
-        // The predictions as on the CPU twin (`substep::Substeps::walk`): a
-        // kernel of their own in the first substep, fused with the
-        // stabilisation's commit after one, and otherwise made by the
-        // previous substep's finish — 16 dispatches fewer a step at the
-        // defaults (16 substeps, a stabilisation every 2nd).
+        // The predictions where the CPU twin makes them
+        // (`PopulationParams::predicts_apart`): a kernel of their own in a
+        // first substep without stabilisation, fused with the stabilisation's
+        // commit after one, and otherwise made by the previous substep's
+        // finish — 16 dispatches fewer a step at the defaults (16 substeps, a
+        // stabilisation every 2nd).
         for substep in 0..substeps {
             let stabilises = pop.params.stabilises(substep);
             if stabilises {
@@ -664,7 +665,7 @@ impl GpuPopulation {
             }
             let pass = stage!("velocities");
             run(pass, &p.solve_velocities, balls);
-            let predict_next = substep + 1 < substeps && !pop.params.stabilises(substep + 1);
+            let predict_next = substep + 1 < substeps && !pop.params.predicts_apart(substep + 1);
             run(pass, if predict_next { &p.finish_and_predict } else { &p.finish_substep }, balls);
         }
         let pass = stage!("bounds");

@@ -512,6 +512,15 @@ pub struct PopulationParams {
 }
 
 impl PopulationParams {
+    /// Whether substep `substep`'s predictions are made apart from the
+    /// previous substep's finish: in the first substep, and where a
+    /// stabilisation comes between (whose commit makes them). Elsewhere the
+    /// previous substep's finish predicts each ball right after finishing
+    /// it. Both backends ask this, so they predict at the same places.
+    pub fn predicts_apart(&self, substep: u32) -> bool {
+        substep == 0 || self.stabilises(substep)
+    }
+
     /// Whether substep `substep` (0-based, within a step) begins with the
     /// stabilisation sweep: substeps 0, K, 2K, … for K = `stabilise_every`,
     /// none for K = 0. Both backends ask this, so they run the same sweeps.

@@ -370,7 +370,7 @@ impl Substeps<'_> {
         if self.pop.scratch.predict_phase_every_substep {
             return true;
         }
-        substep == 0 || self.pop.params.stabilises(substep)
+        self.pop.params.predicts_apart(substep)
     }
 
     /// Balls per chunk of a per-ball phase: the live range cut evenly
