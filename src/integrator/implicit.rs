@@ -81,6 +81,25 @@
 //! of work and the ladder took the antiparallelogram branch (0.2–0.9 m off RK4
 //! at 1–2 s). With the projection it follows RK4 (1.4e-5 m over 0.75–1.05 s,
 //! `tests/robust_singular_passage.rs`).
+//!
+//! # The implicit midpoint rule's halving
+//!
+//! The midpoint rule is a fixed-step method, and it stopped at the same
+//! passage (t = 0.81 s at its dt, 5e-4 s): the Newton updates stalled at
+//! 10²–10³ × its tolerance (1e-10 relative), the rounding of accelerations
+//! whose multipliers grow as 1/μ near the singular configuration. That part
+//! of an update is ∝ h, so a smaller step gets through where the step is
+//! small enough, and SDIRK3's step control had done just that.
+//! `Implicit::midpoint_step` takes a failed step as two halves, recursively
+//! (down to h/4096), joins the pieces by the projection and grows the piece
+//! back where the step's halves align: `linkage_loops` halves 34 of its 4,000
+//! steps (pieces down to h/512) and follows RK4 within 1.8e-4 m, the rule's
+//! own second-order error. A stiff system makes it halve step after step, and
+//! its tiny pieces are then no answer (the midpoint rule is not L-stable:
+//! `heavy_load_chain` at dt = 1e-3 ran 3 s at 3 ms a step, 29 halvings a step,
+//! with 1.7 % of m g L of spurious constraint work), so the run stops when
+//! more than `MIDPOINT_HALVED_LIMIT` (24) of the last `MIDPOINT_WINDOW` (64) steps
+//! were halved, naming the stiffness and SDIRK3.
 
 use super::sparse_newton::SparseNewton;
 use super::{Dynamics, IntegratorError, State};
@@ -98,6 +117,21 @@ const STAGNATION_FLOOR: f64 = 100.0;
 
 /// Newton iterations per stage before the step is retried smaller.
 const MAX_NEWTON: usize = 10;
+
+/// Halvings of an implicit midpoint step whose Newton iteration failed
+/// before the run stops: pieces down to h/4096 (`scenes/linkage_loops.ron`'s
+/// flat passage took pieces of h/512 at h = 5e-4).
+pub(crate) const MIDPOINT_HALVINGS: u32 = 12;
+
+/// Steps of the implicit midpoint rule over which the halvings are counted.
+pub(crate) const MIDPOINT_WINDOW: u32 = 64;
+
+/// More halved steps than this in the last [`MIDPOINT_WINDOW`] stop the run:
+/// a singular passage is brief (`linkage_loops`: at most 11 of 64, over
+/// t = 0.81 … 0.92 s), a stiff mode is there at every step
+/// (`heavy_load_chain` at dt = 1e-3: 32 of 64 by step 100, 48–56 from step
+/// 200 on, at 1.7 % of m g L of spurious constraint work over 3 s).
+pub(crate) const MIDPOINT_HALVED_LIMIT: u32 = 24;
 
 /// Counters of the implicit and adaptive integrators.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -440,6 +474,9 @@ pub(crate) struct Implicit {
     newton_cap: f64,
     /// The last stage slope of the previous accepted step is valid.
     pub(crate) have_slope: bool,
+    /// Which of the last [`MIDPOINT_WINDOW`] implicit midpoint steps were
+    /// halved (bit 0: the latest).
+    midpoint_halved: u64,
     kq: [Vec<f64>; 3],
     kv: [Vec<f64>; 3],
     zq: Vec<f64>,
@@ -624,6 +661,79 @@ impl Implicit {
                 Err(IntegratorError::NewtonNotConverged { method: "implicit midpoint", iterations, residual, step: h })
             }
         }
+    }
+
+    /// The implicit midpoint step from t to t + h, a fixed-step method that
+    /// halves where its Newton iteration fails: the failed piece is taken
+    /// as two halves (down to h / 2^[`MIDPOINT_HALVINGS`]), the pieces
+    /// joined by the projection onto the constraints as the adaptive
+    /// methods' substeps are, and the piece doubles again where the step's
+    /// halves align. Each failure counts as a rejected step. Near a singular
+    /// configuration the accelerations' rounding grows (multipliers ∝ 1/μ)
+    /// faster than the Newton tolerance allows at h, and the update's part
+    /// of it is ∝ h: `linkage_loops` at its flat passage (t ≈ 0.81–0.92 s)
+    /// stopped here before; halved, it follows RK4's branch (module doc).
+    /// A system that needs halving at many steps is stiff, not passing a
+    /// singularity, and the run stops before the step
+    /// ([`MIDPOINT_HALVED_LIMIT`]): the midpoint rule is not L-stable, and
+    /// its tiny pieces there cost more than SDIRK3's steps and leave more
+    /// spurious work.
+    pub(crate) fn midpoint_step(
+        &mut self,
+        dynamics: &mut impl Dynamics,
+        t: f64,
+        h: f64,
+        s: &mut State,
+        tolerance: f64,
+        stats: &mut IntegratorStats,
+    ) -> Result<(), IntegratorError> {
+        let halved = self.midpoint_halved.count_ones();
+        if halved > MIDPOINT_HALVED_LIMIT {
+            return Err(IntegratorError::TooStiff {
+                method: "implicit midpoint",
+                halved,
+                window: MIDPOINT_WINDOW,
+                step: h,
+            });
+        }
+        // Positions along the step in units of its smallest piece, so that
+        // the pieces' times are exact binary fractions of h.
+        let whole = 1u64 << MIDPOINT_HALVINGS;
+        let (mut done, mut piece) = (0u64, whole);
+        let mut was_halved = false;
+        while done < whole {
+            let t0 = t + h * (done as f64 / whole as f64);
+            let h_piece = h * (piece as f64 / whole as f64);
+            match self.midpoint(dynamics, t0, h_piece, s, tolerance, stats) {
+                Ok(()) => {
+                    done += piece;
+                    if done < whole {
+                        // between pieces, back onto the constraints (the
+                        // World projects after the step itself); the
+                        // predictor's slope was at the unprojected state
+                        if dynamics.project(t0 + h_piece, &mut s.q, &mut s.v) {
+                            self.have_slope = false;
+                        }
+                        if done % (2 * piece) == 0 {
+                            piece *= 2;
+                        }
+                    }
+                }
+                // `midpoint` leaves the state as it was when it fails
+                Err(e @ IntegratorError::NewtonNotConverged { .. }) => {
+                    stats.rejected += 1;
+                    if piece == 1 {
+                        return Err(e);
+                    }
+                    piece /= 2;
+                    was_halved = true;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let window_mask = u64::MAX >> (64 - MIDPOINT_WINDOW);
+        self.midpoint_halved = ((self.midpoint_halved << 1) | u64::from(was_halved)) & window_mask;
+        Ok(())
     }
 
     /// Advances from t to t + `dt` with SDIRK3 steps of adaptive size ≤ `dt`.

@@ -165,7 +165,7 @@ pub enum IntegratorError {
     /// A Newton iteration of an implicit method did not converge.
     #[error(
         "{method}: Newton iteration did not converge in {iterations} iterations (last update {residual:e} × its tolerance) at step size {step:e} s; the step is too large for this system's stiffness or the motion is singular there{}",
-        if *method == "implicit midpoint" { " (sdirk3 chooses its own step)" } else { "" }
+        if *method == "implicit midpoint" { " (the step was halved down to that size; sdirk3 chooses its own step)" } else { "" }
     )]
     NewtonNotConverged {
         /// The method.
@@ -175,6 +175,22 @@ pub enum IntegratorError {
         /// Size of the last Newton update relative to its tolerance.
         residual: f64,
         /// The step size tried (s).
+        step: f64,
+    },
+    /// A fixed-step implicit method had to halve too many of its recent
+    /// steps for its Newton iteration to converge: the system is stiff at
+    /// this step, not passing a singular configuration.
+    #[error(
+        "{method}: {halved} of the last {window} steps of {step:e} s were halved for the Newton iteration to converge: the step is too large for this system's stiffness (a singular passage halves a few; sdirk3 chooses its own step)"
+    )]
+    TooStiff {
+        /// The method.
+        method: &'static str,
+        /// Steps halved among the last `window`.
+        halved: u32,
+        /// Steps counted.
+        window: u32,
+        /// The step size (s).
         step: f64,
     },
     /// The step-size control shrank the step below 1e-10 × dt.
@@ -319,7 +335,7 @@ impl Integrator {
             }
             Method::Midpoint => {
                 let tol = (self.tolerance * 1e-4).clamp(1e-11, 1e-8);
-                return self.implicit.midpoint(dynamics, t, h, state, tol, &mut self.stats);
+                return self.implicit.midpoint_step(dynamics, t, h, state, tol, &mut self.stats);
             }
             Method::Rk2 => self.rk2(dynamics, t, h, state),
             Method::Rk4 => self.rk4(dynamics, t, h, state),
