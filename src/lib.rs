@@ -109,7 +109,11 @@
 //!   any more: `dopri5` and `sdirk3` project onto the constraints between
 //!   their substeps ([`integrator::Dynamics::project`]); without it the
 //!   drift of a long step, amplified by the near-singular multipliers, did
-//!   work and put `linkage_loops` on its other branch.
+//!   work and put `linkage_loops` on its other branch. The fixed-step
+//!   `midpoint` halves a step whose Newton iteration fails there (down to
+//!   dt/4096, the pieces joined by the same projection) and so passes it
+//!   too; halving at step after step means a stiff system, and it stops
+//!   and names `sdirk3`.
 //! - *How do I model a point mass?* `shape: Point` with a `mass`: its rotation
 //!   is not a degree of freedom; hang it on a `Distance` rod. A body with a
 //!   tiny inertia on an offset pin works too (it is not a singular joint).
