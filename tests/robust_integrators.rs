@@ -4,7 +4,7 @@
 use glam::DVec2;
 use mx2d::body::Body;
 use mx2d::constraint::{Constraint, ConstraintKind};
-use mx2d::integrator::{Dynamics, Integrator, Method, State};
+use mx2d::integrator::{Dynamics, Integrator, IntegratorError, Method, State};
 use mx2d::load::{Anchor, Load};
 use mx2d::scene::Scene;
 use mx2d::shape::Shape;
@@ -315,4 +315,77 @@ fn implicit_midpoint_runs_through_a_force_that_jumps_at_a_region_edge() {
         eprintln!("dense {dense}: |x − x_rk4| = {error:.3e} m, {per_step:.3} Newton iterations a step");
         assert!(error <= 6e-3, "dense {dense}: midpoint off RK4 by {error:e} m");
     }
+}
+
+/// [`Oscillator`] whose accelerations cannot be evaluated (NaN) at times in
+/// `broken`: a stage there fails its Newton iteration, as at a singular
+/// configuration, whatever the Jacobian.
+struct OscillatorBrokenAt {
+    broken: std::ops::Range<f64>,
+}
+impl Dynamics for OscillatorBrokenAt {
+    fn acceleration(&mut self, t: f64, q: &[f64], v: &[f64], a: &mut [f64]) -> f64 {
+        let power = Oscillator.acceleration(t, q, v, a);
+        if self.broken.contains(&t) {
+            a.fill(f64::NAN);
+        }
+        power
+    }
+}
+
+/// The implicit midpoint rule halves a step whose stage cannot be solved:
+/// from t = 0.25 with h = 0.1, the stage time t + h/2 = 0.3 is broken, the
+/// halves' stage times 0.275 and 0.325 are not. The step is then exactly
+/// two midpoint steps of h/2 (one rejected try counted), and the next step,
+/// whose stage time 0.4 is fine, is whole again. A window that every piece's
+/// stage time down to h/4096 meets stops the step with the Newton failure at
+/// that size and leaves the state as it was; a failure at each step stops
+/// the run after 25 halved steps of the last 64, before the next step, with
+/// the stiffness named.
+#[test]
+fn implicit_midpoint_halves_a_step_it_cannot_solve_and_stops_when_it_halves_too_often() {
+    let start = || State { q: vec![1.0, 0.5, -0.25], v: vec![0.0, 0.1, 0.2], work: 0.0 };
+    // one step over a broken stage time, against two half steps
+    let mut halved = start();
+    let mut integ = Integrator::new(Method::Midpoint);
+    integ.step(&mut OscillatorBrokenAt { broken: 0.2999..0.3001 }, 0.25, 0.1, &mut halved).expect("halved step");
+    let stats = integ.stats();
+    assert_eq!((stats.steps, stats.rejected), (2, 1), "{stats:?}");
+    let mut two_halves = start();
+    let mut plain = Integrator::new(Method::Midpoint);
+    plain.step(&mut Oscillator, 0.25, 0.05, &mut two_halves).expect("first half");
+    plain.step(&mut Oscillator, 0.3, 0.05, &mut two_halves).expect("second half");
+    assert_eq!(halved, two_halves, "the halved step is not two midpoint steps of h/2");
+    integ.step(&mut OscillatorBrokenAt { broken: 0.2999..0.3001 }, 0.35, 0.1, &mut halved).expect("next step");
+    assert_eq!((integ.stats().steps, integ.stats().rejected), (3, 1), "the next step was not whole");
+
+    // no piece avoids the window: the failure at h/4096, the state unchanged
+    let mut stuck = start();
+    let mut integ = Integrator::new(Method::Midpoint);
+    let err = integ.step(&mut OscillatorBrokenAt { broken: 0.25..1.0 }, 0.25, 0.1, &mut stuck).expect_err("must fail");
+    assert!(matches!(err, IntegratorError::NewtonNotConverged { step, .. } if step == 0.1 / 4096.0), "{err}");
+    assert!(err.to_string().contains("halved down to that size"), "{err}");
+    assert_eq!(stuck, start(), "a failed step moved the state");
+    assert_eq!(integ.stats().rejected, 13, "{:?}", integ.stats());
+
+    // a broken stage time at every step: 25 halved steps, then the stop
+    let mut s = start();
+    let mut integ = Integrator::new(Method::Midpoint);
+    let (h, mut t) = (0.1, 0.0);
+    let mut taken = 0;
+    let err = loop {
+        // each step's own stage time t + h/2 is broken
+        let mut dynamics = OscillatorBrokenAt { broken: (t + 0.4999 * h)..(t + 0.5001 * h) };
+        match integ.step(&mut dynamics, t, h, &mut s) {
+            Ok(()) => {
+                taken += 1;
+                t += h;
+            }
+            Err(e) => break e,
+        }
+        assert!(taken <= 64, "never stopped");
+    };
+    assert_eq!(taken, 25, "{err}");
+    assert!(matches!(err, IntegratorError::TooStiff { halved: 25, window: 64, .. }), "{err}");
+    assert!(err.to_string().contains("stiffness") && err.to_string().contains("sdirk3"), "{err}");
 }
