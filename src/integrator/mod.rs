@@ -79,6 +79,9 @@ pub enum Method {
     /// Implicit midpoint (seed 000): y₁ = y₀ + h f(t + h/2, (y₀ + y₁)/2),
     /// solved by Newton's method (issue 10; see [`implicit`]). Order 2,
     /// symplectic, A-stable but not L-stable (stiff modes are not damped).
+    /// Fixed steps of `dt`, but a step whose Newton iteration fails is taken
+    /// in halves (a singular passage), and halving at many steps stops the
+    /// run (a stiff system: [`IntegratorError::TooStiff`]).
     Midpoint,
     /// Heun's method (explicit trapezoid). Order 2.
     Rk2,
