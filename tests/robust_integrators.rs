@@ -338,8 +338,9 @@ impl Dynamics for OscillatorBrokenAt {
 /// halves' stage times 0.275 and 0.325 are not. The step is then exactly
 /// two midpoint steps of h/2 (one rejected try counted), and the next step,
 /// whose stage time 0.4 is fine, is whole again. A window that every piece's
-/// stage time down to h/4096 meets stops the step with the Newton failure at
-/// that size and leaves the state as it was; a failure at each step stops
+/// stage time down to h/4096 meets, after the first half has passed, stops
+/// the step with the Newton failure at that size and puts the state back
+/// at the step's start; a failure at each step stops
 /// the run after 25 halved steps of the last 64, before the next step, with
 /// the stiffness named.
 #[test]
@@ -359,10 +360,13 @@ fn implicit_midpoint_halves_a_step_it_cannot_solve_and_stops_when_it_halves_too_
     integ.step(&mut OscillatorBrokenAt { broken: 0.2999..0.3001 }, 0.35, 0.1, &mut halved).expect("next step");
     assert_eq!((integ.stats().steps, integ.stats().rejected), (3, 1), "the next step was not whole");
 
-    // no piece avoids the window: the failure at h/4096, the state unchanged
+    // the first half passes (stage time 0.275), then no piece of the second
+    // half avoids the window: the failure at h/4096, the state back at the
+    // step's start
     let mut stuck = start();
     let mut integ = Integrator::new(Method::Midpoint);
-    let err = integ.step(&mut OscillatorBrokenAt { broken: 0.25..1.0 }, 0.25, 0.1, &mut stuck).expect_err("must fail");
+    let err = integ.step(&mut OscillatorBrokenAt { broken: 0.29..1.0 }, 0.25, 0.1, &mut stuck).expect_err("must fail");
+    assert_eq!(integ.stats().steps, 1, "the first half was not taken: {:?}", integ.stats());
     assert!(matches!(err, IntegratorError::NewtonNotConverged { step, .. } if step == 0.1 / 4096.0), "{err}");
     assert!(err.to_string().contains("halved down to that size"), "{err}");
     assert_eq!(stuck, start(), "a failed step moved the state");

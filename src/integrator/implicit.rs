@@ -477,6 +477,10 @@ pub(crate) struct Implicit {
     /// Which of the last [`MIDPOINT_WINDOW`] implicit midpoint steps were
     /// halved (bit 0: the latest).
     midpoint_halved: u64,
+    /// The state at the start of a halved midpoint step, restored if a
+    /// piece fails at the smallest size (copied only once a step fails
+    /// whole: no copy on a step that does not halve).
+    midpoint_start: State,
     kq: [Vec<f64>; 3],
     kv: [Vec<f64>; 3],
     zq: Vec<f64>,
@@ -722,11 +726,18 @@ impl Implicit {
                 // `midpoint` leaves the state as it was when it fails
                 Err(e @ IntegratorError::NewtonNotConverged { .. }) => {
                     stats.rejected += 1;
+                    if !was_halved {
+                        // the first failure is the whole step's: s is the start
+                        self.midpoint_start.clone_from(s);
+                        was_halved = true;
+                    }
                     if piece == 1 {
+                        // the step fails whole: back to its start, as an
+                        // unhalved failure leaves it
+                        s.clone_from(&self.midpoint_start);
                         return Err(e);
                     }
                     piece /= 2;
-                    was_halved = true;
                 }
                 Err(e) => return Err(e),
             }
