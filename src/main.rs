@@ -405,10 +405,14 @@ fn run(args: RunArgs) -> ExitCode {
         report("mx2d: no display: running headless");
     }
     if windowed {
+        let method = options.integrator.unwrap_or(scene.file.integrator);
         return match mx2d::render::window::run(scene, args.size.unwrap_or((1024, 768)), false, &options) {
             Ok(None) => ExitCode::SUCCESS,
             Ok(Some(stop)) => {
                 report(&format!("error: {stop} (output written so far is kept)"));
+                if let Some(hint) = stop.hint(method.name()) {
+                    report(&format!("hint: {hint}"));
+                }
                 ExitCode::from(stop.exit_code())
             }
             Err(e) => {
@@ -482,6 +486,9 @@ fn run(args: RunArgs) -> ExitCode {
                 None => ExitCode::SUCCESS,
                 Some(e) => {
                     report(&format!("error: {e} (output written so far is kept)"));
+                    if let Some(hint) = e.hint(&s.integrator) {
+                        report(&format!("hint: {hint}"));
+                    }
                     ExitCode::from(e.exit_code())
                 }
             }

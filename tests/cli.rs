@@ -90,8 +90,31 @@ fn a_diverging_run_stops_with_step_and_body_and_keeps_its_trace() {
     assert_eq!(out.status.code(), Some(3));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("diverged at step") && err.contains("'block'"), "{err}");
+    // an explicit method: what to try is said after the error
+    assert!(err.contains("hint: euler is explicit") && err.contains("--integrator sdirk3"), "{err}");
     let rows = std::fs::read_to_string(trace).expect("trace kept").lines().count();
     assert!(rows > 2, "trace rows written before the stop are kept");
+}
+
+/// Issue 10's regression under RK4 stops on the constraint bound with the
+/// hint to the implicit method; the implicit midpoint names its own failure
+/// (the stiffness and sdirk3, in its error) and gets no hint.
+#[test]
+fn a_stiff_mechanism_that_diverges_under_rk4_is_pointed_to_sdirk3() {
+    let out = mx2d()
+        .args(["run", &scene("heavy_load_chain.ron"), "--headless", "--integrator", "rk4"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("diverged at step") && err.contains("hint: rk4 is explicit"), "{err}");
+    let out = mx2d()
+        .args(["run", &scene("heavy_load_chain.ron"), "--headless", "--integrator", "midpoint"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("sdirk3 chooses its own step") && !err.contains("hint:"), "{err}");
 }
 
 #[test]
