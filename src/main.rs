@@ -404,13 +404,15 @@ fn run(args: RunArgs) -> ExitCode {
     if !args.headless && !windowed {
         report("mx2d: no display: running headless");
     }
+    // The method the run steps with (`run_scene` sets the override on the
+    // scene's world), for the hint after a divergence.
+    let method = options.integrator.unwrap_or(scene.file.integrator);
     if windowed {
-        let method = options.integrator.unwrap_or(scene.file.integrator);
         return match mx2d::render::window::run(scene, args.size.unwrap_or((1024, 768)), false, &options) {
             Ok(None) => ExitCode::SUCCESS,
             Ok(Some(stop)) => {
                 report(&format!("error: {stop} (output written so far is kept)"));
-                if let Some(hint) = stop.hint(method.name()) {
+                if let Some(hint) = stop.hint(method) {
                     report(&format!("hint: {hint}"));
                 }
                 ExitCode::from(stop.exit_code())
@@ -486,7 +488,7 @@ fn run(args: RunArgs) -> ExitCode {
                 None => ExitCode::SUCCESS,
                 Some(e) => {
                     report(&format!("error: {e} (output written so far is kept)"));
-                    if let Some(hint) = e.hint(&s.integrator) {
+                    if let Some(hint) = e.hint(method) {
                         report(&format!("hint: {hint}"));
                     }
                     ExitCode::from(e.exit_code())

@@ -101,19 +101,17 @@ fn a_diverging_run_stops_with_step_and_body_and_keeps_its_trace() {
 /// (the stiffness and sdirk3, in its error) and gets no hint.
 #[test]
 fn a_stiff_mechanism_that_diverges_under_rk4_is_pointed_to_sdirk3() {
-    let out = mx2d()
-        .args(["run", &scene("heavy_load_chain.ron"), "--headless", "--integrator", "rk4"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(3));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let stopped_with = |integrator: &str| {
+        let out = mx2d()
+            .args(["run", &scene("heavy_load_chain.ron"), "--headless", "--integrator", integrator])
+            .output()
+            .expect("runs");
+        assert_eq!(out.status.code(), Some(3), "{integrator}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = stopped_with("rk4");
     assert!(err.contains("diverged at step") && err.contains("hint: rk4 is explicit"), "{err}");
-    let out = mx2d()
-        .args(["run", &scene("heavy_load_chain.ron"), "--headless", "--integrator", "midpoint"])
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(3));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stopped_with("midpoint");
     assert!(err.contains("sdirk3 chooses its own step") && !err.contains("hint:"), "{err}");
 }
 

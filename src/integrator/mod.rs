@@ -143,6 +143,13 @@ impl Method {
     pub fn is_adaptive(self) -> bool {
         matches!(self, Method::Dopri5 | Method::Sdirk3)
     }
+
+    /// Explicit with fixed steps: nothing bounds its step by the system's
+    /// stiffness, so past its stability limit it blows up (the implicit and
+    /// adaptive methods name their own failures instead).
+    pub fn is_explicit_fixed_step(self) -> bool {
+        !self.is_adaptive() && self != Method::Midpoint
+    }
 }
 
 impl std::str::FromStr for Method {

@@ -126,21 +126,20 @@ pub enum RunStop {
 
 impl RunStop {
     /// What to try, where the stop is a divergence under an explicit
-    /// fixed-step method (`method` as the summary names it): past its
+    /// fixed-step method ([`Method::is_explicit_fixed_step`]): past its
     /// stability limit for the stiffest mode (light bodies under large
     /// forces, stiff springs) such a method blows up within a few steps,
     /// and the issue-10 regressions (`heavy_load_chain`, the stiff-spring
     /// pendulum) stop this way under `rk4`. None for the other stops and
     /// methods: the implicit and adaptive ones name their own failures.
-    pub fn hint(&self, method: &str) -> Option<String> {
+    pub fn hint(&self, method: Method) -> Option<String> {
         let diverged = matches!(
             self,
             RunStop::Simulation(SimulationError::Diverged { .. })
                 | RunStop::NonFiniteEnergy { .. }
                 | RunStop::ConstraintError { .. }
         );
-        let explicit_fixed = matches!(method, "euler" | "symplectic" | "rk2" | "rk4" | "ab4");
-        (diverged && explicit_fixed).then(|| {
+        (diverged && method.is_explicit_fixed_step()).then(|| {
             format!(
                 "{method} is explicit: past its stability limit for the system's stiffest mode (light bodies under large forces, stiff springs) it blows up within a few steps; try a smaller --dt, or --integrator sdirk3 (implicit, L-stable, chooses its own step)"
             )
