@@ -6,7 +6,7 @@
 //! six evaluations per accepted step), order 5 propagated, order 4 embedded
 //! for the error estimate, step control h ← h · clamp(0.9 err^(−1/5), 0.2, 5)
 //! with h ≤ `dt`. The error is measured in the same unit-free norm as the
-//! implicit method (`implicit::error_scales`).
+//! implicit method (`weights::error_scales`).
 //!
 //! **Dense output** ([`DenseOutput`]): the order-4 continuous extension of
 //! DOPRI5 (Hairer's `CONTD5`) gives the state anywhere inside the last step at
@@ -39,7 +39,8 @@
 //! singular: one projection per substep and, when it moved the state, one
 //! evaluation more (the FSAL slope was at the unprojected state).
 
-use super::implicit::{IntegratorStats, error_norm, error_scales};
+use super::implicit::IntegratorStats;
+use super::weights::{KindUnits, error_norm, error_scales};
 use super::{Dynamics, IntegratorError, State};
 
 const C: [f64; 7] = [0.0, 1.0 / 5.0, 3.0 / 10.0, 4.0 / 5.0, 8.0 / 9.0, 1.0, 1.0];
@@ -185,8 +186,8 @@ impl Dopri {
                 self.eq[k] = eq;
                 self.ev[k] = ev;
             }
-            error_scales(&s.q, &self.yq, tolerance, &mut self.scq);
-            error_scales(&s.v, &self.yv, tolerance, &mut self.scv);
+            let units = KindUnits::new(dynamics.length_scale(), h);
+            error_scales([&s.q, &self.yq], [&s.v, &self.yv], units, tolerance, &mut self.scq, &mut self.scv);
             let err = error_norm(&self.eq, &self.ev, &self.scq, &self.scv);
             if !err.is_finite() {
                 stats.rejected += 1;

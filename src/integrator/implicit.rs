@@ -102,6 +102,7 @@
 //! were halved, naming the stiffness and SDIRK3.
 
 use super::sparse_newton::SparseNewton;
+use super::weights::{KindUnits, error_scales, position_kinds, velocity_kinds};
 use super::{Dynamics, IntegratorError, State};
 
 /// γ of SDIRK3: root of x³ − 3x² + 3x/2 − 1/6 in (1/6, 1/2).
@@ -177,6 +178,9 @@ pub(crate) struct Newton {
     dense_fallback: bool,
     /// A notice for the run's warnings (the first fall-back), taken once.
     pub(crate) notice: Option<String>,
+    /// The units of the finite-difference steps' sizes (module
+    /// [`weights`](super::weights)), set for the step before each Jacobian.
+    pub(crate) units: KindUnits,
 }
 
 impl Newton {
@@ -207,6 +211,7 @@ impl Newton {
         v: &[f64],
         stats: &mut IntegratorStats,
     ) -> Result<(), IntegratorError> {
+        self.sparse.model.units = self.units;
         if !self.dense && !self.dense_fallback && dynamics.linear_model(t, q, v, &mut self.sparse.model) {
             self.use_sparse = true;
             self.sparse.invalidate();
@@ -260,7 +265,8 @@ impl Newton {
         let sqrt_u = f64::EPSILON.sqrt();
         dynamics.acceleration(t, q, v, &mut self.a0);
         let mut x = q.to_vec();
-        let kind = kind_norms(q);
+        let kind = position_kinds(q, self.units);
+        let translation = kind[0];
         for j in 0..n {
             let d = sqrt_u * x[j].abs().max(kind[j % 3]);
             let saved = x[j];
@@ -277,7 +283,7 @@ impl Newton {
             }
         }
         let mut y = v.to_vec();
-        let kind = kind_norms(v);
+        let kind = velocity_kinds(v, translation, self.units);
         for j in 0..n {
             let d = sqrt_u * y[j].abs().max(kind[j % 3]);
             let saved = y[j];
@@ -407,41 +413,6 @@ pub(crate) fn limited_slope(forward: f64, backward: f64) -> f64 {
     } else {
         backward
     }
-}
-
-/// ∞-norms of the translational and angular components of a flat state
-/// (x, y, φ per body): [translation, translation, angle], with 1 where a norm
-/// is 0 (and always at least 1 rad for angles).
-pub(crate) fn kind_norms(x: &[f64]) -> [f64; 3] {
-    let mut t = 0.0f64;
-    let mut r = 0.0f64;
-    for (i, v) in x.iter().enumerate() {
-        if i % 3 == 2 {
-            r = r.max(v.abs());
-        } else {
-            t = t.max(v.abs());
-        }
-    }
-    let t = if t > 0.0 { t } else { 1.0 };
-    [t, t, r.max(1.0)]
-}
-
-/// Weights of the error norm: tol × max(|y₀|, |y₁|, size of its kind), so the
-/// norm does not depend on units (each kind scales with its own unit).
-pub(crate) fn error_scales(y0: &[f64], y1: &[f64], tol: f64, out: &mut Vec<f64>) {
-    let k0 = kind_norms(y0);
-    let k1 = kind_norms(y1);
-    out.clear();
-    out.extend(
-        y0.iter().zip(y1).enumerate().map(|(i, (a, b))| tol * a.abs().max(b.abs()).max(k0[i % 3].max(k1[i % 3]))),
-    );
-}
-
-/// RMS of e/sc over q and v.
-pub(crate) fn error_norm(eq: &[f64], ev: &[f64], scq: &[f64], scv: &[f64]) -> f64 {
-    let n = eq.len() + ev.len();
-    let s: f64 = eq.iter().zip(scq).chain(ev.iter().zip(scv)).map(|(e, s)| (e / s).powi(2)).sum();
-    (s / n.max(1) as f64).sqrt()
 }
 
 /// RMS of already-scaled errors.
@@ -609,8 +580,9 @@ impl Implicit {
         let hg = 0.5 * h;
         let mut tol_q = std::mem::take(&mut self.scq);
         let mut tol_v = std::mem::take(&mut self.scv);
-        error_scales(&s.q, &s.q, tolerance, &mut tol_q);
-        error_scales(&s.v, &s.v, tolerance, &mut tol_v);
+        let units = KindUnits::new(dynamics.length_scale(), h);
+        self.newton.units = units;
+        error_scales([&s.q, &s.q], [&s.v, &s.v], units, tolerance, &mut tol_q, &mut tol_v);
         let mut outcome = StageOutcome::Failed { iterations: 0, residual: f64::INFINITY };
         for attempt in 0..3 {
             // a third attempt only on the dense Jacobian, after the sparse one failed fresh
@@ -770,6 +742,7 @@ impl Implicit {
         // Newton converges when |Δ| ≤ 1e-2 × the error tolerance (capped so a
         // loose tolerance still gives an accurate stage), as in RADAU5.
         let newton_tol = (1e-2 * tolerance).min(1e-6);
+        let length = dynamics.length_scale();
         let result = loop {
             let remaining = t_end - t;
             if remaining <= 1e-12 * dt {
@@ -778,11 +751,12 @@ impl Implicit {
             let h = if h_ctrl >= remaining * (1.0 - 1e-12) { remaining } else { h_ctrl };
             let hg = GAMMA * h;
             let fresh = !self.newton.jacobian_valid;
+            let units = KindUnits::new(length, h);
+            self.newton.units = units;
             if fresh && let Err(e) = self.newton.jacobian(dynamics, t, &s.q, &s.v, stats) {
                 break Err(e);
             }
-            error_scales(&s.q, &s.q, newton_tol, &mut tol_q);
-            error_scales(&s.v, &s.v, newton_tol, &mut tol_v);
+            error_scales([&s.q, &s.q], [&s.v, &s.v], units, newton_tol, &mut tol_q, &mut tol_v);
             let mut failure = None;
             let mut powers = [0.0; 3];
             let iterations_before = stats.newton_iterations;
@@ -854,7 +828,7 @@ impl Implicit {
             // change it makes over the step, h·e_v (as RADAU5 weights its
             // higher-index components by h): the fast transverse modes that the
             // method damps away carry large velocities but no position error.
-            error_scales(&s.q, &self.zq, tolerance, &mut tol_q);
+            error_scales([&s.q, &self.zq], [&s.v, &self.zv], units, tolerance, &mut tol_q, &mut tol_v);
             for (e, sc) in self.rv.iter_mut().zip(&tol_q) {
                 *e *= h / sc;
             }

@@ -14,6 +14,7 @@
 pub mod dopri;
 pub mod implicit;
 pub mod sparse_newton;
+pub mod weights;
 
 pub use dopri::DenseOutput;
 pub use implicit::IntegratorStats;
@@ -52,6 +53,15 @@ pub trait Dynamics {
     /// onto another branch (module doc of [`dopri`], "Singular passages").
     fn project(&mut self, _t: f64, _q: &mut [f64], _v: &mut [f64]) -> bool {
         false
+    }
+
+    /// A length of the system, in its own unit: what the implicit and
+    /// adaptive methods' weights fall back to where the state gives no size
+    /// (every body at the origin; with the step, the speed of a start from
+    /// rest: [`weights`]). A world built from a scene gives the smallest
+    /// dynamic body's bounding radius; the default is 1.
+    fn length_scale(&self) -> f64 {
+        1.0
     }
 }
 
@@ -239,7 +249,7 @@ struct Derivative {
 pub struct Integrator {
     method: Method,
     /// Relative error tolerance of the adaptive methods (per step, in the
-    /// unit-free norm of `implicit::error_scales`); infinite: fixed steps of
+    /// unit-free norm of [`weights`]); infinite: fixed steps of
     /// `dt`. Also the Newton tolerance of the implicit midpoint rule (× 1e-4, within 1e-11 … 1e-8).
     pub tolerance: f64,
     stats: IntegratorStats,

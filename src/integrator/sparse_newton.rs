@@ -98,6 +98,9 @@ pub struct LinearModel {
     /// linearisations so that a Newton Jacobian allocates nothing once the
     /// sizes are reached (`src/world/linear_model.rs`).
     pub(crate) scratch: crate::world::LinearisationScratch,
+    /// The units of the finite-difference steps' sizes
+    /// ([`weights`](super::weights)), set by the Newton iteration for its step.
+    pub units: super::weights::KindUnits,
 }
 
 impl LinearModel {

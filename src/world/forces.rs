@@ -38,6 +38,7 @@ impl World {
                 system: &mut self.system,
                 baumgarte: self.stabilization.baumgarte,
                 projection: self.stabilization.projection.then_some(self.stabilization),
+                length_scale: self.stabilization.length_scale,
                 solver_error: None,
                 field_evaluator: self.field_evaluator.as_ref(),
                 evaluator_error: None,
@@ -64,6 +65,9 @@ pub(super) struct ForceModel<'w> {
     /// The projection's settings when it is on: the adaptive integrators
     /// project between their substeps too ([`Dynamics::project`]).
     pub(super) projection: Option<Stabilization>,
+    /// The scene's length ([`Stabilization::length_scale`]): the
+    /// integrators' weights fall back to it ([`Dynamics::length_scale`]).
+    pub(super) length_scale: f64,
     /// The first solver failure of this step (an evaluation cannot return it).
     pub(super) solver_error: Option<SolverError>,
     /// The field evaluator (the GPU kernel), when the fields run there.
@@ -247,6 +251,10 @@ impl Dynamics for ForceModel<'_> {
         }
         self.times.add(Stage::ApplyLoads, constraints_done.elapsed());
         power
+    }
+
+    fn length_scale(&self) -> f64 {
+        self.length_scale
     }
 
     fn linear_model(&mut self, t: f64, q: &[f64], v: &[f64], model: &mut LinearModel) -> bool {

@@ -17,7 +17,8 @@
 
 use super::forces::ForceModel;
 use crate::integrator::LinearModel;
-use crate::integrator::implicit::{kind_norms, limited_slope};
+use crate::integrator::implicit::limited_slope;
+use crate::integrator::weights::{position_kinds, velocity_kinds};
 
 /// Marks a body that is not perturbed (fixed).
 const NO_COLOUR: u32 = u32::MAX;
@@ -89,7 +90,8 @@ impl ForceModel<'_> {
             return false;
         }
         let sqrt_u = f64::EPSILON.sqrt();
-        let kinds = [kind_norms(q), kind_norms(v)];
+        let at_q = position_kinds(q, model.units);
+        let kinds = [at_q, velocity_kinds(v, at_q[0], model.units)];
         // wrt positions (forces and constraint forces), then velocities (forces)
         for wrt_velocity in [false, true] {
             for colour in 0..n_colours as u32 {
