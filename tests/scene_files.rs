@@ -120,6 +120,37 @@ fn a_bad_radius_off_the_origin_is_named_as_the_radius() {
     assert_error(&e, 4, 47, "bodies[0].shape.radius", "radius must be a positive");
 }
 
+/// Generated bodies are held to the listed bodies' extent rule (1e12 × the
+/// largest body radius of the origin), named at the field that placed them.
+/// A fuzzed drop with `origin: (-9223372036854775808, 0.6)` (an integer
+/// literal, so the listed-number checks passed it) put 1,000 bodies where
+/// f64's spacing is 2,048 m: every row collapsed onto one x and the run
+/// spent an hour on its first steps' impacts. Each generator is refused at
+/// its placing field, and just inside the bound it is accepted.
+#[test]
+fn generated_bodies_too_far_out_are_refused_at_their_generator() {
+    let far = "-9223372036854775808";
+    let drop = |x: &str| {
+        format!(
+            "Scene(\n    name: \"t\",\n    drops: [ Drop(prefix: \"s\", count: 4, columns: 2, origin: ({x}, 0.6), spacing: 0.5,\n                  shapes: [ Circle(radius: 0.25) ]) ],\n)\n"
+        )
+    };
+    let e = error_for(&drop(far));
+    assert_eq!((e.line, e.field.as_str()), (3, "drops[0].origin"), "{e}");
+    assert!(e.message.contains("f64 cannot resolve the bodies there") && e.message.contains("body s0"), "{e}");
+    let pile = format!(
+        "Scene(name: \"t\", piles: [ Pile(prefix: \"p\", rows: 2, base: ({far}, 0.0), half_extent: 0.5, mass: 1.0) ])"
+    );
+    assert_eq!(error_for(&pile).field, "piles[0].base");
+    let chain = format!(
+        "Scene(name: \"t\", chains: [ Chain(prefix: \"l\", links: 2, anchor: (0.0, {far}), link_length: 0.1, link_mass: 0.01) ])"
+    );
+    assert_eq!(error_for(&chain).field, "chains[0].anchor");
+    // 1e11 m with bodies of radius 0.25 (the bound: 2.5e11) is accepted
+    let near = drop("-1e11");
+    assert!(Scene::parse(&near, "ok.ron").is_ok_and(|s| s.build_world().is_ok()));
+}
+
 /// A field's bad parameter is named where it is written: a circle region's
 /// radius at `region.radius` (it was `fields[0].kind`, a line above, with
 /// "circle region needs …"), a half-plane's normal at `region.normal`, a drag
