@@ -192,7 +192,10 @@ fn main() -> ExitCode {
                         mx2d::population::CPU_BYTES_PER_BALL,
                         mx2d::population::gpu::GPU_BYTES_PER_BALL,
                     ));
-                    if let Some(w) = mx2d::run::session::start_overlap_warning(&start) {
+                    let warnings = mx2d::run::session::start_overlap_warning(&start)
+                        .into_iter()
+                        .chain(mx2d::run::session::resolution_warning(pop.position_resolution));
+                    for w in warnings {
                         report(&format!("warning: population: {w}"));
                     }
                 }

@@ -133,6 +133,54 @@ fn oversized_or_invalid_populations_are_refused_with_the_reason() {
     assert_eq!((err.line, err.field.as_str()), (2, "population.radius"), "{err}");
 }
 
+/// 400 balls of r = 0.5 dropped on a floor, the whole scene translated by x₀.
+fn translated_pile(x0: f64) -> String {
+    format!(
+        "Scene(name: \"far\", gravity: (0.0, -9.81), dt: 0.016666666666666666, steps: 60,
+           surfaces: [ Surface(geometry: Line(point: ({x0}, 0.0), normal: (0.0, 1.0))) ],
+           population: Population(radius: 0.5, density: 1.0, restitution: 0.5, friction: 0.3, count: 400,
+             spawn: [ Grid(origin: ({gx}, 1.0), spacing: 1.25, columns: 20, velocity_jitter: 2.0, seed: 1) ],
+             bounds: Rect(min: ({lo}, -10.0), max: ({hi}, 100.0))))",
+        gx = x0 + 0.5,
+        lo = x0 - 50.0,
+        hi = x0 + 80.0
+    )
+}
+
+/// Positions are f32: a population far from the origin is warned of where
+/// their spacing passes 2⁻⁸ of the smallest radius, and refused where it
+/// passes a quarter of it. The warning is earned: translated by 1e4 m
+/// (spacing 9.8e-4 m, 0.2 % of r) the falling pile ends its first second as
+/// at the origin — kinetic energy a ball within 10 % (measured 23.0 against
+/// 22.9 J: the rounding is another seed of a chaotic pile) — while at 1e5 m
+/// (7.8e-3 m, 1.6 % of r: a ball at 2 m/s moves 2e-3 m a substep, under the
+/// spacing) it comes out another pile (measured 3.7 J), and is warned of.
+#[test]
+fn a_population_far_from_the_origin_is_warned_of_or_refused() {
+    let run = |x0: f64| {
+        let scene = Scene::parse(&translated_pile(x0), "far.ron").unwrap_or_else(|e| panic!("{e}"));
+        let mut world = scene.build_world().unwrap_or_else(|e| panic!("{e}"));
+        for _ in 0..60 {
+            world.step().unwrap_or_else(|e| panic!("{e}"));
+        }
+        let pop = world.population.as_ref().expect("population");
+        (pop.position_resolution, pop.stats().kinetic_per_ball)
+    };
+    let (r0, ke0) = run(0.0);
+    let (r4, ke4) = run(1e4);
+    let (r5, ke5) = run(1e5);
+    assert!(r0 < 1e-4 && r4 < mx2d::population::POSITION_RESOLUTION_WARNING, "{r0} {r4}");
+    assert!(mx2d::run::session::resolution_warning(r4).is_none());
+    assert!((ke4 / ke0 - 1.0).abs() < 0.1, "translated by 1e4 m: {ke4} J a ball against {ke0}");
+    assert_eq!(r5, 2f64.powi(-7) / 0.5, "the f32 spacing at 1e5 over r");
+    let warning = mx2d::run::session::resolution_warning(r5).expect("warned");
+    assert!(warning.contains("1.56 % of the smallest radius"), "{warning}");
+    assert!((ke5 / ke0 - 1.0).abs() > 0.5, "translated by 1e5 m the pile was expected to differ: {ke5} against {ke0}");
+    let err = Scene::parse(&translated_pile(1e7), "far.ron").and_then(|s| s.build_world().map(|_| ())).unwrap_err();
+    assert_eq!(err.field, "population.bounds", "{err}");
+    assert!(err.message.contains("cannot be told apart") && err.message.contains("200 %"), "{err}");
+}
+
 /// Found by the scene fuzzer: `friction: 1e100` passed the f64 checks, became
 /// ∞ in the f32 tier and a NaN inside the contact kernel (a panic in
 /// `f32::clamp`). Values past the f32 tier's range are refused at their place,

@@ -521,6 +521,42 @@ fn balls_spawned_overlapping_are_said_by_check_and_run() {
     assert!(json.contains("balls start overlapping by up to 40.0 % of r"), "{json}");
 }
 
+/// A population whose world reaches 1e5 m from the origin (f32 positions
+/// 1.56 % of r apart) is warned of by `mx2d check` and in the run's summary;
+/// one at 1e7 m (2 × r apart) is refused at its bounds, exit 2.
+#[test]
+fn a_population_too_far_out_for_f32_is_said_by_check_and_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pile = |x0: f64| {
+        format!(
+            "Scene(name: \"far\", steps: 3,
+               population: Population(radius: 0.5, count: 20,
+                 spawn: [ Grid(origin: ({x0}, 1.0), spacing: 1.25, columns: 5) ],
+                 bounds: Rect(min: ({lo}, -10.0), max: ({hi}, 100.0))))",
+            lo = x0 - 50.0,
+            hi = x0 + 80.0
+        )
+    };
+    let far = write(dir.path(), "far.ron", pile(1e5));
+    let o = mx2d().arg("check").arg(&far).output().expect("runs");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let said = "warning: population: the world reaches so far from the origin that f32 positions there are 1.56 % of the smallest radius apart";
+    assert!(stderr(&o).contains(said), "{}", stderr(&o));
+    let summary = dir.path().join("summary.json");
+    let o = mx2d().args(["run", "--headless", "--summary"]).arg(&summary).arg(&far).output().expect("runs");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1.56 % of the smallest radius"), "{}", stderr(&o));
+    let json = std::fs::read_to_string(&summary).expect("summary");
+    assert!(json.contains("1.56 % of the smallest radius"), "{json}");
+    let near = write(dir.path(), "near.ron", pile(0.0));
+    let o = mx2d().arg("check").arg(&near).output().expect("runs");
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+    let out_of_reach = write(dir.path(), "out.ron", pile(1e7));
+    let o = mx2d().arg("check").arg(&out_of_reach).output().expect("runs");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("population.bounds: the world reaches"), "{}", stderr(&o));
+}
+
 /// Class 7: a byte-order mark is accepted; invalid UTF-8 is positioned.
 #[test]
 fn bom_and_invalid_utf8() {

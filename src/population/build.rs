@@ -7,8 +7,8 @@ use glam::DVec2;
 
 use super::spawn::{self, PopulationDef, SpawnDef};
 use super::{
-    CPU_BYTES_PER_BALL, F32_PARAMETER_MAX, GridSpec, MAX_CELLS, Population, PopulationError, PopulationParams,
-    SLEEP_SPEED_FACTOR, contact, cpu, invalid, obstacle, stage_times, state,
+    CPU_BYTES_PER_BALL, F32_PARAMETER_MAX, GridSpec, MAX_CELLS, MAX_POSITION_RESOLUTION, Population, PopulationError,
+    PopulationParams, SLEEP_SPEED_FACTOR, contact, cpu, invalid, obstacle, stage_times, state,
 };
 use crate::field::Field;
 use crate::gpu::GpuField;
@@ -284,6 +284,20 @@ impl Population {
         }
         let explicit_bounds = def.bounds.is_some().then_some(bounds);
         check_spawners_fit(&spawn, explicit_bounds, cell, dt)?;
+        let position_resolution = position_resolution(bounds, def.radius);
+        if position_resolution > MAX_POSITION_RESOLUTION {
+            return Err(invalid(
+                "bounds",
+                format!(
+                    "the world reaches {} m from the origin, where f32 positions are {} m apart: {:.0} % of the smallest radius ({} m), so the balls cannot be told apart; {}",
+                    readable(far_coordinate(bounds)),
+                    readable(position_resolution * def.radius),
+                    100.0 * position_resolution,
+                    readable(def.radius),
+                    "bring the scene nearer the origin (the population computes in f32)"
+                ),
+            ));
+        }
         let bytes = total.saturating_mul(CPU_BYTES_PER_BALL).saturating_add(cells.saturating_mul(4));
         if bytes > memory_limit {
             return Err(PopulationError::TooLarge {
@@ -343,6 +357,7 @@ impl Population {
             fields: fields.iter().map(GpuField::from).collect(),
             steps: 0,
             max_radius: max_radius as f32,
+            position_resolution,
             list_overflow: 0,
             max_overlap_seen: 0.0,
             stage_times: stage_times::PopulationStageTimes::default(),
@@ -527,4 +542,17 @@ fn spawn_extent(s: &SpawnDef, extent: &mut Extent) {
         }
         SpawnDef::Emitter { position, .. } => extent.add(position),
     }
+}
+
+/// The largest magnitude of a coordinate of the world's bounds (m).
+fn far_coordinate(bounds: (DVec2, DVec2)) -> f64 {
+    [bounds.0.x, bounds.0.y, bounds.1.x, bounds.1.y].into_iter().map(f64::abs).fold(0.0, f64::max)
+}
+
+/// The spacing of f32 numbers at the world's farthest coordinate over the
+/// smallest radius ([`super::POSITION_RESOLUTION_WARNING`]).
+fn position_resolution(bounds: (DVec2, DVec2), smallest_radius: f64) -> f64 {
+    let far = far_coordinate(bounds) as f32;
+    let spacing = if far.is_finite() { far.next_up() - far } else { f32::INFINITY };
+    f64::from(spacing) / smallest_radius
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::{RunOptions, RunStop, check_distinct_outputs, planned_steps};
 use crate::output::{CsvWriter, ENERGY_HEADER, PopulationSummary, REACTIONS_HEADER, Stopped, Summary, TRACE_HEADER};
-use crate::population::PopulationStats;
+use crate::population::{POSITION_RESOLUTION_WARNING, PopulationStats};
 use crate::scene::Scene;
 use crate::world::{Energy, SimulationError, World};
 
@@ -315,7 +315,10 @@ impl Session {
             warnings: world
                 .warnings()
                 .cloned()
-                .chain(population.as_ref().and_then(|p| population_warnings(&p.initial, &p.last)))
+                .chain(population.as_ref().and_then(|p| {
+                    let resolution = world.population.as_ref().map_or(0.0, |pop| pop.position_resolution);
+                    population_warnings(&p.initial, &p.last, resolution)
+                }))
                 .collect(),
             population,
         };
@@ -406,11 +409,13 @@ impl Recorder {
 /// What went wrong in the population without stopping the run, said on the
 /// console and in the summary's `warnings` (the figures alone sit in the
 /// JSON, where a user who did not ask for it never sees them): balls that
-/// started overlapping ([`start_overlap_warning`]), contacts that did not
-/// fit a ball's list were not solved, and balls that left the world are
-/// gone. `None` when none happened (the shipped scenes).
-fn population_warnings(initial: &PopulationStats, last: &PopulationStats) -> Option<String> {
+/// started overlapping ([`start_overlap_warning`]), a world too far out for
+/// f32 positions ([`resolution_warning`]), contacts that did not fit a
+/// ball's list were not solved, and balls that left the world are gone.
+/// `None` when none happened (the shipped scenes).
+fn population_warnings(initial: &PopulationStats, last: &PopulationStats, resolution: f64) -> Option<String> {
     let mut parts: Vec<String> = start_overlap_warning(initial).into_iter().collect();
+    parts.extend(resolution_warning(resolution));
     if last.list_overflow > 0 {
         parts.push(format!(
             "{} neighbour or obstacle candidates did not fit a ball's list (at most {} neighbours and {} obstacles a ball) and their contacts were not solved: balls packed closer than touching (a spawner's spacing under 2 r) or a `skin` of several radii fill the lists",
@@ -423,6 +428,21 @@ fn population_warnings(initial: &PopulationStats, last: &PopulationStats) -> Opt
         parts.push(format!("{} balls left the world (`population.bounds`) and were removed", last.escaped));
     }
     (!parts.is_empty()).then(|| format!("population: {}", parts.join("; ")))
+}
+
+/// The warning for a world whose farthest coordinate puts f32 positions
+/// more than [`POSITION_RESOLUTION_WARNING`] of the smallest radius apart
+/// (`resolution`: [`crate::population::Population::position_resolution`]): slow motions and
+/// small overlaps round away there. `None` below it. Said by `mx2d check`
+/// too.
+pub fn resolution_warning(resolution: f64) -> Option<String> {
+    (resolution > POSITION_RESOLUTION_WARNING).then(|| {
+        format!(
+            "the world reaches so far from the origin that f32 positions there are {:.2} % of the smallest radius apart (over {:.2} %): slow motions and small overlaps round away; bring the scene nearer the origin",
+            100.0 * resolution,
+            100.0 * POSITION_RESOLUTION_WARNING
+        )
+    })
 }
 
 /// Overlap at the start, as a fraction of r, above which the spawn is said
