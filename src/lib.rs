@@ -68,7 +68,12 @@
 //! ## Conventions
 //! SI units; angles in radians, counter-clockwise; z-torque r × F. A body's
 //! position is its centre of mass; q = (x, y, φ), v = (vx, vy, ω), mass
-//! matrix diag(m, m, J). Constraint forces are Jᵀλ.
+//! matrix diag(m, m, J). Constraint forces are Jᵀλ. SI is only the default
+//! of a scene's values (gravity, `dt`): a mechanism written in other units
+//! of length, time or mass takes the same steps, bit for bit at powers of
+//! two (`tests/units_invariance.rs`: five integrators, the adaptive and
+//! implicit ones through [`integrator::weights`], both contact solvers,
+//! inverse problems; the population tier in its time unit).
 //!
 //! ## FAQ
 //! - *Why does a free body fall through a floor?* Contacts are off unless the

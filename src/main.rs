@@ -199,6 +199,9 @@ fn main() -> ExitCode {
                         report(&format!("warning: population: {w}"));
                     }
                 }
+                if let Some(warning) = mx2d::run::session::body_overlap_warning(&w) {
+                    report(&format!("warning: {warning}"));
+                }
                 say(&line).map_or_else(|code| code, |()| ExitCode::SUCCESS)
             }
             Err(e) => {

@@ -449,7 +449,8 @@ fn outputs_over_max_output_are_refused_before_anything_is_written() {
 /// What goes wrong in a population without stopping the run is said on the
 /// console, not only counted in the JSON: 64 balls spawned on one point (the
 /// most a spawner may put into one grid cell) fill every neighbour list
-/// (contacts left unsolved) and are thrown out of the world. The shipped
+/// (contacts left unsolved: said at the step it is first seen, and at the
+/// end) and are thrown out of the world. The shipped
 /// balls_box says nothing of the kind.
 #[test]
 fn population_overflow_and_escapes_are_said_on_the_console() {
@@ -474,9 +475,17 @@ fn population_overflow_and_escapes_are_said_on_the_console() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{end}"));
     assert!(escaped > 0 && warning.contains(&format!("{escaped} balls left the world")), "{end} / {warning}");
+    // The unsolved contacts are also said when first seen, once, before the
+    // run's end (a run that grinds on them is told so while it grinds).
+    let live: Vec<&str> = err.lines().filter(|l| l.starts_with("warning: step ")).collect();
+    assert_eq!(live.len(), 1, "{err}");
+    assert!(live[0].starts_with("warning: step 1: population: ") && live[0].contains("were not solved"), "{err}");
+    let position = |line: &str| err.find(line).unwrap_or_else(|| panic!("{err}"));
+    assert!(position(live[0]) < position(warning), "{err}");
     let o = run("population.count=200", &[]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stderr(&o).contains("warning: population"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("warning: step"), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("200 in the world, 0 asleep, 0 pending, 0 escaped"));
 }
 
@@ -555,6 +564,36 @@ fn a_population_too_far_out_for_f32_is_said_by_check_and_run() {
     let o = mx2d().arg("check").arg(&out_of_reach).output().expect("runs");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("population.bounds: the world reaches"), "{}", stderr(&o));
+}
+
+/// Bodies placed inside each other (balls_in_box's drop cut to 100 bodies
+/// at a spacing of 1e-9 m: all on one point) are said by `mx2d check` and in the
+/// run's warnings (console and summary), naming the deepest pair; the
+/// scene as shipped is not.
+#[test]
+fn bodies_placed_overlapping_are_said_by_check_and_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = std::fs::read_to_string(scene("balls_in_box.ron")).expect("scene");
+    assert!(text.contains("count: 1000,") && text.contains("spacing: 0.5,"));
+    let packed = text.replace("count: 1000,", "count: 100,").replace("spacing: 0.5,", "spacing: 1e-9,");
+    let packed = write(dir.path(), "packed.ron", packed);
+    let o = mx2d().arg("check").arg(&packed).output().expect("runs");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("warning: bodies start overlapping: s"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("by 200.0 % of the smaller one's bounding radius"), "{}", stderr(&o));
+    let summary = dir.path().join("summary.json");
+    let o = mx2d()
+        .args(["run", "--headless", "--steps", "1", "--summary"])
+        .arg(&summary)
+        .arg(&packed)
+        .output()
+        .expect("runs");
+    assert_no_crash(&o, "bodies on one point");
+    assert!(stderr(&o).contains("warning: bodies start overlapping"), "{}", stderr(&o));
+    let json = std::fs::read_to_string(&summary).expect("summary");
+    assert!(json.contains("bodies start overlapping"), "{json}");
+    let o = mx2d().arg("check").arg(scene("balls_in_box.ron")).output().expect("runs");
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
 }
 
 /// Class 7: a byte-order mark is accepted; invalid UTF-8 is positioned.

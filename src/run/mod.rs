@@ -332,6 +332,12 @@ pub fn run_scene(scene: &Scene, options: &RunOptions) -> anyhow::Result<RunOutco
             break;
         }
         session.advance(&mut world)?;
+        if let Some(notice) = session.take_notice() {
+            match &bar {
+                Some(bar) => bar.suspend(|| crate::output::report(&notice)),
+                None => crate::output::report(&notice),
+            }
+        }
         if let Some(bar) = &bar
             && world.step_count() % 256 == 0
         {

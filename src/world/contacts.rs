@@ -12,7 +12,53 @@ use crate::contact::ContactError;
 use crate::contact::soft_step::{SoftStepSettings, kinetic_energy};
 use crate::integrator::{Dynamics, State};
 
+/// A body overlapping another (or a surface) as placed, at the deepest pair
+/// ([`World::start_overlap`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct StartOverlap {
+    /// Depth over the bounding radius of the smaller body of the pair (of
+    /// the body, against a surface).
+    pub ratio: f64,
+    /// The body.
+    pub body: String,
+    /// The other body, or `surfaces[i]`.
+    pub partner: String,
+}
+
 impl World {
+    /// The deepest overlap of the bodies where they are now (before the
+    /// first step: as the scene places them), when contacts are on and some
+    /// pair overlaps; `None` otherwise. Computed on a copy of the contact
+    /// set: the steps that follow are not changed. A drop spawned at a
+    /// spacing of 1e-9 m put its 1,000 bodies on one point, and the first
+    /// steps' push-out raised the energy from 499 J to 4,526 J with nothing
+    /// said (`mx2d check` and the run's warnings say it now: module `run`).
+    pub fn start_overlap(&self) -> Option<StartOverlap> {
+        if !self.contacts.settings.enabled || self.bodies.is_empty() {
+            return None;
+        }
+        let bodies = self.bodies.as_slice();
+        let mut state = State::default();
+        super::gather_state(bodies, &mut state);
+        let mut contacts = self.contacts.clone();
+        contacts.broadphase(bodies, &self.surfaces, &self.constraints, &state.q, &state.q);
+        contacts.narrowphase(bodies, &self.surfaces, &state.q).ok()?;
+        let radius = |i: usize| bodies[i].shape.bounding_radius();
+        contacts
+            .contacts()
+            .iter()
+            .filter(|c| c.manifold.gap < 0.0)
+            .map(|c| {
+                let (size, partner) = match c.partner {
+                    crate::contact::Partner::Body(b) => (radius(c.body_a).min(radius(b)), bodies[b].name.clone()),
+                    crate::contact::Partner::Surface(s) => (radius(c.body_a), format!("surfaces[{s}]")),
+                };
+                StartOverlap { ratio: -c.manifold.gap / size, body: bodies[c.body_a].name.clone(), partner }
+            })
+            .filter(|o| o.ratio.is_finite())
+            .max_by(|a, b| a.ratio.total_cmp(&b.ratio))
+    }
+
     /// The contact stages of one step (see `src/contact/mod.rs`): `start` is
     /// the state at the beginning of the step, `self.state` its end.
     pub(super) fn contact_stages(&mut self, start: State) -> Result<(), SimulationError> {

@@ -78,6 +78,7 @@ mod linear_model;
 mod population_stage;
 mod stages;
 
+pub use contacts::StartOverlap;
 pub use error::{DivergenceLimits, SimulationError};
 pub(crate) use linear_model::LinearisationScratch;
 pub use stages::{Stage, StageTimes};

@@ -475,6 +475,9 @@ impl App {
                     self.paused = true;
                     return;
                 }
+                if let Some(notice) = session.take_notice() {
+                    crate::output::report(&notice);
+                }
                 if let Some(stop) = session.stopped() {
                     self.halted = Some(stop.to_string());
                 }
