@@ -158,6 +158,34 @@ fn bar_pendulum_world(method: Method, h: f64, tolerance: f64) -> (World, mx2d::b
     (w, bar)
 }
 
+/// An adaptive method whose motion is far faster than the step stops with
+/// the substeps it took and how far into the step they got, instead of
+/// grinding on: the bar pendulum with gravity × 1e18 (a period of ~2e-9 s)
+/// at dt = 1e-3 s. Before, a fuzzed heavy-load chain with g = 9.2e18 m/s²
+/// had sdirk3 spend minutes on its first step with nothing said. At g =
+/// 9.81 the same pendulum takes one substep a step (dt = 1e-3 against its
+/// 2 s period).
+#[test]
+fn adaptive_methods_stop_when_a_step_takes_too_many_substeps() {
+    for (method, name) in [(Method::Dopri5, "dopri5"), (Method::Sdirk3, "sdirk3")] {
+        let (mut w, _) = bar_pendulum_world(method, 1e-3, 1e-6);
+        w.gravity *= 1e18;
+        let err = w.step().expect_err("too many substeps");
+        let text = err.to_string();
+        assert!(
+            matches!(err, SimulationError::Integrator { source: IntegratorError::TooManySubsteps { substeps, .. }, .. } if substeps == mx2d::integrator::MAX_SUBSTEPS),
+            "{text}"
+        );
+        assert!(text.contains(name) && text.contains("substeps inside one step of 1e-3 s reached only"), "{text}");
+        assert_eq!(w.step_count(), 0, "{name}");
+        let (mut calm, _) = bar_pendulum_world(method, 1e-3, 1e-6);
+        for _ in 0..10 {
+            calm.step().expect("a calm pendulum steps");
+        }
+        assert!(calm.integrator_stats().steps <= 20, "{name}: {:?}", calm.integrator_stats());
+    }
+}
+
 /// The implicit midpoint rule starts each step's Newton iteration from the
 /// last step's stage slope, Z = y₀ + (h/2) f(Y_prev), O(h²) from the stage
 /// solution where Z = y₀ is O(h) from it: on the bar pendulum at h = 1e-3

@@ -41,7 +41,7 @@
 
 use super::implicit::IntegratorStats;
 use super::weights::{KindUnits, error_norm, error_scales};
-use super::{Dynamics, IntegratorError, State};
+use super::{Dynamics, IntegratorError, MAX_SUBSTEPS, State};
 
 const C: [f64; 7] = [0.0, 1.0 / 5.0, 3.0 / 10.0, 4.0 / 5.0, 8.0 / 9.0, 1.0, 1.0];
 const A: [[f64; 6]; 7] = [
@@ -146,7 +146,8 @@ impl Dopri {
         // slope of the previous call is not the slope at this state.
         self.fsal = false;
         let t_end = t + dt;
-        let mut t = t;
+        let (t_start, mut t) = (t, t);
+        let mut substeps = 0u64;
         let mut h_ctrl = if self.h_next > 0.0 { self.h_next.min(dt) } else { dt };
         let h_min = dt * 1e-10;
         let result = loop {
@@ -155,6 +156,17 @@ impl Dopri {
                 break Ok(());
             }
             let h = if h_ctrl >= remaining * (1.0 - 1e-12) { remaining } else { h_ctrl };
+            substeps += 1;
+            if substeps > MAX_SUBSTEPS {
+                let reached = t - t_start;
+                break Err(IntegratorError::TooManySubsteps {
+                    method: "dopri5",
+                    substeps: MAX_SUBSTEPS,
+                    step: dt,
+                    reached,
+                    last: h,
+                });
+            }
             if !self.fsal {
                 self.kq[0].copy_from_slice(&s.v);
                 self.power[0] = dynamics.acceleration(t, &s.q, &s.v, &mut self.kv[0]);

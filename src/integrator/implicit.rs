@@ -103,7 +103,7 @@
 
 use super::sparse_newton::SparseNewton;
 use super::weights::{KindUnits, error_scales, position_kinds, velocity_kinds};
-use super::{Dynamics, IntegratorError, State};
+use super::{Dynamics, IntegratorError, MAX_SUBSTEPS, State};
 
 /// γ of SDIRK3: root of x³ − 3x² + 3x/2 − 1/6 in (1/6, 1/2).
 pub const GAMMA: f64 = 0.435_866_521_508_459;
@@ -743,12 +743,24 @@ impl Implicit {
         // loose tolerance still gives an accurate stage), as in RADAU5.
         let newton_tol = (1e-2 * tolerance).min(1e-6);
         let length = dynamics.length_scale();
+        let (t_start, mut substeps) = (t, 0u64);
         let result = loop {
             let remaining = t_end - t;
             if remaining <= 1e-12 * dt {
                 break Ok(());
             }
             let h = if h_ctrl >= remaining * (1.0 - 1e-12) { remaining } else { h_ctrl };
+            substeps += 1;
+            if substeps > MAX_SUBSTEPS {
+                let reached = t - t_start;
+                break Err(IntegratorError::TooManySubsteps {
+                    method: "sdirk3",
+                    substeps: MAX_SUBSTEPS,
+                    step: dt,
+                    reached,
+                    last: h,
+                });
+            }
             let hg = GAMMA * h;
             let fresh = !self.newton.jacobian_valid;
             let units = KindUnits::new(length, h);

@@ -22,6 +22,14 @@ pub use sparse_newton::LinearModel;
 
 use serde::{Deserialize, Serialize};
 
+/// Substeps (accepted and rejected) an adaptive method may try inside one
+/// step before the run stops ([`IntegratorError::TooManySubsteps`]). The
+/// shipped scenes take at most a few hundred (`heavy_load_chain` under
+/// dopri5: 50 a step on average); a heavy-load chain whose gravity a fuzzed
+/// scene set to 9.2e18 m/s² (a pendulum period of 2e-9 s at dt = 1e-3 s)
+/// had sdirk3 grind through millions of substeps a step with nothing said.
+pub const MAX_SUBSTEPS: u64 = 100_000;
+
 /// Default relative tolerance of the adaptive methods.
 pub const DEFAULT_TOLERANCE: f64 = 1e-6;
 
@@ -224,6 +232,24 @@ pub enum IntegratorError {
         step: f64,
         /// The error estimate relative to the tolerance.
         error: f64,
+    },
+    /// An adaptive method tried more than [`MAX_SUBSTEPS`] substeps inside
+    /// one step and had not finished it.
+    #[error(
+        "{method}: {substeps} substeps inside one step of {step:e} s reached only {reached:e} s of it (the last substep {last:e} s): the motion is that much faster than the step{}",
+        if *method == "dopri5" { "; sdirk3 if the system is stiff, or a smaller dt" } else { "; a smaller dt, or a scene whose forces give motions on the step's time scale" }
+    )]
+    TooManySubsteps {
+        /// The method.
+        method: &'static str,
+        /// Substeps tried (accepted and rejected).
+        substeps: u64,
+        /// The step (s).
+        step: f64,
+        /// How far into the step they reached (s).
+        reached: f64,
+        /// The last substep tried (s).
+        last: f64,
     },
     /// The dense Newton of the implicit methods is limited in size.
     #[error("the implicit integrators' dense Newton handles at most {max} degrees of freedom ({} bodies); this world has {dofs}: use rk4 or dopri5", max / 3)]
