@@ -41,7 +41,7 @@
 
 use super::implicit::IntegratorStats;
 use super::weights::{KindUnits, error_norm, error_scales};
-use super::{Dynamics, IntegratorError, MAX_SUBSTEPS, State};
+use super::{Dynamics, IntegratorError, State, count_substep};
 
 const C: [f64; 7] = [0.0, 1.0 / 5.0, 3.0 / 10.0, 4.0 / 5.0, 8.0 / 9.0, 1.0, 1.0];
 const A: [[f64; 6]; 7] = [
@@ -156,16 +156,8 @@ impl Dopri {
                 break Ok(());
             }
             let h = if h_ctrl >= remaining * (1.0 - 1e-12) { remaining } else { h_ctrl };
-            substeps += 1;
-            if substeps > MAX_SUBSTEPS {
-                let reached = t - t_start;
-                break Err(IntegratorError::TooManySubsteps {
-                    method: "dopri5",
-                    substeps: MAX_SUBSTEPS,
-                    step: dt,
-                    reached,
-                    last: h,
-                });
+            if let Err(e) = count_substep(&mut substeps, "dopri5", dt, t - t_start, h) {
+                break Err(e);
             }
             if !self.fsal {
                 self.kq[0].copy_from_slice(&s.v);

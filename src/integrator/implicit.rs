@@ -103,7 +103,7 @@
 
 use super::sparse_newton::SparseNewton;
 use super::weights::{KindUnits, error_scales, position_kinds, velocity_kinds};
-use super::{Dynamics, IntegratorError, MAX_SUBSTEPS, State};
+use super::{Dynamics, IntegratorError, State};
 
 /// γ of SDIRK3: root of x³ − 3x² + 3x/2 − 1/6 in (1/6, 1/2).
 pub const GAMMA: f64 = 0.435_866_521_508_459;
@@ -750,16 +750,8 @@ impl Implicit {
                 break Ok(());
             }
             let h = if h_ctrl >= remaining * (1.0 - 1e-12) { remaining } else { h_ctrl };
-            substeps += 1;
-            if substeps > MAX_SUBSTEPS {
-                let reached = t - t_start;
-                break Err(IntegratorError::TooManySubsteps {
-                    method: "sdirk3",
-                    substeps: MAX_SUBSTEPS,
-                    step: dt,
-                    reached,
-                    last: h,
-                });
+            if let Err(e) = super::count_substep(&mut substeps, "sdirk3", dt, t - t_start, h) {
+                break Err(e);
             }
             let hg = GAMMA * h;
             let fresh = !self.newton.jacobian_valid;

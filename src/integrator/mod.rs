@@ -30,6 +30,23 @@ use serde::{Deserialize, Serialize};
 /// had sdirk3 grind through millions of substeps a step with nothing said.
 pub const MAX_SUBSTEPS: u64 = 100_000;
 
+/// Counts one substep (`h` long, `reached` into the step of `dt`) of an
+/// adaptive method; past [`MAX_SUBSTEPS`] in one step, the error that stops
+/// the run.
+pub(crate) fn count_substep(
+    substeps: &mut u64,
+    method: &'static str,
+    dt: f64,
+    reached: f64,
+    h: f64,
+) -> Result<(), IntegratorError> {
+    *substeps += 1;
+    if *substeps > MAX_SUBSTEPS {
+        return Err(IntegratorError::TooManySubsteps { method, substeps: MAX_SUBSTEPS, step: dt, reached, last: h });
+    }
+    Ok(())
+}
+
 /// Default relative tolerance of the adaptive methods.
 pub const DEFAULT_TOLERANCE: f64 = 1e-6;
 
