@@ -329,10 +329,10 @@ impl Scene {
     /// [`MAX_EXTENT_RATIO`] × the largest body radius of the origin. A drop
     /// whose origin was −9.2e18 m put its 1,000 bodies where the spacing of
     /// f64 is 2,048 m: the 25 columns fell onto one x, every pair of a row
-    /// overlapped, and the first step took 0.15 s and 1e55 J of impulses
-    /// (the fuzzing campaign of 7 Dec 2026 ran it for an hour). Named at the
-    /// field that placed the body (a drop's `origin`, a pile's `base`, a
-    /// chain's `anchor`).
+    /// overlapped, and the first step took 0.15 s and did 1e55 J of
+    /// non-conservative work (the fuzzing campaign of 7 Dec 2026 spent some
+    /// 20 minutes on its 20 steps). Named at the field that placed the body
+    /// (a drop's `origin`, a pile's `base`, a chain's `anchor`).
     fn check_generated_extent(
         &self,
         world: &World,
