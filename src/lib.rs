@@ -119,6 +119,17 @@
 //!   dt/4096, the pieces joined by the same projection) and so passes it
 //!   too; halving at step after step means a stiff system, and it stops
 //!   and names `sdirk3`.
+//! - *My run stops with "100000 substeps inside one step".* `dopri5` or
+//!   `sdirk3` were asked to cross a step (`dt`, their largest) in which the
+//!   motion is that much faster — a period of nanoseconds at a millisecond
+//!   step, from forces or a gravity far beyond the bodies' scale. The stop
+//!   ([`integrator::MAX_SUBSTEPS`]) says how far into the step they got;
+//!   check the scene's forces and units, or give a smaller `dt`.
+//! - *`mx2d check` says my bodies start overlapping.* Two bodies (or a body
+//!   and a surface) are placed inside each other by more than 1 % of the
+//!   smaller radius — a generator's `spacing` below the bodies' size, or
+//!   bodies listed on top of each other. The contacts push them apart in the
+//!   first steps, with the energy that takes; place them touching.
 //! - *How do I model a point mass?* `shape: Point` with a `mass`: its rotation
 //!   is not a degree of freedom; hang it on a `Distance` rod. A body with a
 //!   tiny inertia on an offset pin works too (it is not a singular joint).
