@@ -5,10 +5,7 @@
 use glam::DVec2;
 
 use super::schema::{self, AnchorDef, ChainDef, ConstraintDef, LoadDef};
-use super::{
-    MAX_CONTACT_ITERATIONS, MAX_EXTENT_RATIO, MAX_JOINT_PASSES, MAX_STEPS, Scene, SceneError, constraint_numbers,
-    readable,
-};
+use super::{MAX_CONTACT_ITERATIONS, MAX_JOINT_PASSES, MAX_STEPS, Scene, SceneError, constraint_numbers, readable};
 use crate::body::{Body, BodyHandle};
 use crate::constraint::{Constraint, ConstraintKind};
 use crate::load::{Anchor, Load};
@@ -322,11 +319,9 @@ impl Scene {
         Ok(())
     }
 
-    /// Adds the boxes of a pile (see [`schema::PileDef`]), sizes checked first.
-    /// Adds the bodies of a drop (see [`schema::DropDef`]), sizes checked first.
     /// The generators' bodies must lie where f64 still resolves them, as the
     /// listed ones must (`Scene::check_numbers`): within
-    /// [`MAX_EXTENT_RATIO`] × the largest body radius of the origin. A drop
+    /// [`super::MAX_EXTENT_RATIO`] × the largest body radius of the origin. A drop
     /// whose origin was −9.2e18 m put its 1,000 bodies where the spacing of
     /// f64 is 2,048 m: the 25 columns fell onto one x, every pair of a row
     /// overlapped, and the first step took 0.15 s and did 1e55 J of
@@ -342,21 +337,15 @@ impl Scene {
         let largest = bodies.iter().map(|b| b.radius()).fold(0.0, f64::max);
         for (range, field) in generated {
             for b in &bodies[range.clone()] {
-                let r = b.position.length();
-                if r > MAX_EXTENT_RATIO * largest {
-                    return Err(self.error_at(
-                        field,
-                        format!(
-                            "body {} at {r:e} from the origin is more than {MAX_EXTENT_RATIO:e} × the largest body radius ({largest:e}): f64 cannot resolve the bodies there",
-                            b.name
-                        ),
-                    ));
+                if let Some(m) = super::beyond_extent(b.position, largest) {
+                    return Err(self.error_at(field, format!("body {}: {m}", b.name)));
                 }
             }
         }
         Ok(())
     }
 
+    /// Adds the bodies of a drop (see [`schema::DropDef`]), sizes checked first.
     fn build_drop(&self, world: &mut World, i: usize, d: &schema::DropDef) -> Result<(), SceneError> {
         let at = |field: &str| format!("drops[{i}].{field}");
         const MAX_COUNT: usize = 1_000_000;
@@ -408,6 +397,7 @@ impl Scene {
             .ok_or_else(|| self.error_at(field, format!("unknown material '{name}'")))
     }
 
+    /// Adds the boxes of a pile (see [`schema::PileDef`]), sizes checked first.
     fn build_pile(&self, world: &mut World, i: usize, p: &schema::PileDef) -> Result<(), SceneError> {
         let at = |field: &str| format!("piles[{i}].{field}");
         const MAX_ROWS: usize = 2000;

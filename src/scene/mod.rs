@@ -72,6 +72,18 @@ pub const MAX_MAGNITUDE: f64 = 1e100;
 /// radius: at 1e12 radii an f64 position still resolves 1e-4 of a radius.
 pub const MAX_EXTENT_RATIO: f64 = 1e12;
 
+/// The message for a body at `position` farther than [`MAX_EXTENT_RATIO`] ×
+/// `largest` (the largest body radius) from the origin; `None` within it.
+/// The rule of listed bodies and of the generators' (`build.rs`).
+pub(crate) fn beyond_extent(position: glam::DVec2, largest: f64) -> Option<String> {
+    let r = position.length();
+    (r > MAX_EXTENT_RATIO * largest).then(|| {
+        format!(
+            "{r:e} from the origin is more than {MAX_EXTENT_RATIO:e} × the largest body radius ({largest:e}): f64 cannot resolve the bodies there"
+        )
+    })
+}
+
 /// The most steps one run may take (a scene's `steps`, `duration / dt`, or
 /// the command line's): 10⁹ steps is hours of the smallest scene; a larger
 /// count is a typo or a saturated conversion, and would never end.
@@ -281,14 +293,8 @@ impl Scene {
         }
         let largest = self.file.bodies.iter().map(|b| b.shape.bounding_radius()).fold(0.0, f64::max);
         for (i, b) in self.file.bodies.iter().enumerate() {
-            let r = b.position.length();
-            if r > MAX_EXTENT_RATIO * largest {
-                return Err(self.error_at(
-                    &format!("bodies[{i}].position"),
-                    format!(
-                        "{r:e} from the origin is more than {MAX_EXTENT_RATIO:e} × the largest body radius ({largest:e}): f64 cannot resolve the bodies there"
-                    ),
-                ));
+            if let Some(m) = beyond_extent(b.position, largest) {
+                return Err(self.error_at(&format!("bodies[{i}].position"), m));
             }
         }
         Ok(())
